@@ -1,0 +1,42 @@
+"""Scaled dot-product attention, the course's reference implementation (numpy only).
+
+Every chapter computes with these functions and every homework exercise is
+graded against them. The conventions follow PyTorch's
+``torch.nn.functional.scaled_dot_product_attention``.
+
+Public API
+----------
+dot_product_scores      raw scores e_ij = x_i . x_j
+softmax                 numerically stable softmax along an axis
+project_qkv             Q, K, V = X W_Q, X W_K, X W_V
+causal_mask             boolean mask, True where j <= i
+scaled_scores           Q K^T * scale with the mask applied (-inf = forbidden)
+scaled_dot_product_attention   softmax(Q K^T / sqrt(d_k)) V, with weights on request
+attend_one_query        the same for one query, step by step (loop form)
+split_heads, merge_heads, multi_head_attention
+seed_toy_example, example_sentence, SENTENCE    shared example inputs
+"""
+
+from .attention import attend_one_query, scaled_dot_product_attention, scaled_scores
+from .examples import SENTENCE, example_sentence, seed_toy_example
+from .masks import causal_mask
+from .multihead import merge_heads, multi_head_attention, split_heads
+from .projections import project_qkv
+from .scores import dot_product_scores
+from .softmax import softmax
+
+__all__ = [
+    "SENTENCE",
+    "attend_one_query",
+    "causal_mask",
+    "dot_product_scores",
+    "example_sentence",
+    "merge_heads",
+    "multi_head_attention",
+    "project_qkv",
+    "scaled_dot_product_attention",
+    "scaled_scores",
+    "seed_toy_example",
+    "softmax",
+    "split_heads",
+]

@@ -1,0 +1,225 @@
+"""Scaled dot-product attention, the reference implementation.
+
+It follows the conventions of ``torch.nn.functional.scaled_dot_product_attention``:
+row i is query i and column j is key j; leading dimensions broadcast; the scale
+defaults to 1/sqrt(d_k) and is applied before the mask and the softmax; a
+boolean mask means True = may attend, a float mask is added to the scaled
+scores; a query with no permitted key gets zero weights and a zero output.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ._checks import as_float_array, broadcast_batch, check_mask
+from .masks import causal_mask
+from .softmax import softmax
+
+__all__ = ["scaled_scores", "scaled_dot_product_attention", "attend_one_query"]
+
+
+def _check_qk(q: Any, k: Any) -> tuple[np.ndarray, np.ndarray]:
+    qa = as_float_array(q, "q", min_ndim=2, layout="(..., n_q, d_k)")
+    ka = as_float_array(k, "k", min_ndim=2, layout="(..., n_k, d_k)")
+    if qa.shape[-1] != ka.shape[-1]:
+        raise ValueError(
+            f"d_k of q ({qa.shape[-1]}) must equal d_k of k ({ka.shape[-1]}): "
+            f"q has shape {qa.shape} (..., n_q, d_k), k has shape {ka.shape} (..., n_k, d_k)"
+        )
+    return qa, ka
+
+
+def _check_scale(scale: float | None, d_k: int) -> float:
+    if scale is None:
+        return 1.0 / math.sqrt(d_k) if d_k > 0 else 1.0
+    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.number)):
+        raise TypeError(f"scale must be a real number or None; got {type(scale).__name__} {scale!r}")
+    if not math.isfinite(float(scale)):
+        raise ValueError(f"scale must be finite; got {scale!r}")
+    return float(scale)
+
+
+def scaled_scores(
+    q: Any,
+    k: Any,
+    mask: Any | None = None,
+    *,
+    is_causal: bool = False,
+    scale: float | None = None,
+) -> np.ndarray:
+    """The logits that enter the softmax: ``Q K^T * scale``, then the mask.
+
+    Entries a query may not attend to are ``-inf``; a float mask is added.
+
+    Parameters
+    ----------
+    q : array_like, shape (..., n_q, d_k)
+    k : array_like, shape (..., n_k, d_k)
+    mask : array_like of bool or float, broadcastable to (..., n_q, n_k), optional
+        Boolean: True = may attend. Float: added to the scaled scores.
+    is_causal : bool
+        Also forbid key j for query i when j > i (top-left aligned).
+    scale : float, optional
+        Defaults to ``1 / sqrt(d_k)``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., n_q, n_k)
+
+    Examples
+    --------
+    >>> scaled_scores(np.eye(2), np.eye(2), is_causal=True, scale=1.0)
+    array([[  1., -inf],
+           [  0.,   1.]])
+    """
+    qa, ka = _check_qk(q, k)
+    broadcast_batch({"q": qa, "k": ka})
+    factor = _check_scale(scale, qa.shape[-1])
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = qa @ np.swapaxes(ka, -1, -2)
+        scores *= factor
+    if not np.isfinite(scores).all():
+        raise ValueError(
+            "the scores q.k * scale overflow the floating-point range of "
+            f"{scores.dtype}; rescale q and k (q has shape {qa.shape}, k has shape {ka.shape})"
+        )
+    allowed = causal_mask(qa.shape[-2], ka.shape[-2]) if is_causal else None
+    if mask is not None:
+        m = check_mask(mask, scores.shape)
+        if m.dtype == np.bool_:
+            allowed = m if allowed is None else (allowed & m)
+        else:
+            scores = scores + m.astype(scores.dtype, copy=False)
+    if allowed is not None:
+        scores = np.where(allowed, scores, np.array(-np.inf, dtype=scores.dtype))
+    return scores
+
+
+def scaled_dot_product_attention(
+    q: Any,
+    k: Any,
+    v: Any,
+    mask: Any | None = None,
+    *,
+    is_causal: bool = False,
+    scale: float | None = None,
+    return_weights: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """Scaled dot-product attention, ``O = softmax(Q K^T / sqrt(d_k)) V``.
+
+    Parameters
+    ----------
+    q : array_like, shape (..., n_q, d_k)
+        Queries, one per row.
+    k : array_like, shape (..., n_k, d_k)
+        Keys, one per row.
+    v : array_like, shape (..., n_k, d_v)
+        Values, one per row (row j goes with key j).
+    mask : array_like of bool or float, broadcastable to (..., n_q, n_k), optional
+        Boolean: True = query i may attend to key j. Float: added to the
+        scaled scores (``-inf`` forbids).
+    is_causal : bool
+        Forbid key j for query i when j > i, aligned at the top left when
+        n_q != n_k. Combined with ``mask`` when both are given.
+    scale : float, optional
+        Multiplies the scores before the mask and the softmax; defaults to
+        ``1 / sqrt(d_k)``.
+    return_weights : bool
+        Also return the attention weights.
+
+    Returns
+    -------
+    output : numpy.ndarray, shape (..., n_q, d_v)
+    weights : numpy.ndarray, shape (..., n_q, n_k)
+        Only with ``return_weights=True``. Each row sums to 1, or is all 0
+        when the query may attend to no key (its output is then 0 too).
+
+    Examples
+    --------
+    Seed 002's toy example: one query, two keys, d_k = 2.
+
+    >>> q = np.array([[1.0, 0.0]])
+    >>> k = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> v = np.array([[2.0, 3.0], [4.0, 5.0]])
+    >>> out, w = scaled_dot_product_attention(q, k, v, return_weights=True)
+    >>> print(np.round(w, 8))
+    [[0.66976155 0.33023845]]
+    >>> print(np.round(out, 8))
+    [[2.6604769 3.6604769]]
+
+    A causal mask: the first query sees only the first key.
+
+    >>> out = scaled_dot_product_attention(k, k, v, is_causal=True)
+    >>> out[0]
+    array([2., 3.])
+    """
+    scores = scaled_scores(q, k, mask, is_causal=is_causal, scale=scale)
+    va = as_float_array(v, "v", min_ndim=2, layout="(..., n_k, d_v)")
+    n_k = scores.shape[-1]
+    if va.shape[-2] != n_k:
+        raise ValueError(
+            f"n_k of k ({n_k}) must equal n_k of v ({va.shape[-2]}): k has shape "
+            f"{np.shape(k)} (..., n_k, d_k), v has shape {va.shape} (..., n_k, d_v)"
+        )
+    broadcast_batch({"q": np.asarray(q), "k": np.asarray(k), "v": va})
+    weights = softmax(scores, axis=-1)
+    out = weights @ va
+    return (out, weights) if return_weights else out
+
+
+def attend_one_query(
+    q_i: Any,
+    k: Any,
+    v: Any,
+    *,
+    allowed: Any | None = None,
+    scale: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Attention for a single query, step by step (the loop form).
+
+    Computes ``e_j = q_i . k_j``, ``s_j = e_j * scale``, ``a = softmax(s)``
+    over the permitted keys, and ``o_i = sum_j a_j v_j``. Looping it over
+    every query gives the same result as :func:`scaled_dot_product_attention`.
+
+    Parameters
+    ----------
+    q_i : array_like, shape (d_k,)
+    k : array_like, shape (n_k, d_k)
+    v : array_like, shape (n_k, d_v)
+    allowed : array_like of bool, shape (n_k,), optional
+        True for each key this query may attend to (default: all).
+    scale : float, optional
+        Defaults to ``1 / sqrt(d_k)``.
+
+    Returns
+    -------
+    (o_i, a_i) : the output vector (d_v,) and the weights (n_k,).
+
+    Examples
+    --------
+    >>> o, a = attend_one_query([1.0, 0.0], [[1.0, 0.0], [0.0, 1.0]], [[2.0, 3.0], [4.0, 5.0]])
+    >>> print(np.round(a, 8), np.round(o, 8))
+    [0.66976155 0.33023845] [2.6604769 3.6604769]
+    """
+    qa = as_float_array(q_i, "q_i", min_ndim=1, layout="(d_k,)")
+    if qa.ndim != 1:
+        raise ValueError(f"q_i must have shape (d_k,); got shape {qa.shape}")
+    ka, va = (as_float_array(a, n, min_ndim=2) for a, n in ((k, "k"), (v, "v")))
+    if ka.ndim != 2 or ka.shape[1] != qa.shape[0]:
+        raise ValueError(f"k must have shape (n_k, d_k) = (n_k, {qa.shape[0]}); got shape {ka.shape}")
+    if va.ndim != 2 or va.shape[0] != ka.shape[0]:
+        raise ValueError(f"v must have shape (n_k, d_v) = ({ka.shape[0]}, d_v); got shape {va.shape}")
+    permitted = np.ones(ka.shape[0], dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
+    if permitted.shape != (ka.shape[0],):
+        raise ValueError(f"allowed must have shape (n_k,) = ({ka.shape[0]},); got shape {permitted.shape}")
+    factor = _check_scale(scale, qa.shape[0])
+    e = np.array([np.dot(qa, ka[j]) for j in range(ka.shape[0])])
+    s = e * factor
+    a = softmax(np.where(permitted, s, -np.inf))
+    o = np.zeros(va.shape[1], dtype=a.dtype)
+    for j in np.flatnonzero(permitted):
+        o += a[j] * va[j]
+    return o, a

@@ -1,0 +1,51 @@
+"""Masks: which keys each query may attend to."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+__all__ = ["causal_mask"]
+
+
+def _size(n: object, name: str) -> int:
+    try:
+        value = operator.index(n)  # accepts int and numpy integers, not floats
+    except TypeError:
+        raise TypeError(f"{name} must be an integer; got {type(n).__name__} {n!r}") from None
+    if value < 0:
+        raise ValueError(f"{name} must be 0 or more; got {value}")
+    return value
+
+
+def causal_mask(n_q: int, n_k: int | None = None) -> np.ndarray:
+    """Boolean causal mask: ``True`` where query i may attend to key j, i.e. j <= i.
+
+    When ``n_q != n_k`` the mask is aligned at the top left, as PyTorch's
+    ``is_causal=True``: query 0 sees key 0, query i sees keys 0..i.
+
+    Parameters
+    ----------
+    n_q : int
+        Number of queries (rows).
+    n_k : int, optional
+        Number of keys (columns); defaults to ``n_q``.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (n_q, n_k)
+
+    Examples
+    --------
+    >>> causal_mask(3).astype(int)
+    array([[1, 0, 0],
+           [1, 1, 0],
+           [1, 1, 1]])
+    >>> causal_mask(2, 4).astype(int)
+    array([[1, 0, 0, 0],
+           [1, 1, 0, 0]])
+    """
+    rows = _size(n_q, "n_q")
+    cols = rows if n_k is None else _size(n_k, "n_k")
+    return np.tri(rows, cols, dtype=bool)

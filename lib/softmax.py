@@ -1,0 +1,58 @@
+"""A numerically stable softmax."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._checks import as_float_array
+
+__all__ = ["softmax"]
+
+
+def softmax(x: Any, axis: int = -1) -> np.ndarray:
+    """Softmax of ``x`` along ``axis``, computed stably.
+
+    Each slice along ``axis`` is shifted by its maximum before ``exp``, which
+    leaves the result unchanged (softmax ignores a constant added to every
+    entry) and keeps every exponent at or below 0, so nothing overflows.
+    Entries of ``-inf`` get weight exactly 0; a slice made only of ``-inf``
+    gets all-zero weights (a query with nothing it may attend to).
+
+    Parameters
+    ----------
+    x : array_like of real numbers
+        The logits. ``-inf`` is allowed; NaN and ``+inf`` are not.
+    axis : int
+        The axis along which the weights sum to one.
+
+    Returns
+    -------
+    numpy.ndarray
+        Same shape as ``x``; float32 input stays float32, integers become float64.
+
+    Examples
+    --------
+    >>> softmax([0.0, 0.0])
+    array([0.5, 0.5])
+    >>> softmax([1000.0, 0.0])          # no overflow
+    array([1., 0.])
+    >>> softmax([[0.0, -np.inf], [-np.inf, -np.inf]])
+    array([[1., 0.],
+           [0., 0.]])
+    """
+    arr = as_float_array(x, "x", allow_neg_inf=True)
+    if arr.ndim == 0:
+        raise ValueError("x must have at least one dimension to take a softmax over; got shape ()")
+    if arr.shape[axis] == 0:
+        return arr.copy()
+    shift = np.max(arr, axis=axis, keepdims=True)
+    # A slice made only of -inf has no finite maximum; shifting it by 0 makes
+    # every exp exactly 0 instead of exp(-inf - -inf) = NaN.
+    shift[np.isneginf(shift)] = 0
+    weights = np.subtract(arr, shift)
+    np.exp(weights, out=weights)
+    total = weights.sum(axis=axis, keepdims=True)
+    np.divide(weights, total, out=weights, where=total > 0)
+    return weights

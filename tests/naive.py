@@ -1,0 +1,28 @@
+"""An independent attention, written with plain Python floats and math.exp.
+
+The tests compare lib against it; it shares no code with lib.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def naive_attention(q, k, v, allowed=None, scale=None):
+    """Rows of q attend over rows of k/v; allowed[i][j] False forbids a pair.
+
+    Returns (output rows, weight rows) as nested lists of floats.
+    """
+    d_k = len(q[0])
+    scale = 1.0 / math.sqrt(d_k) if scale is None else scale
+    outputs, weights = [], []
+    for i, qi in enumerate(q):
+        permitted = [j for j in range(len(k)) if allowed is None or allowed[i][j]]
+        logits = {j: scale * sum(a * b for a, b in zip(qi, k[j])) for j in permitted}
+        top = max(logits.values(), default=0.0)
+        exps = {j: math.exp(s - top) for j, s in logits.items()}
+        total = sum(exps.values())
+        row = [exps[j] / total if j in exps else 0.0 for j in range(len(k))]
+        weights.append(row)
+        outputs.append([sum(row[j] * v[j][c] for j in range(len(k))) for c in range(len(v[0]))])
+    return outputs, weights

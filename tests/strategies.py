@@ -1,0 +1,64 @@
+"""Hypothesis strategies shared by every test module (one home for them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+FLOAT_DTYPES = (np.float32, np.float64)
+
+sizes = st.integers(min_value=1, max_value=6)
+batch_shapes = st.sampled_from([(), (2,), (3, 2), (1, 2)])
+
+
+def finite_arrays(shape, dtype=np.float64, bound: float = 4.0):
+    """Arrays of moderate finite values (no overflow in q.k for these sizes)."""
+    return hnp.arrays(
+        dtype,
+        shape,
+        elements=st.floats(-bound, bound, allow_nan=False, allow_infinity=False, width=32),
+    )
+
+
+@dataclass
+class AttentionCase:
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+
+    @property
+    def n_q(self) -> int:
+        return self.q.shape[-2]
+
+    @property
+    def n_k(self) -> int:
+        return self.k.shape[-2]
+
+
+@st.composite
+def attention_cases(draw, dtype=None, batch=None, square: bool = False) -> AttentionCase:
+    """q (..., n_q, d_k), k (..., n_k, d_k), v (..., n_k, d_v) of one dtype."""
+    dtype = draw(st.sampled_from(FLOAT_DTYPES)) if dtype is None else dtype
+    lead = draw(batch_shapes) if batch is None else batch
+    n_q, n_k, d_k, d_v = draw(sizes), draw(sizes), draw(sizes), draw(sizes)
+    if square:
+        n_k = n_q
+    return AttentionCase(
+        q=draw(finite_arrays((*lead, n_q, d_k), dtype)),
+        k=draw(finite_arrays((*lead, n_k, d_k), dtype)),
+        v=draw(finite_arrays((*lead, n_k, d_v), dtype)),
+    )
+
+
+def bool_masks(shape):
+    return hnp.arrays(np.bool_, shape)
+
+
+logit_rows = hnp.arrays(
+    np.float64,
+    st.tuples(st.integers(1, 4), st.integers(1, 6)),
+    elements=st.floats(-50, 50, allow_nan=False, allow_infinity=False),
+)
