@@ -1,0 +1,98 @@
+"""Quizzes (jupyterquiz) and flashcards (jupytercards) from data files.
+
+Each chapter keeps its questions in ``<chapter>.quiz.json`` and its cards in
+``<chapter>.cards.json`` beside it. The files are checked before they are
+shown, so a malformed question fails the book's build instead of silently
+rendering wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["load_quiz", "load_cards", "show_quiz", "show_cards", "QUESTION_TYPES"]
+
+QUESTION_TYPES = ("multiple_choice", "many_choice", "numeric")
+
+
+class StudyDataError(ValueError):
+    """A quiz or flashcard file is malformed; the message names the file and item."""
+
+
+def _read(path: str | Path) -> Any:
+    p = Path(path)
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise StudyDataError(f"{p}: no such file") from None
+    except json.JSONDecodeError as err:
+        raise StudyDataError(f"{p}: not valid JSON ({err})") from None
+
+
+def _need(cond: bool, where: str, what: str) -> None:
+    if not cond:
+        raise StudyDataError(f"{where}: {what}")
+
+
+def load_quiz(path: str | Path) -> list[dict]:
+    """Read and check a jupyterquiz file.
+
+    Every question needs text, a known type and answers; every answer needs
+    feedback; at least one answer is correct. A numeric question's correct
+    answer is a ``value`` (with the question's ``precision``) or a ``range``.
+    """
+    data = _read(path)
+    _need(isinstance(data, list) and data, str(path), "must be a non-empty list of questions")
+    for n, q in enumerate(data, 1):
+        where = f"{path}, question {n}"
+        _need(isinstance(q, dict), where, "must be an object")
+        _need(bool(str(q.get("question", "")).strip()), where, "has no question text")
+        _need(q.get("type") in QUESTION_TYPES, where, f"type must be one of {QUESTION_TYPES}, got {q.get('type')!r}")
+        answers = q.get("answers")
+        _need(isinstance(answers, list) and len(answers) >= 1, where, "has no answers")
+        for m, a in enumerate(answers, 1):
+            _need(isinstance(a, dict), f"{where}, answer {m}", "must be an object")
+            _need(bool(str(a.get("feedback", "")).strip()), f"{where}, answer {m}", "has no feedback")
+            _need(isinstance(a.get("correct"), bool), f"{where}, answer {m}", "needs correct: true or false")
+            if q["type"] == "numeric":
+                kind = a.get("type")
+                _need(kind in ("value", "range", "default"), f"{where}, answer {m}", "numeric answers are of type value, range or default")
+                if kind == "value":
+                    _need(isinstance(a.get("value"), (int, float)), f"{where}, answer {m}", "needs a numeric value")
+                if kind == "range":
+                    r = a.get("range")
+                    _need(isinstance(r, list) and len(r) == 2 and r[0] <= r[1], f"{where}, answer {m}", "range must be [low, high]")
+            else:
+                _need(bool(str(a.get("answer", "")).strip()), f"{where}, answer {m}", "has no answer text")
+        _need(any(a["correct"] for a in answers), where, "has no correct answer")
+        if q["type"] == "numeric":
+            _need(isinstance(q.get("precision", 0), int), where, "precision must be an integer")
+    return data
+
+
+def load_cards(path: str | Path) -> list[dict]:
+    """Read and check a jupytercards file: a list of cards with front and back."""
+    data = _read(path)
+    _need(isinstance(data, list) and data, str(path), "must be a non-empty list of cards")
+    for n, card in enumerate(data, 1):
+        where = f"{path}, card {n}"
+        _need(isinstance(card, dict), where, "must be an object")
+        for side in ("front", "back"):
+            _need(bool(str(card.get(side, "")).strip()), where, f"has no {side}")
+    return data
+
+
+def show_quiz(path: str | Path, **options: Any) -> None:
+    """Check the quiz file, then display it (questions in file order)."""
+    from jupyterquiz import display_quiz
+
+    display_quiz(load_quiz(path), **{"shuffle_answers": False, **options})
+
+
+def show_cards(path: str | Path, **options: Any) -> None:
+    """Check the flashcard file, then display the deck."""
+    from jupytercards import display_flashcards
+
+    display_flashcards(load_cards(path), **options)
