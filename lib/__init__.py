@@ -14,11 +14,11 @@ scaled_scores           Q K^T * scale with the mask applied (-inf = forbidden)
 scaled_dot_product_attention   softmax(Q K^T / sqrt(d_k)) V, with weights on request
 attend_one_query        the same for one query, step by step (loop form)
 split_heads, merge_heads, multi_head_attention
-seed_toy_example, example_sentence, SENTENCE    shared example inputs
+seed_toy_example, example_sentence, example_projections, SENTENCE    shared example inputs
 """
 
 from .attention import attend_one_query, scaled_dot_product_attention, scaled_scores
-from .examples import SENTENCE, example_sentence, seed_toy_example
+from .examples import SENTENCE, example_projections, example_sentence, seed_toy_example
 from .masks import causal_mask
 from .multihead import merge_heads, multi_head_attention, split_heads
 from .projections import project_qkv
@@ -30,6 +30,7 @@ __all__ = [
     "attend_one_query",
     "causal_mask",
     "dot_product_scores",
+    "example_projections",
     "example_sentence",
     "merge_heads",
     "multi_head_attention",

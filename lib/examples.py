@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["seed_toy_example", "example_sentence", "SENTENCE"]
+__all__ = ["seed_toy_example", "example_sentence", "example_projections", "SENTENCE"]
 
 #: A short sentence whose tokens label the heatmaps of the chapters.
 SENTENCE: tuple[str, ...] = ("the", "cat", "sat", "on", "the", "mat")
@@ -48,3 +48,33 @@ def example_sentence(d_model: int = 4, seed: int = 0) -> tuple[tuple[str, ...], 
     vocab = sorted(set(SENTENCE))
     table = {word: rng.normal(size=d_model) for word in vocab}
     return SENTENCE, np.stack([table[word] for word in SENTENCE])
+
+
+def example_projections(
+    d_model: int = 4, d_k: int = 3, d_v: int = 2, seed: int = 1
+) -> dict[str, np.ndarray]:
+    """Reproducible projection matrices for the example sentence.
+
+    Returns ``{"w_q": (d_model, d_k), "w_k": (d_model, d_k), "w_v": (d_model, d_v)}``
+    with entries drawn from N(0, 1/d_model), the usual initialisation scale: a
+    token vector with unit-variance components is mapped to components of
+    variance about one. Chapters 3 and 4 share these matrices.
+
+    Examples
+    --------
+    >>> w = example_projections()
+    >>> w["w_q"].shape, w["w_k"].shape, w["w_v"].shape
+    ((4, 3), (4, 3), (4, 2))
+    >>> bool((example_projections()["w_q"] == w["w_q"]).all())
+    True
+    """
+    for name, size in (("d_model", d_model), ("d_k", d_k), ("d_v", d_v)):
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+            raise ValueError(f"{name} must be a positive integer; got {size!r}")
+    rng = np.random.default_rng(seed)
+    std = 1.0 / np.sqrt(d_model)
+    return {
+        "w_q": rng.normal(scale=std, size=(d_model, d_k)),
+        "w_k": rng.normal(scale=std, size=(d_model, d_k)),
+        "w_v": rng.normal(scale=std, size=(d_model, d_v)),
+    }
