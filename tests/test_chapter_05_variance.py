@@ -1,0 +1,84 @@
+"""Chapter 5's Monte Carlo check, read from the built book.
+
+The chapter prints one line per key width d_k, for example
+
+    d_k=  64  var_unscaled=  63.6819  ratio=0.9950  var_scaled=0.9950
+
+The expected values come from the derivation, not from the chapter's code: with
+independent components of mean 0 and variance 1, Var(q.k) = d_k and
+Var(q.k / sqrt(d_k)) = 1.
+
+Why 5% is a safe tolerance: the chapter draws N = 100 000 pairs per width. For
+standard normal components E[S^4] = 3 d_k^2 + 6 d_k, so the sample variance has
+relative standard error sqrt((2 + 6/d_k) / N), at most sqrt(8 / N) = 0.9% (at
+d_k = 1). 5% is therefore at least 5.6 standard errors at every width: a correct
+simulation fails this test with probability below one in a million (normal
+approximation: about 2e-8 per width), and the chapter's seed is fixed anyway.
+
+Run ``./course build`` (or ``./course test``, which builds first) before this test.
+"""
+
+import html
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTER = ROOT / "_build" / "html" / "chapters" / "05_why_divide_by_sqrt_dk.html"
+TOLERANCE = 0.05
+
+LINE = re.compile(
+    r"d_k=\s*(?P<d_k>\d+)\s+var_unscaled=\s*(?P<unscaled>[-+0-9.eE]+)"
+    r"\s+ratio=\s*(?P<ratio>[-+0-9.eE]+)\s+var_scaled=\s*(?P<scaled>[-+0-9.eE]+)"
+)
+
+
+@pytest.fixture(scope="module")
+def variances() -> dict[int, tuple[float, float, float]]:
+    """{d_k: (var_unscaled, ratio, var_scaled)} as printed in the built chapter."""
+    if not CHAPTER.is_file():
+        pytest.fail(
+            f"the built chapter 5 is missing: {CHAPTER.relative_to(ROOT)} does not exist. "
+            "Build the book first with ./course build (./course test does it for you)."
+        )
+    text = html.unescape(CHAPTER.read_text(encoding="utf-8"))
+    found: dict[int, tuple[float, float, float]] = {}
+    for m in LINE.finditer(text):
+        d_k = int(m["d_k"])
+        row = (float(m["unscaled"]), float(m["ratio"]), float(m["scaled"]))
+        if d_k in found and found[d_k] != row:
+            pytest.fail(f"chapter 5 prints two different results for d_k={d_k}: {found[d_k]} and {row}")
+        found[d_k] = row
+    if not found:
+        pytest.fail(
+            f"no Monte Carlo result lines ('d_k=... var_unscaled=... ratio=... var_scaled=...') "
+            f"found in {CHAPTER.relative_to(ROOT)}; did the chapter's output format change?"
+        )
+    return found
+
+
+def test_chapter_5_reports_a_wide_range_of_key_widths(variances):
+    widths = sorted(variances)
+    assert len(widths) >= 8, f"expected at least 8 key widths, found {widths}"
+    assert widths[0] == 1 and widths[-1] >= 256, f"widths should run from 1 to at least 256, found {widths}"
+
+
+def test_printed_ratio_is_the_unscaled_variance_over_d_k(variances):
+    # Guards the parsing: the three numbers on a line must be consistent.
+    for d_k, (unscaled, ratio, _) in variances.items():
+        assert ratio == pytest.approx(unscaled / d_k, rel=2e-3), f"d_k={d_k}: ratio {ratio} != {unscaled}/{d_k}"
+
+
+def test_unscaled_variance_is_within_5_percent_of_d_k(variances):
+    bad = {d: v for d, (v, _, _) in variances.items() if abs(v / d - 1) > TOLERANCE}
+    assert not bad, "Var(q.k) should be d_k within 5%; off at " + ", ".join(
+        f"d_k={d}: {v:.4f} ({100 * (v / d - 1):+.1f}%)" for d, v in sorted(bad.items())
+    )
+
+
+def test_scaled_variance_is_within_5_percent_of_1(variances):
+    bad = {d: s for d, (_, _, s) in variances.items() if abs(s - 1) > TOLERANCE}
+    assert not bad, "Var(q.k / sqrt(d_k)) should be 1 within 5%; off at " + ", ".join(
+        f"d_k={d}: {s:.4f} ({100 * (s - 1):+.1f}%)" for d, s in sorted(bad.items())
+    )
