@@ -38,7 +38,7 @@ def exact_digits() -> tuple[list[str], list[str]]:
 
 
 class _Regions(HTMLParser):
-    """Splits a page's text into cell outputs, admonitions and the rest."""
+    """Splits a page's text into cell outputs, admonitions (notes) and the rest."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -56,10 +56,10 @@ class _Regions(HTMLParser):
                 return
 
     def handle_data(self, data):
-        classes = set().union(*(c for _, c in self.stack)) if self.stack else set()
-        if "admonition" in classes:
+        # A hidden code cell is a collapsible "admonition hide"; a note is not.
+        if any("admonition" in c and "hide" not in c for _, c in self.stack):
             self.text["admonition"].append(data)
-        elif "cell_output" in classes:
+        elif any("cell_output" in c for _, c in self.stack):
             self.text["output"].append(data)
         else:
             self.text["other"].append(data)
