@@ -13,11 +13,14 @@ causal_mask             boolean mask, True where j <= i
 scaled_scores           Q K^T * scale with the mask applied (-inf = forbidden)
 scaled_dot_product_attention   softmax(Q K^T / sqrt(d_k)) V, with weights on request
 attend_one_query        the same for one query, step by step (loop form)
+blocked_attention       the same output without the full score matrix (online softmax)
+online_softmax, online_softmax_steps    softmax from a running max and sum over blocks
 split_heads, merge_heads, multi_head_attention
 seed_toy_example, example_sentence, example_projections, SENTENCE    shared example inputs
 """
 
 from .attention import attend_one_query, scaled_dot_product_attention, scaled_scores
+from .blocked import blocked_attention, online_softmax, online_softmax_steps
 from .examples import SENTENCE, example_projections, example_sentence, seed_toy_example
 from .masks import causal_mask
 from .multihead import merge_heads, multi_head_attention, split_heads
@@ -28,12 +31,15 @@ from .softmax import softmax
 __all__ = [
     "SENTENCE",
     "attend_one_query",
+    "blocked_attention",
     "causal_mask",
     "dot_product_scores",
     "example_projections",
     "example_sentence",
     "merge_heads",
     "multi_head_attention",
+    "online_softmax",
+    "online_softmax_steps",
     "project_qkv",
     "scaled_dot_product_attention",
     "scaled_scores",

@@ -16,7 +16,7 @@ import numpy as np
 
 from ._checks import as_float_array, broadcast_batch, check_mask
 from .masks import causal_mask
-from .softmax import softmax
+from .softmax import _softmax_of_checked, softmax
 
 __all__ = ["scaled_scores", "scaled_dot_product_attention", "attend_one_query"]
 
@@ -78,24 +78,49 @@ def scaled_scores(
     qa, ka = _check_qk(q, k)
     broadcast_batch({"q": qa, "k": ka})
     factor = _check_scale(scale, qa.shape[-1])
+    scores = _raw_scaled_scores(qa, ka, factor)
+    allowed = causal_mask(qa.shape[-2], ka.shape[-2]) if is_causal else None
+    if mask is not None:
+        mask = check_mask(mask, scores.shape)
+    _apply_mask(scores, mask, allowed)
+    return scores
+
+
+def _raw_scaled_scores(
+    qa: np.ndarray, ka: np.ndarray, factor: float, shapes: tuple[tuple[int, ...], ...] | None = None
+) -> np.ndarray:
+    """``qa @ ka^T * factor`` as a fresh array, or a clear error if it overflows.
+
+    ``qa`` and ``ka`` are checked arrays, or blocks of rows of them; then
+    ``shapes`` gives the shapes of the whole q and k for the error message.
+    """
+    q_shape, k_shape = shapes or (qa.shape, ka.shape)
     with np.errstate(over="ignore", invalid="ignore"):
         scores = qa @ np.swapaxes(ka, -1, -2)
         scores *= factor
-    if not np.isfinite(scores).all():
+    # min and max see any inf or NaN without building a boolean array as
+    # large as the scores (the scores can be the biggest array in memory).
+    if scores.size and not (np.isfinite(scores.min()) and np.isfinite(scores.max())):
         raise ValueError(
             "the scores q.k * scale overflow the floating-point range of "
-            f"{scores.dtype}; rescale q and k (q has shape {qa.shape}, k has shape {ka.shape})"
+            f"{scores.dtype}; rescale q and k (q has shape {q_shape}, k has shape {k_shape})"
         )
-    allowed = causal_mask(qa.shape[-2], ka.shape[-2]) if is_causal else None
-    if mask is not None:
-        m = check_mask(mask, scores.shape)
-        if m.dtype == np.bool_:
-            allowed = m if allowed is None else (allowed & m)
-        else:
-            scores = scores + m.astype(scores.dtype, copy=False)
-    if allowed is not None:
-        scores = np.where(allowed, scores, np.array(-np.inf, dtype=scores.dtype))
     return scores
+
+
+def _apply_mask(scores: np.ndarray, mask: np.ndarray | None, allowed: np.ndarray | None) -> None:
+    """Mask ``scores`` in place: add a float ``mask``, and set -inf where a
+    boolean ``mask`` or ``allowed`` (e.g. the causal mask) is False.
+
+    Both masks are already checked and broadcast to the shape of ``scores``.
+    """
+    if mask is not None:
+        if mask.dtype == np.bool_:
+            allowed = mask if allowed is None else (allowed & mask)
+        else:
+            scores += mask.astype(scores.dtype, copy=False)
+    if allowed is not None:
+        np.copyto(scores, np.array(-np.inf, dtype=scores.dtype), where=~allowed)
 
 
 def scaled_dot_product_attention(
@@ -157,17 +182,29 @@ def scaled_dot_product_attention(
     array([2., 3.])
     """
     scores = scaled_scores(q, k, mask, is_causal=is_causal, scale=scale)
+    va = _check_v(v, np.asarray(q), np.asarray(k))
+    if mask is not None and scores.size and np.isposinf(scores.max()):
+        # Adding a float mask pushed a score past the largest float; refuse
+        # it with the error that softmax gives for +inf.
+        as_float_array(scores, "x", allow_neg_inf=True)
+    # The scores are a fresh array that nothing else refers to, and they are
+    # already checked: the softmax can turn them into the weights in place.
+    weights = _softmax_of_checked(scores, -1, overwrite=True)
+    out = weights @ va
+    return (out, weights) if return_weights else out
+
+
+def _check_v(v: Any, qa: np.ndarray, ka: np.ndarray) -> np.ndarray:
+    """Check that ``v`` has one row per key and a batch shape that fits q and k."""
     va = as_float_array(v, "v", min_ndim=2, layout="(..., n_k, d_v)")
-    n_k = scores.shape[-1]
+    n_k = ka.shape[-2]
     if va.shape[-2] != n_k:
         raise ValueError(
             f"n_k of k ({n_k}) must equal n_k of v ({va.shape[-2]}): k has shape "
-            f"{np.shape(k)} (..., n_k, d_k), v has shape {va.shape} (..., n_k, d_v)"
+            f"{ka.shape} (..., n_k, d_k), v has shape {va.shape} (..., n_k, d_v)"
         )
-    broadcast_batch({"q": np.asarray(q), "k": np.asarray(k), "v": va})
-    weights = softmax(scores, axis=-1)
-    out = weights @ va
-    return (out, weights) if return_weights else out
+    broadcast_batch({"q": qa, "k": ka, "v": va})
+    return va
 
 
 def attend_one_query(

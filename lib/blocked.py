@@ -1,0 +1,242 @@
+"""Blocked attention: the online softmax (FlashAttention's idea) in numpy.
+
+The reference :func:`~lib.attention.scaled_dot_product_attention` builds the
+whole ``(n_q, n_k)`` score matrix, takes its softmax row by row, then
+multiplies by V. For 16384 tokens that matrix alone holds 268 million numbers
+(1 GiB in float32) per head.
+
+The functions here never build it. They walk over the keys in blocks and keep,
+for every query, three running quantities:
+
+* ``m``, the largest score seen so far (the running maximum);
+* ``l``, the sum of ``exp(score - m)`` over the keys seen so far;
+* ``acc``, the sum of ``exp(score - m) * v_j`` over the same keys.
+
+When a block brings a larger maximum ``m_new``, every term summed so far was
+computed against the old maximum; multiplying ``l`` and ``acc`` by
+``exp(m_old - m_new)`` turns each ``exp(s - m_old)`` into ``exp(s - m_new)``.
+After the last block ``acc / l`` is exactly the softmax-weighted sum of the
+values: the same output as the reference, up to rounding.
+
+Queries are taken in blocks too, so at most one block of scores,
+``block_size`` queries by ``block_size`` keys (per batch entry), exists at a
+time. Under ``is_causal`` the key blocks that lie entirely in the future of
+a query block are never computed.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ._checks import as_float_array, broadcast_batch, check_mask
+from .attention import _apply_mask, _check_qk, _check_scale, _check_v, _raw_scaled_scores
+from .attention import scaled_dot_product_attention
+
+__all__ = ["DEFAULT_BLOCK_SIZE", "OnlineSoftmaxStep", "online_softmax_steps", "online_softmax", "blocked_attention"]
+
+DEFAULT_BLOCK_SIZE = 256
+"""Queries and keys per block: big enough for fast matrix products, small
+enough that one block of scores (256 x 256 float32 = 256 KiB per head) stays
+in the processor's cache."""
+
+
+class OnlineSoftmaxStep(NamedTuple):
+    """The running state of the online softmax after one block.
+
+    ``stop``: the keys ``0 .. stop-1`` have been seen. ``running_max`` and
+    ``running_sum`` have the shape of ``x`` without its last axis.
+    """
+
+    stop: int
+    running_max: np.ndarray
+    running_sum: np.ndarray
+
+
+def _block_size(block_size: object) -> int:
+    try:
+        size = operator.index(block_size)  # accepts int and numpy integers, not floats
+    except TypeError:
+        raise TypeError(
+            f"block_size must be an integer; got {type(block_size).__name__} {block_size!r}"
+        ) from None
+    if size < 1:
+        raise ValueError(f"block_size must be 1 or more; got {size}")
+    return size
+
+
+def _merge_max(m_old: np.ndarray, m_block: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Fold a block's maximum into the running maximum.
+
+    Returns ``(m_new, shift, rescale)``: the new running maximum; the number
+    to subtract from the block's scores before ``exp``; and
+    ``exp(m_old - shift)``, the factor that rescales what was summed so far.
+
+    While a query has seen only ``-inf`` scores (keys it may not attend to),
+    its maximum is ``-inf``. Shifting by 0 instead keeps every
+    ``exp(-inf - shift)`` an exact 0 and never computes
+    ``exp(-inf - -inf) = exp(NaN)``.
+    """
+    m_new = np.maximum(m_old, m_block)
+    shift = np.where(np.isneginf(m_new), np.zeros_like(m_new), m_new)
+    rescale = np.exp(m_old - shift)
+    return m_new, shift, rescale
+
+
+def online_softmax_steps(x: Any, block_size: int = DEFAULT_BLOCK_SIZE) -> list[OnlineSoftmaxStep]:
+    """The running maximum and running sum of the online softmax, block by block.
+
+    Walks along the last axis of ``x`` in blocks of ``block_size`` entries.
+    After each block it records the largest entry seen so far, ``m``, and
+    ``l = sum of exp(x_j - m)`` over the entries seen so far. When a block
+    raises the maximum from ``m_old`` to ``m_new``, the old sum is multiplied
+    by ``exp(m_old - m_new)``, which turns each of its terms
+    ``exp(x_j - m_old)`` into ``exp(x_j - m_new)``.
+
+    Parameters
+    ----------
+    x : array_like of real numbers, shape (..., n)
+        The logits; ``-inf`` is allowed (a forbidden key).
+    block_size : int
+        Entries per block, 1 or more.
+
+    Returns
+    -------
+    list of OnlineSoftmaxStep
+        One ``(stop, running_max, running_sum)`` per block. After the last
+        block, ``running_max`` is ``x.max(-1)`` and ``running_sum`` is
+        ``exp(x - running_max).sum(-1)`` (0 for a row of only ``-inf``).
+
+    Examples
+    --------
+    >>> for step in online_softmax_steps([1.0, 3.0, 2.0], block_size=2):
+    ...     print(step.stop, float(step.running_max), round(float(step.running_sum), 6))
+    2 3.0 1.135335
+    3 3.0 1.503215
+    """
+    arr = as_float_array(x, "x", min_ndim=1, layout="(..., n)", allow_neg_inf=True)
+    size = _block_size(block_size)
+    m = np.full(arr.shape[:-1], -np.inf, dtype=arr.dtype)
+    total = np.zeros(arr.shape[:-1], dtype=arr.dtype)
+    steps = []
+    for start in range(0, arr.shape[-1], size):
+        block = arr[..., start : start + size]
+        m, shift, rescale = _merge_max(m, block.max(axis=-1))
+        total = total * rescale + np.exp(block - shift[..., None]).sum(axis=-1)
+        steps.append(OnlineSoftmaxStep(min(start + size, arr.shape[-1]), m, total))
+    return steps
+
+
+def online_softmax(x: Any, block_size: int = DEFAULT_BLOCK_SIZE) -> np.ndarray:
+    """Softmax along the last axis from one blocked pass of running max and sum.
+
+    The first pass (:func:`online_softmax_steps`) reads ``x`` once, block by
+    block, to find every row's maximum ``m`` and normaliser
+    ``l = sum_j exp(x_j - m)``; the weights are then ``exp(x_j - m) / l``.
+    The result equals :func:`lib.softmax` up to rounding; a row of only
+    ``-inf`` gets all-zero weights.
+
+    Examples
+    --------
+    >>> online_softmax([1.0, 3.0, 2.0], block_size=2).round(6)
+    array([0.090031, 0.665241, 0.244728])
+    """
+    arr = as_float_array(x, "x", min_ndim=1, layout="(..., n)", allow_neg_inf=True)
+    steps = online_softmax_steps(arr, block_size)
+    if not steps:  # nothing to normalise along an empty axis
+        return arr.copy()
+    m, total = steps[-1].running_max, steps[-1].running_sum
+    shift = np.where(np.isneginf(m), np.zeros_like(m), m)
+    weights = np.exp(arr - shift[..., None])
+    weights /= np.where(total > 0, total, np.ones_like(total))[..., None]
+    return weights
+
+
+def blocked_attention(
+    q: Any,
+    k: Any,
+    v: Any,
+    mask: Any | None = None,
+    *,
+    is_causal: bool = False,
+    scale: float | None = None,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+) -> np.ndarray:
+    """Scaled dot-product attention without the full score matrix.
+
+    Computes what :func:`~lib.attention.scaled_dot_product_attention`
+    computes (same arguments, same conventions, same errors; no weights to
+    return, since they are never stored) with the online softmax: queries and
+    keys go in blocks of ``block_size``, and for each block of queries a
+    running maximum, a running sum and a running weighted sum of values are
+    carried from one block of keys to the next.
+
+    Parameters
+    ----------
+    q, k, v, mask, is_causal, scale
+        As for :func:`~lib.attention.scaled_dot_product_attention`.
+    block_size : int
+        Queries and keys per block (1 or more). At most ``block_size**2``
+        scores per batch entry exist at a time.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., n_q, d_v)
+        Equal to the reference up to rounding; a query with no permitted key
+        gets a zero output.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> q, k, v = (rng.normal(size=(5, 3)) for _ in range(3))
+    >>> out = blocked_attention(q, k, v, is_causal=True, block_size=2)
+    >>> ref = scaled_dot_product_attention(q, k, v, is_causal=True)
+    >>> bool(np.allclose(out, ref, rtol=0, atol=1e-12))
+    True
+    """
+    # The same checks, in the same order, as the reference.
+    qa, ka = _check_qk(q, k)
+    batch = broadcast_batch({"q": qa, "k": ka})
+    factor = _check_scale(scale, qa.shape[-1])
+    n_q, n_k = qa.shape[-2], ka.shape[-2]
+    scores_shape = (*batch, n_q, n_k)
+    if mask is not None:
+        # A view with the scores' shape, so that blocks of it can be sliced.
+        mask = np.broadcast_to(check_mask(mask, scores_shape), scores_shape)
+    va = _check_v(v, qa, ka)
+    size = _block_size(block_size)
+
+    score_dtype = np.result_type(qa, ka)
+    out_lead = np.broadcast_shapes(batch, va.shape[:-2])
+    out = np.empty((*out_lead, n_q, va.shape[-1]), dtype=np.result_type(score_dtype, va))
+    for i0 in range(0, n_q, size):
+        i1 = min(i0 + size, n_q)
+        # Under the causal mask, query i sees keys 0..i: no key from i1 on.
+        n_seen = min(n_k, i1) if is_causal else n_k
+        m = np.full((*batch, i1 - i0, 1), -np.inf, dtype=score_dtype)
+        total = np.zeros_like(m)
+        acc = np.zeros((*out_lead, i1 - i0, va.shape[-1]), dtype=out.dtype)
+        for j0 in range(0, n_seen, size):
+            j1 = min(j0 + size, n_seen)
+            s = _raw_scaled_scores(qa[..., i0:i1, :], ka[..., j0:j1, :], factor, (qa.shape, ka.shape))
+            # Keys past the diagonal of this block: key j is allowed when j <= i.
+            allowed = np.tri(i1 - i0, j1 - j0, i0 - j0, dtype=bool) if is_causal and j1 - 1 > i0 else None
+            _apply_mask(s, None if mask is None else mask[..., i0:i1, j0:j1], allowed)
+            m_block = s.max(axis=-1, keepdims=True)
+            if np.isposinf(m_block).any():
+                # A float mask pushed a score to +inf: the reference refuses
+                # this input, so let it raise its error.
+                scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, scale=scale)
+            m, shift, rescale = _merge_max(m, m_block)
+            s -= shift
+            np.exp(s, out=s)  # s now holds exp(score - m_new)
+            total *= rescale
+            total += s.sum(axis=-1, keepdims=True)
+            acc *= rescale
+            acc += s @ va[..., j0:j1, :]
+        # A query that saw no permitted key has total 0 and acc 0: output 0.
+        total[total == 0] = 1
+        np.divide(acc, total, out=out[..., i0:i1, :])
+    return out

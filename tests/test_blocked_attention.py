@@ -1,0 +1,272 @@
+"""The blocked attention (online softmax) computes what the reference computes.
+
+lib.blocked_attention must equal lib.scaled_dot_product_attention to 1e-10 in
+float64 and 1e-5 in float32 for every shape, block size, mask and causal
+setting, raise the same errors, and never hold the full score matrix.
+lib.online_softmax_steps is checked against a running max and sum computed
+independently with Python floats.
+"""
+
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import attention_cases, bool_masks, finite_arrays, logit_rows
+
+import lib
+import lib.blocked
+
+TOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-10}
+
+
+def assert_same_as_reference(case_q, k, v, mask=None, *, is_causal=False, scale=None, block_size=3):
+    got = lib.blocked_attention(case_q, k, v, mask, is_causal=is_causal, scale=scale, block_size=block_size)
+    want = lib.scaled_dot_product_attention(case_q, k, v, mask, is_causal=is_causal, scale=scale)
+    assert got.dtype == want.dtype
+    assert got.shape == want.shape
+    tol = TOL[want.dtype]
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    return got, want
+
+
+@st.composite
+def masks_for(draw, case):
+    """No mask, a boolean mask or an additive float mask, of a shape that broadcasts."""
+    kind = draw(st.sampled_from(["none", "bool", "float"]))
+    if kind == "none":
+        return None
+    lead = case.q.shape[:-2]
+    shape = draw(st.sampled_from([(case.n_q, case.n_k), (*lead, case.n_q, case.n_k), (case.n_k,), (case.n_q, 1)]))
+    allowed = draw(bool_masks(shape))
+    if kind == "bool":
+        return allowed
+    offsets = draw(finite_arrays(shape, case.q.dtype, bound=3.0))
+    return np.where(allowed, offsets, np.array(-np.inf, dtype=case.q.dtype))
+
+
+@given(attention_cases(), st.data())
+def test_blocked_equals_the_reference(case, data):
+    mask = data.draw(masks_for(case))
+    assert_same_as_reference(
+        case.q, case.k, case.v, mask,
+        is_causal=data.draw(st.booleans()),
+        scale=data.draw(st.none() | st.floats(0.05, 3.0)),
+        block_size=data.draw(st.integers(1, 8)),
+    )
+
+
+@given(attention_cases(), st.booleans())
+def test_block_size_of_one_equal_to_n_k_and_larger_than_n_k(case, causal):
+    for size in (1, case.n_k, case.n_k + 1, 1000):
+        assert_same_as_reference(case.q, case.k, case.v, is_causal=causal, block_size=size)
+
+
+@given(st.sampled_from([np.float32, np.float64]), st.integers(1, 40), st.integers(1, 40), st.integers(1, 17), st.booleans())
+def test_longer_sequences_with_ragged_last_blocks(dtype, n_q, n_k, size, causal):
+    rng = np.random.default_rng(n_q * 1000 + n_k)
+    q, k, v = (rng.normal(size=(2, n, 5)).astype(dtype) for n in (n_q, n_k, n_k))
+    mask = rng.random((n_q, n_k)) < 0.7
+    assert_same_as_reference(q, k, v, mask, is_causal=causal, block_size=size)
+
+
+@given(st.data())
+def test_leading_dimensions_broadcast_as_in_the_reference(data):
+    q = data.draw(finite_arrays((2, 1, 4, 3)))
+    k = data.draw(finite_arrays((3, 5, 3)))
+    v = data.draw(finite_arrays((1, 3, 5, 2)))
+    mask = data.draw(bool_masks((2, 3, 4, 5)))
+    got, _ = assert_same_as_reference(q, k, v, mask, is_causal=data.draw(st.booleans()), block_size=2)
+    assert got.shape == (2, 3, 4, 2)
+
+
+def test_fully_masked_rows_get_a_zero_output():
+    rng = np.random.default_rng(3)
+    q, k, v = rng.normal(size=(6, 4)), rng.normal(size=(9, 4)), rng.normal(size=(9, 3))
+    mask = rng.random((6, 9)) < 0.5
+    mask[1] = False
+    mask[4] = False
+    for size in (1, 2, 4, 9):
+        got, _ = assert_same_as_reference(q, k, v, mask, block_size=size)
+        assert (got[[1, 4]] == 0).all()
+        assert np.isfinite(got).all()
+
+
+def test_blocks_that_are_fully_masked_for_a_query_before_its_first_key():
+    # Query 0 may attend only to the last key: with blocks of 2 its running
+    # maximum stays -inf through the first four blocks.
+    rng = np.random.default_rng(4)
+    q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(9, 4)), rng.normal(size=(9, 2))
+    mask = np.ones((3, 9), bool)
+    mask[0, :8] = False
+    additive = np.where(mask, 0.0, -np.inf)
+    for m in (mask, additive):
+        got, _ = assert_same_as_reference(q, k, v, m, block_size=2)
+        np.testing.assert_allclose(got[0], v[8], rtol=0, atol=1e-15)
+
+
+def test_causal_with_more_queries_than_keys_and_more_keys_than_queries():
+    rng = np.random.default_rng(5)
+    for n_q, n_k in ((7, 3), (3, 7), (1, 9), (9, 1)):
+        q, k, v = rng.normal(size=(n_q, 2)), rng.normal(size=(n_k, 2)), rng.normal(size=(n_k, 2))
+        for size in (1, 2, 3, 10):
+            assert_same_as_reference(q, k, v, is_causal=True, block_size=size)
+
+
+@pytest.mark.parametrize("dtype, big", [(np.float32, 1e4), (np.float64, 1e150)])
+@pytest.mark.parametrize("order", ["rising", "falling"])
+def test_extreme_logits_no_nan_no_warning(dtype, big, order):
+    # Logits from -big to +big: when they rise, every block raises the running
+    # maximum by a huge amount, so exp(m_old - m_new) underflows to 0; when
+    # they fall, every later block underflows instead. pytest turns any
+    # RuntimeWarning into an error.
+    n = 12
+    ramp = np.linspace(-1.0, 1.0, n) if order == "rising" else np.linspace(1.0, -1.0, n)
+    q = np.array([[big], [-big], [big / 7]], dtype=dtype)
+    k = ramp[:, None].astype(dtype)
+    v = np.arange(2.0 * n).reshape(n, 2).astype(dtype)
+    for size in (1, 5, n):
+        got, _ = assert_same_as_reference(q, k, v, scale=1.0, block_size=size)
+        assert np.isfinite(got).all()
+
+
+def test_inputs_are_not_modified_and_float32_stays_float32():
+    rng = np.random.default_rng(6)
+    q, k, v = (rng.normal(size=(2, 5, 3)).astype(np.float32) for _ in range(3))
+    mask = np.where(rng.random((5, 5)) < 0.8, 0.5, -np.inf)
+    copies = [a.copy() for a in (q, k, v, mask)]
+    out = lib.blocked_attention(q, k, v, mask, is_causal=True, block_size=2)
+    assert out.dtype == np.float32
+    for a, b in zip((q, k, v, mask), copies):
+        np.testing.assert_array_equal(a, b)
+
+
+q_ok, k_ok, v_ok = np.ones((3, 4)), np.ones((5, 4)), np.ones((5, 2))
+
+BAD_INPUTS = [
+    ((np.ones(4), k_ok, v_ok), {}),
+    ((q_ok, np.ones(4), v_ok), {}),
+    ((q_ok, k_ok, np.ones(5)), {}),
+    ((q_ok, np.ones((5, 3)), v_ok), {}),
+    ((q_ok, k_ok, np.ones((6, 2))), {}),
+    ((q_ok, k_ok, v_ok, np.ones((2, 2), bool)), {}),
+    ((q_ok, k_ok, v_ok, np.ones((3, 6))), {}),
+    ((np.ones((2, 3, 4)), np.ones((3, 5, 4)), np.ones((3, 5, 2))), {}),
+    ((np.ones((2, 3, 4)), np.ones((2, 5, 4)), np.ones((3, 5, 2))), {}),
+    ((np.array([["a", "b"]]), k_ok, v_ok), {}),
+    ((q_ok.astype(complex), k_ok, v_ok), {}),
+    ((q_ok > 0, k_ok, v_ok), {}),
+    ((np.where(q_ok > 0, np.nan, 0), k_ok, v_ok), {}),
+    ((q_ok, np.full((5, 4), np.inf), v_ok), {}),
+    ((q_ok, k_ok, np.full((5, 2), -np.inf)), {}),
+    ((q_ok, k_ok, v_ok, np.full((3, 5), np.nan)), {}),
+    ((q_ok, k_ok, v_ok), {"scale": float("nan")}),
+    ((q_ok, k_ok, v_ok), {"scale": "big"}),
+    ((np.full((1, 2), 1e200), np.full((1, 2), 1e200), np.ones((1, 1))), {}),
+    ((np.full((4, 2), 1e200), np.full((4, 2), 1e200), np.ones((4, 1))), {"is_causal": True}),
+]
+
+
+@pytest.mark.parametrize("args, kwargs", BAD_INPUTS)
+@pytest.mark.parametrize("block_size", [1, 2, 64])
+def test_bad_input_gets_the_reference_s_error(args, kwargs, block_size):
+    with pytest.raises((ValueError, TypeError)) as want:
+        lib.scaled_dot_product_attention(*args, **kwargs)
+    with pytest.raises(want.type) as got:
+        lib.blocked_attention(*args, **kwargs, block_size=block_size)
+    assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize(
+    "size, error, words",
+    [(0, ValueError, "block_size must be 1 or more; got 0"),
+     (-3, ValueError, "block_size must be 1 or more; got -3"),
+     (2.5, TypeError, "block_size must be an integer; got float 2.5"),
+     ("8", TypeError, "block_size must be an integer; got str '8'")],
+)
+def test_bad_block_size_is_named(size, error, words):
+    with pytest.raises(error, match=words.replace(".", r"\.")):
+        lib.blocked_attention(q_ok, k_ok, v_ok, block_size=size)
+    with pytest.raises(error, match=words.replace(".", r"\.")):
+        lib.online_softmax([1.0, 2.0], block_size=size)
+
+
+def test_causal_skips_key_blocks_in_the_future(monkeypatch):
+    # Record every block of scores that is computed: under is_causal, the
+    # block of keys j0.. is computed for the block of queries ..i1 only if
+    # some key in it is not in the future of every query, i.e. j0 < i1.
+    seen = []
+    real = lib.blocked._raw_scaled_scores
+
+    def recording(qa, ka, factor, shapes):
+        seen.append((qa.shape[-2], ka.shape[-2]))
+        return real(qa, ka, factor, shapes)
+
+    monkeypatch.setattr(lib.blocked, "_raw_scaled_scores", recording)
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.normal(size=(16, 2)) for _ in range(3))
+    lib.blocked_attention(q, k, v, block_size=4)
+    assert len(seen) == 16  # 4 query blocks x 4 key blocks
+    seen.clear()
+    lib.blocked_attention(q, k, v, is_causal=True, block_size=4)
+    assert len(seen) == 4 + 3 + 2 + 1  # the lower triangle of blocks, diagonal included
+    assert all(shape == (4, 4) for shape in seen)
+
+
+def test_never_holds_the_full_score_matrix():
+    n, d, size = 2048, 16, 64
+    rng = np.random.default_rng(8)
+    q, k, v = (rng.normal(size=(n, d)) for _ in range(3))
+    score_matrix = n * n * 8  # bytes of the float64 score matrix the reference builds
+    tracemalloc.start()
+    try:
+        lib.blocked_attention(q, k, v, is_causal=True, block_size=size)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    output = n * d * 8
+    assert peak - output < score_matrix / 64, f"peak {peak} bytes"
+
+
+def naive_running_max_and_sum(row, size):
+    """Python floats: after each block, the prefix's maximum and sum of exp(x - max)."""
+    states = []
+    for stop in range(size, len(row) + size, size):
+        prefix = row[: min(stop, len(row))]
+        top = max(prefix)
+        total = 0.0 if top == -math.inf else sum(math.exp(x - top) for x in prefix)
+        states.append((min(stop, len(row)), top, total))
+    return states
+
+
+@st.composite
+def logits_with_minus_inf(draw):
+    x = draw(logit_rows)
+    forbidden = draw(bool_masks(x.shape))
+    return np.where(forbidden, -np.inf, x)
+
+
+@given(logits_with_minus_inf(), st.integers(1, 7))
+def test_online_softmax_steps_track_the_prefix_max_and_sum(x, size):
+    steps = lib.online_softmax_steps(x, block_size=size)
+    for r, row in enumerate(x.tolist()):
+        want = naive_running_max_and_sum(row, size)
+        assert [s.stop for s in steps] == [w[0] for w in want]
+        for step, (_, top, total) in zip(steps, want):
+            assert step.running_max[r] == top
+            assert step.running_sum[r] == pytest.approx(total, rel=1e-12, abs=0)
+
+
+@given(logits_with_minus_inf(), st.integers(1, 7))
+def test_online_softmax_equals_softmax(x, size):
+    np.testing.assert_allclose(lib.online_softmax(x, block_size=size), lib.softmax(x), rtol=1e-12, atol=1e-15)
+
+
+@given(logits_with_minus_inf())
+def test_online_softmax_keeps_float32(x):
+    x32 = x.astype(np.float32)
+    got = lib.online_softmax(x32, block_size=2)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, lib.softmax(x32), rtol=1e-5, atol=1e-6)
