@@ -67,8 +67,12 @@ def load_quiz(path: str | Path) -> list[dict]:
             else:
                 _need(bool(str(a.get("answer", "")).strip()), f"{where}, answer {m}", "has no answer text")
         _need(any(a["correct"] for a in answers), where, "has no correct answer")
-        if q["type"] == "numeric":
-            _need(isinstance(q.get("precision", 0), int), where, "precision must be an integer")
+        if q["type"] == "numeric" and "precision" in q:
+            # jupyterquiz rounds to this many significant digits with JavaScript's
+            # toPrecision, which throws for 0: the question could never be answered.
+            p = q["precision"]
+            _need(isinstance(p, int) and not isinstance(p, bool) and 1 <= p <= 21, where,
+                  f"precision is a number of significant digits, 1 to 21; got {p!r}")
     return data
 
 

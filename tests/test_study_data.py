@@ -26,7 +26,7 @@ def test_flashcard_file_is_valid(path):
     assert len(load_cards(path)) >= 3
 
 
-GOOD = {"question": "2+2?", "type": "numeric", "precision": 0,
+GOOD = {"question": "2+2?", "type": "numeric", "precision": 1,
         "answers": [{"type": "value", "value": 4, "correct": True, "feedback": "Yes."}]}
 
 
@@ -38,6 +38,7 @@ GOOD = {"question": "2+2?", "type": "numeric", "precision": 0,
         (lambda q: q["answers"][0].update(feedback=""), "no feedback"),
         (lambda q: q["answers"][0].update(correct=False), "no correct answer"),
         (lambda q: q["answers"][0].update(type="range", range=[5, 1]), "range must be"),
+        (lambda q: q.update(precision=0), "significant digits, 1 to 21"),
     ],
 )
 def test_checker_rejects_broken_questions(tmp_path, change, words):
