@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
-from pathlib import Path
-
 import pytest
-
+from built_book import built_page
 from naive import naive_attention
 
-ROOT = Path(__file__).resolve().parents[1]
-PAGE = ROOT / "_build" / "html" / "chapters" / "04_scaled_dot_product_attention.html"
+PAGE = "chapters/04_scaled_dot_product_attention.html"
 
 # Seed 002's toy example, typed from the seed: Q (1x2), K (2x2), V (2x2).
 TOY_Q = [[1.0, 0.0]]
@@ -67,13 +64,8 @@ class _Regions(HTMLParser):
 
 @pytest.fixture(scope="module")
 def regions() -> dict[str, str]:
-    if not PAGE.exists():
-        pytest.fail(
-            f"{PAGE.relative_to(ROOT)} does not exist: build the book first. "
-            "Run `./course test`, which builds the book and then runs pytest."
-        )
     parser = _Regions()
-    parser.feed(PAGE.read_text(encoding="utf-8"))
+    parser.feed(built_page(PAGE))
     return {name: "".join(chunks) for name, chunks in parser.text.items()}
 
 

@@ -20,12 +20,10 @@ Run ``./course build`` (or ``./course test``, which builds first) before this te
 
 import html
 import re
-from pathlib import Path
-
 import pytest
+from built_book import built_page
 
-ROOT = Path(__file__).resolve().parents[1]
-CHAPTER = ROOT / "_build" / "html" / "chapters" / "05_why_divide_by_sqrt_dk.html"
+CHAPTER = "chapters/05_why_divide_by_sqrt_dk.html"
 TOLERANCE = 0.05
 
 LINE = re.compile(
@@ -37,12 +35,7 @@ LINE = re.compile(
 @pytest.fixture(scope="module")
 def variances() -> dict[int, tuple[float, float, float]]:
     """{d_k: (var_unscaled, ratio, var_scaled)} as printed in the built chapter."""
-    if not CHAPTER.is_file():
-        pytest.fail(
-            f"the built chapter 5 is missing: {CHAPTER.relative_to(ROOT)} does not exist. "
-            "Build the book first with ./course build (./course test does it for you)."
-        )
-    text = html.unescape(CHAPTER.read_text(encoding="utf-8"))
+    text = html.unescape(built_page(CHAPTER))
     found: dict[int, tuple[float, float, float]] = {}
     for m in LINE.finditer(text):
         d_k = int(m["d_k"])
@@ -53,7 +46,7 @@ def variances() -> dict[int, tuple[float, float, float]]:
     if not found:
         pytest.fail(
             f"no Monte Carlo result lines ('d_k=... var_unscaled=... ratio=... var_scaled=...') "
-            f"found in {CHAPTER.relative_to(ROOT)}; did the chapter's output format change?"
+            f"found in {CHAPTER}; did the chapter's output format change?"
         )
     return found
 

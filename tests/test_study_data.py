@@ -55,3 +55,15 @@ def test_checker_rejects_a_card_without_a_back(tmp_path):
     path.write_text(json.dumps([{"front": "softmax", "back": " "}]))
     with pytest.raises(StudyDataError, match="card 1: has no back"):
         load_cards(path)
+
+
+CHAPTERS = sorted(p for p in ROOT.glob("chapters/[0-9][0-9]_*.md") if not p.name.startswith("00_"))
+
+
+def test_every_teaching_chapter_has_a_quiz_and_a_deck_beside_it():
+    assert len(CHAPTERS) >= 7, f"expected chapters 1 to 7 at least, found {[p.name for p in CHAPTERS]}"
+    for chapter in CHAPTERS:
+        for kind in ("quiz", "cards"):
+            data = chapter.with_suffix(f".{kind}.json")
+            assert data.is_file(), f"{chapter.name} has no {data.name} beside it"
+            assert f'"{data.name}"' in chapter.read_text(encoding="utf-8"), f"{chapter.name} never shows {data.name}"
