@@ -14,3 +14,11 @@ c.CourseDirectory.course_id = "sdpa-course"
 # the release verbatim, solutions included.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "*.md", "feedback"]
 c.Execute.timeout = 120
+
+# Feedback must not show the hidden tests: nbgrader's feedback is made from the
+# autograded notebook, where autograde has put them back, so clear them again.
+# (A failing check shows only its message, never the code of the cell.)
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
+
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]

@@ -1,0 +1,157 @@
+"""Homework 6: the causal mask and masked attention.
+
+Learner functions: ``causal_mask(n_q, n_k)`` returns a boolean (n_q, n_k)
+array, True where query i may attend to key j, i.e. j <= i (aligned at the
+top left); ``masked_attention(q, k, v, mask)`` returns ``(output, weights)``
+of scaled dot-product attention where ``mask`` (boolean, broadcastable to
+(..., n_q, n_k), True = may attend) forbids keys before the softmax; a query
+with no permitted key gets zero weights and a zero output.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import BATCHES, DTYPES, check_attention, describe_inputs, generator, judge_each, normal
+from .core import Assignment, Mismatch, compare_arrays, make_case, reference
+
+A = Assignment("hw6_causal_masking", chapter="chapters/06_causal_masking.md")
+
+
+def _mask_case(n_q: int, n_k: int) -> dict:
+    return make_case("causal_mask", n_q, n_k, label=f"n_q = {n_q}, n_k = {n_k}")
+
+
+def _mask_visible(seed: int) -> list[dict]:
+    return [_mask_case(4, 4), _mask_case(2, 5), _mask_case(5, 2)]
+
+
+def _mask_hidden(seed: int) -> list[dict]:
+    gen = generator(seed, 1)
+    sizes = [(1, 1), (0, 3), (3, 0)] + [tuple(int(n) for n in gen.integers(1, 12, size=2)) for _ in range(5)]
+    return [_mask_case(*s) for s in sizes]
+
+
+def _judge_mask(cases: list[dict], results: list[dict]) -> str:
+    lib = reference()
+
+    def one(args, kwargs, got, name):
+        n_q, n_k = args
+        expected = lib.causal_mask(n_q, n_k)
+        if isinstance(got, np.ndarray) and got.shape == expected.shape and got.dtype == np.bool_:
+            future = got & ~expected
+            if future.any():
+                i, j = (int(t) for t in np.argwhere(future)[0])
+                raise Mismatch(f"{name}: entry ({i}, {j}) is True, so query {i} may see key {j}, a future "
+                               f"position (j > i)")
+            missing = expected & ~got
+            if missing.any():
+                i, j = (int(t) for t in np.argwhere(missing)[0])
+                raise Mismatch(f"{name}: entry ({i}, {j}) is False, but query {i} may attend to key {j} "
+                               "(j <= i, itself and earlier positions)")
+        compare_arrays(got, expected, what=name)
+
+    return f"{judge_each(cases, results, one)} masks match lib.causal_mask"
+
+
+def _att_case(q, k, v, mask, note: str) -> dict:
+    return make_case("masked_attention", q, k, v, mask, label=describe_inputs(q=q, k=k, v=v) + f", {note}")
+
+
+def _att_visible(seed: int) -> list[dict]:
+    lib = reference()
+    _, x = lib.example_sentence()
+    w = lib.example_projections()
+    q, k, v = lib.project_qkv(x, w["w_q"], w["w_k"], w["w_v"])
+    gen = generator(seed, 2)
+    q32, k32, v32 = (normal(gen, (2, 4, d), np.float32) for d in (3, 3, 2))
+    some = np.array([[True, False, True, False], [False, False, False, False],
+                     [True, True, False, False], [False, False, False, True]])
+    return [
+        _att_case(q, k, v, lib.causal_mask(6), "causal mask"),
+        _att_case(q32, k32, v32, lib.causal_mask(4), "causal mask"),
+        _att_case(q32, k32, v32, some, "a mask with a row of all False"),
+    ]
+
+
+def _att_hidden(seed: int) -> list[dict]:
+    lib = reference()
+    gen = generator(seed, 3)
+    out = []
+    for i in range(10):
+        lead, dtype = BATCHES[i % len(BATCHES)], DTYPES[(i // 2) % 2]
+        n_q, n_k, d_k, d_v = (int(gen.integers(1, 8)) for _ in range(4))
+        scale = 10.0 ** gen.uniform(-1, 1) if dtype == np.float32 else 10.0 ** gen.uniform(-1, 1.7)
+        q, k = normal(gen, (*lead, n_q, d_k), dtype, scale), normal(gen, (*lead, n_k, d_k), dtype, scale)
+        v = normal(gen, (*lead, n_k, d_v), dtype)
+        if i % 3 == 0:
+            mask, note = lib.causal_mask(n_q, n_k), "causal mask"
+        elif i % 3 == 1:
+            mask, note = gen.random((n_q, n_k)) < 0.6, "random mask (n_q, n_k)"
+        else:
+            mask, note = gen.random((*lead, n_q, n_k)) < 0.5, "random mask with batch dimensions"
+            mask.reshape(-1, n_k)[0] = False                       # one query with nothing permitted
+        out.append(_att_case(q, k, v, mask, note))
+    return out
+
+
+def _judge_attention(cases: list[dict], results: list[dict]) -> str:
+    def one(args, kwargs, got, name):
+        q, k, v, mask = args
+        causal = mask.ndim == 2 and np.array_equal(mask, np.tri(*mask.shape, dtype=bool))
+        forbidden = "the mask forbids" + (" (a future position, j > i)" if causal else "")
+        check_attention(got, q, k, v, mask=mask, what=name, forbidden=forbidden)
+
+    return f"{judge_each(cases, results, one)} cases match lib.scaled_dot_product_attention with the mask"
+
+
+def _leak_cases(seed: int) -> list[dict]:
+    lib = reference()
+    gen = generator(seed, 4)
+    n, d = 6, 4
+    q, k, v = (normal(gen, (n, d)) for _ in range(3))
+    mask = lib.causal_mask(n)
+    out = [_att_case(q, k, v, mask, "causal mask")]
+    for j in (5, 3, 1):
+        k2, v2 = k.copy(), v.copy()
+        k2[j:] = normal(gen, (n - j, d), scale=5.0)
+        v2[j:] = normal(gen, (n - j, d), scale=5.0)
+        out.append(_att_case(q, k2, v2, mask, f"keys and values from position {j} on changed"))
+    return out
+
+
+def _judge_leak(cases: list[dict], results: list[dict]) -> str:
+    outputs = []
+
+    def one(args, kwargs, got, name):
+        if not (isinstance(got, (tuple, list)) and len(got) == 2 and isinstance(got[0], np.ndarray)
+                and got[0].shape == args[0].shape[:-1] + (args[2].shape[-1],)):
+            raise Mismatch(f"{name} must return (output, weights) with output of shape (n_q, d_v)")
+        outputs.append(got[0].astype(np.float64))
+
+    judge_each(cases, results, one)
+    base = outputs[0]
+    for j, changed in zip((5, 3, 1), outputs[1:]):
+        earlier = np.abs(changed[:j] - base[:j])
+        if not np.isfinite(earlier).all() or (earlier > 1e-9 * (1 + np.abs(base[:j]))).any():
+            i = int(np.argmax(np.where(np.isfinite(earlier), earlier, np.inf).max(axis=-1)))
+            raise Mismatch(
+                f"changing the keys and values from position {j} on changed the output of query {i} "
+                f"(by {earlier[i].max():.3g}): query {i} can see the future position(s) {j}.. even though "
+                "the causal mask forbids them"
+            )
+    return "changing future keys and values leaves every earlier output unchanged"
+
+
+A.add("causal_mask", ["causal_mask"], points=2, cases=_mask_visible, judge=_judge_mask,
+      description="4x4, 2x5 and 5x2 causal masks (top-left aligned, dtype bool)")
+A.add("causal_mask_hidden", ["causal_mask"], points=1, cases=_mask_hidden, judge=_judge_mask,
+      description="random sizes, including 1x1 and empty masks")
+A.add("masked_attention", ["masked_attention"], points=2, cases=_att_visible, judge=_judge_attention,
+      description="the example sentence with a causal mask, a float32 batch, a fully masked query")
+A.add("masked_attention_hidden", ["masked_attention"], points=3, cases=_att_hidden, judge=_judge_attention,
+      description="random causal and arbitrary masks, broadcast over batch dimensions, float32 and float64")
+A.add("no_future_leak", ["masked_attention"], points=2, cases=_leak_cases, judge=_judge_leak,
+      description="with a causal mask, changing future keys and values never changes an earlier output")
+
+A.export(globals())

@@ -1,0 +1,134 @@
+"""Homework 7: multi-head attention (split, attend, concatenate, project).
+
+Learner functions: ``split_heads(x, n_heads)`` turns (..., n, h*d) into
+(..., h, n, d), head m holding columns m*d to (m+1)*d - 1; ``merge_heads(x)``
+undoes it; ``multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads)`` returns
+the (..., n, d_out) output of self-attention with ``n_heads`` heads, each
+scaled by 1/sqrt(d_k) of the head. (The notebook's ``softmax_rows`` and
+``attention`` helpers are the learner's own and are not graded here.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import BATCHES, DTYPES, attention_rtol, describe_inputs, generator, judge_each, normal
+from .core import Assignment, Mismatch, compare_arrays, make_case, reference
+
+A = Assignment("hw7_multi_head_attention", chapter="chapters/07_multi_head_preview.md")
+
+
+def _split_case(x, h) -> dict:
+    return make_case("split_heads", x, h, label=describe_inputs(x=x) + f", n_heads = {h}")
+
+
+def _merge_case(x) -> dict:
+    return make_case("merge_heads", x, label=describe_inputs(x=x))
+
+
+def _split_visible(seed: int) -> list[dict]:
+    x = np.arange(12.0).reshape(3, 4)
+    gen = generator(seed, 1)
+    y = normal(gen, (2, 5, 6), np.float32)
+    return [_split_case(x, 2), _split_case(y, 3), _merge_case(np.arange(12.0).reshape(2, 3, 2)),
+            _merge_case(normal(gen, (2, 3, 5, 2), np.float32))]
+
+
+def _split_hidden(seed: int) -> list[dict]:
+    gen = generator(seed, 2)
+    out = []
+    for i in range(8):
+        lead, dtype = BATCHES[i % len(BATCHES)], DTYPES[i % 2]
+        h, d, n = int(gen.integers(1, 5)), int(gen.integers(1, 5)), int(gen.integers(1, 7))
+        out.append(_split_case(normal(gen, (*lead, n, h * d), dtype), h) if i % 2 == 0
+                   else _merge_case(normal(gen, (*lead, h, n, d), dtype)))
+    return out
+
+
+def _judge_split(cases: list[dict], results: list[dict]) -> str:
+    lib = reference()
+
+    def one(args, kwargs, got, name):
+        if name == "split_heads":
+            x, h = args
+            expected = lib.split_heads(x, h)
+            try:
+                compare_arrays(got, expected, what=name)
+            except Mismatch as exc:
+                naive = x.reshape(*x.shape[:-2], h, x.shape[-2], x.shape[-1] // h)
+                if isinstance(got, np.ndarray) and got.shape == naive.shape and np.array_equal(got, naive):
+                    raise Mismatch(f"{exc}. Hint: reshaping straight to (..., h, n, d) mixes tokens between "
+                                   "heads; reshape to (..., n, h, d), then swap the axes of n and h") from None
+                raise
+        else:
+            (x,) = args
+            compare_arrays(got, lib.merge_heads(x), what=name)
+
+    return f"{judge_each(cases, results, one)} cases match lib.split_heads and lib.merge_heads"
+
+
+def _mha_case(x, w_q, w_k, w_v, w_o, h) -> dict:
+    return make_case("multi_head_attention", x, w_q, w_k, w_v, w_o, h,
+                     label=describe_inputs(x=x, w_q=w_q, w_v=w_v, w_o=w_o) + f", n_heads = {h}")
+
+
+def _mha_visible(seed: int) -> list[dict]:
+    lib = reference()
+    _, x = lib.example_sentence(d_model=8)
+    gen = generator(seed, 3)
+    ws = [normal(gen, (8, 8), scale=8 ** -0.5) for _ in range(4)]
+    x32 = normal(gen, (2, 3, 6), np.float32)
+    ws32 = [normal(gen, s, np.float32, 0.4) for s in ((6, 6), (6, 6), (6, 9), (9, 4))]
+    return [_mha_case(x, *ws, 2), _mha_case(x, *ws, 1), _mha_case(x32, *ws32, 3)]
+
+
+def _mha_hidden(seed: int) -> list[dict]:
+    gen = generator(seed, 4)
+    out = []
+    for i in range(8):
+        lead, dtype = BATCHES[i % len(BATCHES)], DTYPES[(i // 2) % 2]
+        h = int(gen.choice([1, 2, 4]))
+        d_model, d_k, d_v, d_out, n = (int(gen.integers(1, 6)) for _ in range(5))
+        x = normal(gen, (*lead, n, d_model), dtype)
+        s = 1.0 / np.sqrt(d_model)
+        ws = [normal(gen, (d_model, h * d_k), dtype, s), normal(gen, (d_model, h * d_k), dtype, s),
+              normal(gen, (d_model, h * d_v), dtype, s), normal(gen, (h * d_v, d_out), dtype, s)]
+        out.append(_mha_case(x, *ws, h))
+    return out
+
+
+def _judge_mha(cases: list[dict], results: list[dict]) -> str:
+    lib = reference()
+
+    def one(args, kwargs, got, name):
+        x, w_q, w_k, w_v, w_o, h = args
+        expected = lib.multi_head_attention(x, w_q, w_k, w_v, w_o, h)
+        q = lib.split_heads(x @ w_q, h)
+        k = lib.split_heads(x @ w_k, h)
+        rtol = attention_rtol(q, k)
+        wide = float(np.abs((x @ w_v).astype(np.float64)).max(initial=1.0)) * float(
+            np.linalg.norm(w_o.astype(np.float64), axis=0).max(initial=1.0)) * np.sqrt(w_o.shape[0])
+        try:
+            compare_arrays(got, expected, what=name, rtol=rtol, scale=max(1.0, wide))
+        except Mismatch as exc:
+            if h > 1 and isinstance(got, np.ndarray) and got.shape == expected.shape:
+                one_scale = lib.scaled_dot_product_attention(
+                    q, k, lib.split_heads(x @ w_v, h), scale=1.0 / np.sqrt(w_q.shape[1]))
+                if np.allclose(got, lib.merge_heads(one_scale) @ w_o, rtol=1e-4, atol=1e-4):
+                    raise Mismatch(f"{exc}. Hint: each head must be scaled by 1/sqrt(d_k) of the head "
+                                   "(its own width), not of the full width") from None
+            raise
+
+    return f"{judge_each(cases, results, one)} cases match lib.multi_head_attention"
+
+
+A.add("split_merge", ["split_heads", "merge_heads"], points=2, cases=_split_visible, judge=_judge_split,
+      description="split_heads and merge_heads on small arrays, float64 and float32")
+A.add("split_merge_hidden", ["split_heads", "merge_heads"], points=2, cases=_split_hidden, judge=_judge_split,
+      description="random widths and head counts, batch dimensions")
+A.add("multi_head", ["multi_head_attention"], points=2, cases=_mha_visible, judge=_judge_mha,
+      description="the example sentence (d_model = 8) with 2 heads and 1 head, and a float32 batch with 3 heads")
+A.add("multi_head_hidden", ["multi_head_attention"], points=4, cases=_mha_hidden, judge=_judge_mha,
+      description="random sizes, 1, 2 or 4 heads, batch dimensions, float32 and float64")
+
+A.export(globals())

@@ -1,0 +1,138 @@
+"""Run nbgrader on the course's homework in a scratch course folder.
+
+The tests use these helpers to generate releases, autograde submissions and
+read scores from the gradebook without writing into the repository; a
+maintainer uses them to regenerate ``exercises/`` after editing a source
+notebook in ``solutions/``::
+
+    python -m grading.nbgrader_tools release             # every assignment
+    python -m grading.nbgrader_tools release hw2_stable_softmax
+
+Each command runs nbgrader in a temporary course folder made from the
+repository's ``nbgrader_config.py`` and ``solutions/``, then copies the
+generated student version into ``exercises/``; no gradebook is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def nbgrader_env() -> dict[str, str]:
+    """The environment for nbgrader subprocesses.
+
+    nbgrader calls ``alembic`` from PATH on its first gradebook creation, and
+    its kernels must import ``grading`` and ``lib``: so the interpreter's own
+    bin folder goes first on PATH and the repository on PYTHONPATH.
+    """
+    env = dict(os.environ)
+    bindir = str(Path(sys.executable).parent)
+    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+    return env
+
+
+def run_nbgrader(args: list[str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run ``nbgrader <args>`` in ``cwd``; raise with its output if it fails."""
+    cmd = [sys.executable, "-m", "nbgrader", *args]
+    done = subprocess.run(cmd, cwd=cwd, env=nbgrader_env(), capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def make_course(root: Path, assignments: list[str]) -> Path:
+    """A scratch course: the repository's nbgrader config and the assignments' sources."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
+    for name in assignments:
+        shutil.copytree(REPO / "solutions" / name, root / "solutions" / name, dirs_exist_ok=True)
+    return root
+
+
+def release_path(root: Path, assignment: str) -> Path:
+    return Path(root) / "exercises" / assignment / f"{assignment}.ipynb"
+
+
+def generate(root: Path, assignment: str) -> Path:
+    """``nbgrader generate_assignment``; returns the generated student notebook."""
+    run_nbgrader(["generate_assignment", assignment, "--force"], cwd=root)
+    return release_path(root, assignment)
+
+
+def submit(root: Path, student: str, assignment: str, notebook: dict | Path) -> Path:
+    """Place a notebook (a path or notebook JSON) as ``submitted/<student>/<assignment>/``."""
+    folder = Path(root) / "submitted" / student / assignment
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{assignment}.ipynb"
+    if isinstance(notebook, dict):
+        target.write_text(json.dumps(notebook, indent=1))
+    else:
+        shutil.copy(notebook, target)
+    return target
+
+
+def autograde(root: Path, assignment: str) -> subprocess.CompletedProcess:
+    """Autograde every submission of an assignment in one nbgrader run."""
+    return run_nbgrader(["autograde", assignment, "--force"], cwd=root)
+
+
+def generate_feedback(root: Path, assignment: str) -> subprocess.CompletedProcess:
+    return run_nbgrader(["generate_feedback", assignment, "--force"], cwd=root)
+
+
+def scores(root: Path, assignment: str, notebook: str | None = None) -> dict[str, dict[str, float]]:
+    """``{student: {grade_id: score, ..., "total": score}}`` from the gradebook."""
+    from nbgrader.api import Gradebook
+
+    notebook = notebook or assignment
+    out: dict[str, dict[str, float]] = {}
+    with Gradebook(f"sqlite:///{Path(root).resolve() / 'gradebook.db'}") as gb:
+        for sub in gb.assignment_submissions(assignment):
+            nb = gb.find_submission_notebook(notebook, assignment, sub.student_id)
+            cells = {grade.name: float(grade.score) for grade in nb.grades}
+            cells["total"] = float(nb.score)
+            out[sub.student_id] = cells
+    return out
+
+
+def release(assignments: list[str] | None = None) -> list[Path]:
+    """Regenerate ``exercises/<assignment>/`` from ``solutions/`` (in a scratch course)."""
+    names = assignments or sorted(p.name for p in (REPO / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
+    written = []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = make_course(Path(tmp), names)
+        for name in names:
+            generated = generate(root, name)
+            target = REPO / "exercises" / name
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(generated.parent, target)
+            for path in target.rglob("*"):
+                if path.is_file():
+                    path.chmod(0o644)
+            written.append(target / generated.name)
+    return written
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] != "release":
+        print(__doc__)
+        return 2
+    for path in release(argv[1:] or None):
+        print(f"wrote {path.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
