@@ -1,0 +1,95 @@
+"""``./course grade ASSIGNMENT SUBMISSIONS`` (or ``python -m classgrader``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from . import intake, sandbox
+from .grade import STATUSES, Settings, SetupError
+from .reports import summary_text
+
+
+def _size(text: str) -> int:
+    units = {"k": 1024, "m": 1024**2, "g": 1024**3}
+    t = text.strip().lower().removesuffix("b")
+    if t and t[-1] in units:
+        return int(float(t[:-1]) * units[t[-1]])
+    return int(t)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="course grade",
+        description="Grade every submission of one assignment: in parallel, each in a sandbox, "
+                    "scored outside the learner's process, written to nbgrader's gradebook.",
+        epilog="Statuses: " + "; ".join(f"{k} ({v.split(':')[0]})" for k, v in STATUSES.items()),
+    )
+    p.add_argument("assignment", help="assignment name, e.g. hw2_stable_softmax")
+    p.add_argument("submissions", type=Path,
+                   help="nbgrader's submitted/ folder (or the course folder), a flat folder, or a zip from an LMS")
+    p.add_argument("--course", type=Path, default=Path("."),
+                   help="course folder with solutions/ and exercises/ (default: current folder)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="where autograded/, feedback/, reports/ and the default gradebook go (default: --course)")
+    p.add_argument("--db", dest="db_url", default=None,
+                   help="gradebook URL: sqlite:///path/gradebook.db (default: OUT/gradebook.db) "
+                        "or postgresql://user@host:port/dbname")
+    p.add_argument("--workers", "-j", type=int, default=os.cpu_count() or 1,
+                   help="parallel workers (default: number of cores, %(default)s here)")
+    p.add_argument("--timeout", type=float, default=60.0, help="wall seconds per submission (default 60)")
+    p.add_argument("--memory", default="2g", help="memory (address space) per submission, e.g. 1g, 512m (default 2g)")
+    p.add_argument("--roster", type=Path, default=None,
+                   help="file with one student id per line (or CSV with an id column first): "
+                        "students without a submission are reported missing")
+    p.add_argument("--regrade", action="store_true", help="grade again even unchanged, already graded submissions")
+    p.add_argument("--no-kernel-record", action="store_true",
+                   help="skip the second sandboxed run that records the in-kernel (nbgrader-style) test results")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="run learner code WITHOUT isolation (trusted code only, e.g. to try the tool)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def read_roster(path: Path) -> list[str]:
+    ids = []
+    for line in path.read_text(encoding="utf-8-sig").splitlines():
+        first = line.split(",")[0].strip().strip('"')
+        if first and not first.startswith("#") and first.lower() not in ("id", "student_id", "student"):
+            ids.append(first)
+    return ids
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    from .runner import grade_class
+
+    settings = Settings(
+        limits=sandbox.Limits(wall_seconds=args.timeout, memory_bytes=_size(args.memory)),
+        sandboxed=not args.no_sandbox,
+        kernel_record=not args.no_kernel_record,
+    )
+    if args.no_sandbox:
+        print("classgrader: WARNING: --no-sandbox runs learner code with your rights, next to your files",
+              file=sys.stderr)
+    try:
+        summary = grade_class(
+            args.course, args.assignment, args.submissions, out=args.out, db_url=args.db_url,
+            workers=args.workers, settings=settings,
+            roster=read_roster(args.roster) if args.roster else None,
+            regrade=args.regrade, progress=False if args.quiet else None,
+            log=lambda msg: print(msg, file=sys.stderr))
+    except KeyboardInterrupt:
+        return 130
+    except (SetupError, intake.IntakeError, sandbox.SandboxUnavailable) as exc:
+        print(f"classgrader: {exc}", file=sys.stderr)
+        return 2
+    print(summary_text(summary))
+    print(f"reports: {summary['reports']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

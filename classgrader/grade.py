@@ -1,0 +1,361 @@
+"""Grade one submission: match, run in the sandbox, compare outside, record.
+
+The score of every graded cell comes from :mod:`grading`'s comparison,
+computed here, in the grader's process, with ``lib``, from plain JSON results
+that the learner's functions produced in the sandbox on inputs made from a
+fresh random seed. Nothing the learner's code does in its own process can
+reach this computation.
+
+A second, optional sandbox run executes the notebook the way ``nbgrader
+autograde`` would (every cell in order, the instructor's test cells with their
+hidden tests, ``lib`` available) *for the record only*: when those in-kernel
+tests pass but the outside comparison fails, the submission is flagged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import secrets
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from . import notebooks, sandbox
+from .intake import Submission
+
+GRADER_VERSION = "1"
+COLLECTOR = "grading.core:run_cases"
+
+# One status per submission, the most serious first.
+STATUSES = {
+    "missing": "missing: nothing was submitted",
+    "not_a_notebook": "not a notebook: the file could not be read as a notebook",
+    "timed_out": "timed out: the wall-time limit stopped a cell or a check",
+    "out_of_memory": "out of memory: the memory limit stopped a cell or a check",
+    "kernel_died": "kernel died: the learner's process ended before grading finished",
+    "metadata_stripped": "nbgrader metadata stripped: cells recovered by matching them to the release",
+    "test_cells_changed": "test cells edited, duplicated or deleted: the release's test cells were used",
+    "renamed": "notebook renamed: matched to the assignment",
+    "graded": "graded",
+}
+
+
+@dataclasses.dataclass
+class Settings:
+    limits: sandbox.Limits = dataclasses.field(default_factory=sandbox.Limits)
+    sandboxed: bool = True
+    kernel_record: bool = True
+    uid_base: int = 61000
+
+
+@dataclasses.dataclass
+class AssignmentInfo:
+    name: str
+    notebook: str  # file name, e.g. hw2_stable_softmax.ipynb
+    release: nbformat.NotebookNode
+    source: nbformat.NotebookNode
+    release_dir: Path
+    source_dir: Path  # the folder holding solutions/<assignment>
+    checks: list  # grading Check objects
+    grade_cells: dict[str, float]  # grade_id -> points, in notebook order
+    key: str  # changes when the release, the checks or this grader change
+    grading_dir: Path
+    lib_dir: Path
+
+    @property
+    def max_score(self) -> float:
+        return float(sum(self.grade_cells.values()))
+
+
+class SetupError(RuntimeError):
+    """The assignment cannot be graded as configured; the message says why."""
+
+
+def load_assignment(course: Path, name: str) -> AssignmentInfo:
+    """Read the release, the instructor source and the checks of one assignment."""
+    import grading
+    import lib
+    from grading import core
+
+    release_dir = course / "exercises" / name
+    source_dir = course / "solutions" / name
+    for folder, what in ((release_dir, "release (student version)"), (source_dir, "instructor source")):
+        if not folder.is_dir():
+            raise SetupError(f"no {what} for {name!r}: {folder} does not exist")
+    release_nbs = sorted(release_dir.glob("*.ipynb"))
+    if len(release_nbs) != 1:
+        raise SetupError(f"{release_dir} must hold exactly one notebook; it holds {len(release_nbs)}")
+    nb_name = release_nbs[0].name
+    if not (source_dir / nb_name).is_file():
+        raise SetupError(f"{source_dir / nb_name} is missing (the instructor source of {nb_name})")
+    release = nbformat.read(release_nbs[0], as_version=4)
+    source = nbformat.read(source_dir / nb_name, as_version=4)
+    try:
+        checks = core.checks_for(name)
+    except KeyError as exc:
+        raise SetupError(str(exc)) from None
+    grade_cells = {}
+    for cell in release.cells:
+        meta = notebooks.nbgrader_meta(cell)
+        if meta.get("grade") and meta.get("grade_id"):
+            grade_cells[meta["grade_id"]] = float(meta.get("points", 0) or 0)
+    digest = hashlib.sha256()
+    digest.update(GRADER_VERSION.encode())
+    digest.update(release_nbs[0].read_bytes())
+    for path in sorted(Path(grading.__file__).parent.glob("*.py")) + sorted(Path(lib.__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + path.read_bytes())
+    return AssignmentInfo(
+        name=name, notebook=nb_name, release=release, source=source, release_dir=release_dir,
+        source_dir=course / "solutions", checks=checks, grade_cells=grade_cells,
+        key=digest.hexdigest()[:16], grading_dir=Path(grading.__file__).parent,
+        lib_dir=Path(lib.__file__).parent,
+    )
+
+
+def submission_key(info: AssignmentInfo, data: bytes | None) -> str:
+    h = hashlib.sha256(data or b"").hexdigest()[:24]
+    return f"{h}-{info.key}"
+
+
+# --------------------------------------------------------------------------
+# The pipeline
+# --------------------------------------------------------------------------
+
+
+def grade(info: AssignmentInfo, sub: Submission, settings: Settings, *, slot: int = 0,
+          registry: sandbox.Registry | None = None) -> tuple[dict, nbformat.NotebookNode | None]:
+    """Grade one submission; returns (result, autograded notebook or None)."""
+    result: dict[str, Any] = {
+        "student": sub.student, "assignment": info.name, "notebook": Path(info.notebook).stem,
+        "display_name": sub.display_name, "timestamp": sub.timestamp,
+        "submitted_file": sub.original_name, "layout": sub.layout, "ignored_files": sub.ignored,
+        "max_score": info.max_score, "score": 0.0, "cells": {}, "comments": {},
+        "notes": [], "repairs": {}, "flagged": [], "in_kernel": {}, "sandbox": {},
+    }
+    if sub.path is None:
+        result.update(status="missing", key=submission_key(info, None))
+        result["cells"] = {gid: {"score": 0.0, "points": pts, "message": "nothing submitted"}
+                           for gid, pts in info.grade_cells.items()}
+        return result, None
+    data = sub.path.read_bytes()
+    result["key"] = submission_key(info, data)
+    result["sha256"] = hashlib.sha256(data).hexdigest()
+    try:
+        learner = notebooks.load(data, sub.original_name or sub.path.name)
+    except notebooks.NotANotebook as exc:
+        result.update(status="not_a_notebook")
+        result["notes"].append(str(exc))
+        result["cells"] = {gid: {"score": 0.0, "points": pts, "message": "the submission is not a notebook"}
+                           for gid, pts in info.grade_cells.items()}
+        return result, None
+
+    plan = notebooks.match(learner, info.release)
+    result["repairs"] = plan.repairs
+    seed = secrets.randbits(31)
+    result["seed"] = seed
+    cases = {c.id: c.make_cases(seed) for c in info.checks}
+
+    job = {
+        "mode": "score",
+        "cells": [c for c in plan.code_cells() if c["role"] != "test"],
+        "checks": [{"id": c.id, "functions": list(c.functions), "collector": COLLECTOR, "cases": cases[c.id]}
+                   for c in info.checks],
+    }
+    grader_files = {
+        "driver.py": sandbox.DRIVER,
+        "grading/__init__.py": Path(os.devnull),
+        "grading/core.py": info.grading_dir / "core.py",
+    }
+    uid = settings.uid_base + slot
+    outcome = sandbox.run(job, grader_files, settings.limits, uid=uid, extra_files=sub.extra_files,
+                          sandboxed=settings.sandboxed, registry=registry)
+    result["sandbox"] = _describe(outcome)
+    cell_events = {e.get("n"): e for e in outcome.events if e.get("event") == "cell"}
+    check_events: dict[str, dict] = {}
+    for e in outcome.events:
+        if e.get("event") == "check" and isinstance(e.get("id"), str) and e["id"] not in check_events:
+            check_events[e["id"]] = e
+
+    # The score: grading's comparison, here, with lib, on plain results.
+    verdicts = {}
+    for check in info.checks:
+        event = check_events.get(check.id)
+        if event is None:
+            verdicts[check.id] = (False, 0.0, "not run: the notebook's process ended before this check")
+            continue
+        if event.get("status") != "ok":
+            verdicts[check.id] = (False, 0.0, f"could not run: {event.get('error') or event.get('status')}")
+            continue
+        try:
+            verdict = check.compare(cases[check.id], event.get("results"))
+            verdicts[check.id] = (bool(verdict.passed), float(verdict.fraction), str(verdict.message))
+        except Exception as exc:  # malformed results must not stop the batch
+            verdicts[check.id] = (False, 0.0, f"the results could not be compared ({type(exc).__name__})")
+    for gid, points in info.grade_cells.items():
+        if gid in verdicts:
+            passed, fraction, message = verdicts[gid]
+            fraction = min(max(fraction, 0.0), 1.0)
+            result["cells"][gid] = {"points": points, "score": round(points * fraction, 6),
+                                    "passed": passed, "message": message}
+        else:
+            result["cells"][gid] = {"points": points, "score": None, "passed": None,
+                                    "message": "no outside check for this cell: grade it by hand"}
+            result["notes"].append(f"cell {gid!r} has no check in grading; left for manual grading")
+    result["score"] = round(sum(c["score"] or 0.0 for c in result["cells"].values()), 6)
+
+    # Comments for answer cells, as nbgrader's autograder writes them.
+    for pc in plan.cells:
+        if pc.grade_id and pc.role in ("answer", "missing_answer", "markdown") and pc.release_index is not None:
+            if notebooks.release_role(info.release.cells[pc.release_index]) == "answer":
+                unchanged = notebooks._norm(pc.source) == notebooks._norm(info.release.cells[pc.release_index].source)
+                result["comments"][pc.grade_id] = "No response." if (pc.role == "missing_answer" or unchanged) else None
+
+    # For the record: the notebook run as nbgrader would run it.
+    status = _status(sub, plan, outcome, cell_events, check_events)
+    if settings.kernel_record and status not in ("timed_out", "out_of_memory", "kernel_died"):
+        result["in_kernel"] = _kernel_record(info, plan, settings, uid, sub, registry)
+        for gid, cell in result["cells"].items():
+            if result["in_kernel"].get(gid) == "passed" and cell["passed"] is False:
+                result["flagged"].append(gid)
+
+    result["status"] = status
+    result["cell_seconds"] = {str(n): e.get("seconds") for n, e in cell_events.items()}
+    outputs = _outputs(plan, cell_events, verdicts, outcome)
+    nb = notebooks.autograded_notebook(plan, info.release, outputs)
+    if result["flagged"]:
+        result["notes"].append(
+            "in-kernel tests passed but the outside comparison failed for " + ", ".join(result["flagged"])
+            + ": scored by the comparison")
+    return result, nb
+
+
+def _describe(o: sandbox.RunOutcome) -> dict:
+    return {"returncode": o.returncode, "signal": o.signal, "timed_out": o.timed_out,
+            "result_overflow": o.result_overflow, "seconds": o.seconds,
+            "log": o.log[-4000:], "events": len(o.events)}
+
+
+def _status(sub: Submission, plan: notebooks.Plan, o: sandbox.RunOutcome,
+            cells: dict, checks: dict) -> str:
+    statuses = [e.get("status") for e in list(cells.values()) + list(checks.values())]
+    done = any(e.get("event") == "done" for e in o.events)
+    if o.timed_out or "timeout" in statuses:
+        return "timed_out"
+    # bwrap reports a child killed by signal N as exit status 128 + N.
+    killed = o.returncode - 128 if o.returncode and o.returncode > 128 else None
+    if "memory" in statuses or killed == 9:
+        return "out_of_memory"
+    if killed == 24:  # SIGXCPU: the CPU-seconds limit
+        return "timed_out"
+    if not done or o.result_overflow or o.signal is not None:
+        return "kernel_died"
+    if plan.metadata_stripped:
+        return "metadata_stripped"
+    if plan.repairs:
+        return "test_cells_changed"
+    if sub.renamed:
+        return "renamed"
+    return "graded"
+
+
+def _outputs(plan: notebooks.Plan, cells: dict, verdicts: dict, o: sandbox.RunOutcome) -> dict[int, list[dict]]:
+    """Bounded text outputs per plan cell, for the autograded notebook and the feedback."""
+    outputs: dict[int, list[dict]] = {}
+    for n, pc in enumerate(plan.cells):
+        if pc.role == "test":
+            v = verdicts.get(pc.grade_id)
+            if v is None:
+                continue
+            passed, _, message = v
+            text = ("passed: " if passed else "FAILED: ") + message + "\n"
+            outputs[n] = [notebooks.stream_output("stdout", text)]
+            continue
+        e = cells.get(n)
+        if e is None:
+            continue
+        outs = []
+        for name in ("stdout", "stderr"):
+            text = e.get(name)
+            if isinstance(text, str) and text:
+                outs.append(notebooks.stream_output(name, _strip_ansi(text)))
+        if e.get("status") in ("error", "timeout", "memory") and e.get("error"):
+            ename, _, evalue = str(e["error"]).partition(":")
+            outs.append(notebooks.error_output(ename.strip()[:100], evalue.strip()[:2000]))
+        outputs[n] = outs
+    return outputs
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def _kernel_record(info: AssignmentInfo, plan: notebooks.Plan, settings: Settings, uid: int,
+                   sub: Submission, registry) -> dict[str, str]:
+    """Run the cells in order with the instructor's test cells (hidden tests
+    included) and ``lib`` available, as nbgrader would; pass/fail per test cell."""
+    source_tests = {}
+    for cell in info.source.cells:
+        meta = notebooks.nbgrader_meta(cell)
+        if meta.get("grade") and not meta.get("solution") and meta.get("grade_id"):
+            source_tests[meta["grade_id"]] = cell.source
+    cells = []
+    for c in plan.code_cells():
+        if c["role"] == "test":
+            c = dict(c, source=source_tests.get(c["grade_id"], c["source"]))
+        cells.append(c)
+    job = {"mode": "record", "cells": cells, "checks": []}
+    files: dict[str, Path] = {"driver.py": sandbox.DRIVER}
+    for pkg, folder in (("grading", info.grading_dir), ("lib", info.lib_dir)):
+        for path in sorted(folder.glob("*.py")):
+            files[f"{pkg}/{path.name}"] = path
+    outcome = sandbox.run(job, files, settings.limits, uid=uid, extra_files=sub.extra_files,
+                          sandboxed=settings.sandboxed, registry=registry)
+    by_n = {e.get("n"): e for e in outcome.events if e.get("event") == "cell"}
+    record = {}
+    for c in cells:
+        if c["role"] == "test" and c.get("grade_id"):
+            e = by_n.get(c["n"])
+            if e is None:
+                record[c["grade_id"]] = "not run"
+            elif e.get("status") == "ok" and not e.get("stderr"):
+                record[c["grade_id"]] = "passed"
+            else:
+                record[c["grade_id"]] = "failed"
+    return record
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1, sort_keys=True, default=str)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

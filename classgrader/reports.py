@@ -1,0 +1,94 @@
+"""The class-level outputs: grades CSV, status summary, score histogram."""
+
+from __future__ import annotations
+
+import collections
+import csv
+import io
+from pathlib import Path
+
+from .grade import STATUSES, write_json_atomic, write_text_atomic
+
+CSV_COLUMNS = ["student_id", "name", "score", "max_score", "percent", "status", "flagged", "notes"]
+# Okabe & Ito's colour-blind-safe palette.
+BLUE, VERMILLION = "#0072B2", "#D55E00"
+
+
+def grades_csv(results: list[dict]) -> str:
+    """One row per student, sorted by id: ready to import into an LMS gradebook."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for r in sorted(results, key=lambda r: r["student"]):
+        mx = float(r.get("max_score") or 0)
+        score = float(r.get("score") or 0)
+        writer.writerow([
+            r["student"], r.get("display_name") or "", f"{score:g}", f"{mx:g}",
+            f"{100 * score / mx:.1f}" if mx else "", r["status"],
+            "yes" if r.get("flagged") else "", " | ".join(r.get("notes", []))[:500],
+        ])
+    return buf.getvalue()
+
+
+def summary(results: list[dict], *, assignment: str, seconds: float, workers: int) -> dict:
+    counts = collections.Counter(r["status"] for r in results)
+    return {
+        "assignment": assignment,
+        "students": len(results),
+        "statuses": {s: counts.get(s, 0) for s in STATUSES if counts.get(s)},
+        "flagged": sorted(r["student"] for r in results if r.get("flagged")),
+        "mean_score": round(sum(r.get("score") or 0 for r in results) / len(results), 3) if results else None,
+        "max_score": max((r.get("max_score") or 0 for r in results), default=0),
+        "seconds": round(seconds, 2),
+        "workers": workers,
+    }
+
+
+def summary_text(s: dict) -> str:
+    lines = [f"{s['assignment']}: {s['students']} students in {s['seconds']:.1f} s with {s['workers']} workers"]
+    for status, n in s["statuses"].items():
+        lines.append(f"  {n:4d}  {STATUSES[status]}")
+    if s["flagged"]:
+        lines.append("  flagged (in-kernel tests passed, outside comparison failed): " + ", ".join(s["flagged"]))
+    if s["mean_score"] is not None:
+        lines.append(f"  mean score {s['mean_score']:g} / {s['max_score']:g}")
+    return "\n".join(lines)
+
+
+def histogram(results: list[dict], path: Path, *, assignment: str) -> None:
+    """Histogram of the scores of everyone who submitted something, as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    graded = [r for r in results if r["status"] != "missing"]
+    scores = [float(r.get("score") or 0) for r in graded]
+    mx = max((float(r.get("max_score") or 0) for r in results), default=0.0) or 1.0
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
+    bins = min(20, max(int(mx), 1))
+    ax.hist(scores, bins=bins, range=(0, mx), color=BLUE, edgecolor="black", linewidth=0.6)
+    missing = len(results) - len(graded)
+    title = f"{assignment}: scores of {len(graded)} submissions"
+    if missing:
+        title += f" ({missing} missing)"
+    ax.set_title(title)
+    ax.set_xlabel(f"score (points out of {mx:g})")
+    ax.set_ylabel("number of students")
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, metadata={"Title": title, "Description": f"Histogram of {assignment} scores"})
+    plt.close(fig)
+    tmp.replace(path)
+
+
+def write_all(results: list[dict], out: Path, *, assignment: str, seconds: float, workers: int) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / "grades.csv", grades_csv(results))
+    s = summary(results, assignment=assignment, seconds=seconds, workers=workers)
+    write_json_atomic(out / "summary.json", s)
+    write_text_atomic(out / "summary.txt", summary_text(s) + "\n")
+    histogram(results, out / "histogram.png", assignment=assignment)
+    return s

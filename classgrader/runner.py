@@ -1,0 +1,206 @@
+"""Grade a whole class: a bounded pool of sandboxed workers, one gradebook writer.
+
+Order of writes for each submission, so that an interruption at any moment
+loses nothing and counts nothing twice:
+
+1. the autograded notebook and the feedback page (each via a temporary file
+   and an atomic rename);
+2. the result JSON, ``reports/<assignment>/results/<student>.json`` (also
+   atomic): from now on the submission counts as graded;
+3. the gradebook, one transaction per submission, by the main thread only.
+
+A second run skips every submission whose result JSON carries the same key
+(the hash of the submitted file, the release, ``grading``, ``lib`` and this
+grader) and re-applies its scores to the gradebook only if they differ; a
+submission interrupted before step 2 is simply graded again.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import os
+import queue
+import signal
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+
+from . import feedback, gradebook, intake, reports, sandbox
+from .grade import AssignmentInfo, Settings, grade, load_assignment, submission_key, write_json_atomic, write_text_atomic
+
+
+def course_id_of(course: Path) -> str:
+    cfg = course / "nbgrader_config.py"
+    if cfg.is_file():
+        from traitlets.config.loader import PyFileConfigLoader
+
+        loaded = PyFileConfigLoader(cfg.name, path=str(course)).load_config()
+        cid = loaded.get("CourseDirectory", {}).get("course_id")
+        if isinstance(cid, str) and cid:
+            return cid
+    return "default_course"
+
+
+class Paths:
+    def __init__(self, out: Path, assignment: str, notebook_stem: str):
+        self.out = out
+        self.assignment = assignment
+        self.stem = notebook_stem
+        self.reports = out / "reports" / assignment
+        self.results = self.reports / "results"
+
+    def result(self, student: str) -> Path:
+        return self.results / f"{student}.json"
+
+    def autograded(self, student: str) -> Path:
+        return self.out / "autograded" / student / self.assignment / f"{self.stem}.ipynb"
+
+    def feedback(self, student: str) -> Path:
+        return self.out / "feedback" / student / self.assignment / f"{self.stem}.html"
+
+
+def _load_previous(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and "status" in data and "key" in data else None
+
+
+def _save(paths: Paths, result: dict, nb) -> None:
+    student = result["student"]
+    if nb is not None:
+        write_text_atomic(paths.autograded(student), nbformat.writes(nb))
+    write_text_atomic(paths.feedback(student), feedback.render(result, nb))
+    result["graded_at"] = gradebook.utcnow()
+    write_json_atomic(paths.result(student), result)
+
+
+def _same_scores(current: dict | None, result: dict) -> bool:
+    if current is None:
+        return False
+    want = {gid: c.get("score") for gid, c in result["cells"].items()}
+    return all(current.get(gid) == score for gid, score in want.items())
+
+
+def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path | None = None,
+                db_url: str | None = None, workers: int | None = None, settings: Settings | None = None,
+                roster: list[str] | None = None, regrade: bool = False, progress: bool | None = None,
+                log=print) -> dict:
+    """Grade every submission of ``assignment`` found at ``submissions``; return the summary."""
+    started = time.monotonic()
+    course = course.resolve()
+    out = (out or course).resolve()
+    settings = settings or Settings()
+    workers = max(1, workers or os.cpu_count() or 1)
+    info: AssignmentInfo = load_assignment(course, assignment)
+    paths = Paths(out, assignment, Path(info.notebook).stem)
+    db_url = gradebook.normalise_url(db_url or gradebook.sqlite_url(out / "gradebook.db"))
+    cid = course_id_of(course)
+    if settings.sandboxed:
+        sandbox.check_available()
+    gradebook.ensure_assignment(db_url, cid, assignment, info.source_dir, info.notebook)
+
+    with tempfile.TemporaryDirectory(prefix="classgrader-intake-") as tmp, \
+            gradebook.Writer(db_url, cid) as writer:
+        root = submissions
+        if submissions.is_file():
+            root = intake.extract_zip(submissions, Path(tmp) / "unzipped")
+        known = [s.id for s in writer.gb.students]
+        subs = intake.discover(root, assignment, info.notebook, roster=list(roster or []) + known)
+        if not subs:
+            raise intake.IntakeError(f"no submissions of {assignment} found in {submissions}")
+
+        todo, results = [], {}
+        for sub in subs:
+            prev = None if regrade else _load_previous(paths.result(sub.student))
+            if prev is not None and sub.path is not None and prev.get("key") == submission_key(
+                    info, sub.path.read_bytes()) and prev.get("assignment") == assignment:
+                results[sub.student] = prev
+                if prev["status"] != "missing" and not _same_scores(writer.current(assignment, sub.student), prev):
+                    writer.write(prev)
+                if not paths.feedback(sub.student).exists():
+                    nb = nbformat.read(paths.autograded(sub.student), as_version=4) \
+                        if paths.autograded(sub.student).exists() else None
+                    write_text_atomic(paths.feedback(sub.student), feedback.render(prev, nb))
+            else:
+                todo.append(sub)
+        if len(results):
+            log(f"classgrader: {len(results)} of {len(subs)} submissions already graded and unchanged; "
+                f"grading the other {len(todo)}")
+
+        stop = threading.Event()
+        registry = sandbox.Registry()
+        slots: queue.Queue[int] = queue.Queue()
+        for i in range(workers):
+            slots.put(i)
+
+        def work(sub: intake.Submission) -> dict | None:
+            if stop.is_set():
+                return None
+            slot = slots.get()
+            try:
+                result, nb = grade(info, sub, settings, slot=slot, registry=registry)
+            finally:
+                slots.put(slot)
+            if stop.is_set():
+                return None  # killed by the interrupt: not a real outcome, grade it next time
+            _save(paths, result, nb)
+            return result
+
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(todo), desc=f"grading {assignment}", unit="nb",
+                   disable=(not progress) if progress is not None else None)
+        pool = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="classgrader")
+        old_term = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, _raise_interrupt)
+        interrupted = False
+        try:
+            futures = {pool.submit(work, sub): sub for sub in todo}
+            counts: dict[str, int] = {}
+            for fut in cf.as_completed(futures):
+                sub = futures[fut]
+                try:
+                    result = fut.result()
+                except Exception as exc:  # a bug in grading one notebook must not stop the class
+                    log(f"classgrader: internal error grading {sub.student}: {type(exc).__name__}: {exc}")
+                    bar.update(1)
+                    continue
+                if result is None:
+                    continue
+                if result["status"] != "missing":
+                    writer.write(result)
+                results[result["student"]] = result
+                counts[result["status"]] = counts.get(result["status"], 0) + 1
+                bar.set_postfix(counts, refresh=False)
+                bar.update(1)
+        except KeyboardInterrupt:
+            interrupted = True
+            stop.set()
+            registry.kill_all()
+            pool.shutdown(wait=True, cancel_futures=True)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            bar.close()
+            if old_term is not None:
+                signal.signal(signal.SIGTERM, old_term)
+        if interrupted:
+            log(f"classgrader: interrupted; {len(results)} of {len(subs)} submissions are graded and saved. "
+                "Run the same command again to grade the rest.")
+            raise KeyboardInterrupt
+
+    ordered = [results[s.student] for s in subs if s.student in results]
+    summary = reports.write_all(ordered, paths.reports, assignment=assignment,
+                                seconds=time.monotonic() - started, workers=workers)
+    summary["reports"] = str(paths.reports)
+    return summary
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
