@@ -285,9 +285,10 @@ class CallWatch:
         self.count_lines = count_lines
         self.forbidden: list[str] = []
         self.lines = 0
-        self._dirs = tuple(d for d in (_package_dir(p) for p in FORBIDDEN_PACKAGES if p != "grading") if d)
-        self._dirs += (_GRADING_DIR,)
-        self._hiding_dirs = tuple(d for d in (_package_dir(p) for p in _HIDING_PACKAGES) if d)
+        self._packages = {d: p for p in FORBIDDEN_PACKAGES + _HIDING_PACKAGES if (d := _package_dir(p))}
+        self._packages[_GRADING_DIR] = "grading"
+        self._dirs = tuple(d for d, p in self._packages.items() if p in FORBIDDEN_PACKAGES)
+        self._hiding_dirs = tuple(d for d, p in self._packages.items() if p in _HIDING_PACKAGES)
         self._code_verdicts: dict[Any, str | None] = {}
         self._frame = None
         self._own = (CallWatch.__exit__.__code__,)
@@ -299,7 +300,14 @@ class CallWatch:
         filename = os.path.realpath(code.co_filename) if code.co_filename[:1] not in "<" else code.co_filename
         module = frame.f_globals.get("__name__") or ""
         top = module.partition(".")[0] if isinstance(module, str) else ""
-        name = f"{module}.{code.co_qualname}" if hasattr(code, "co_qualname") else f"{module}.{code.co_name}"
+        qualname = getattr(code, "co_qualname", code.co_name)
+        for folder, package in self._packages.items():
+            if filename.startswith(folder):  # named by where the code was loaded from
+                module = package + "." + filename[len(folder):].removesuffix(".py").replace(os.sep, ".")
+                module = module.removesuffix(".__init__")
+                top = package
+                break
+        name = f"{module}.{qualname}"
         if top in FORBIDDEN_PACKAGES or filename.startswith(self._dirs):
             return name
         if top in _HIDING_PACKAGES or filename.startswith(self._hiding_dirs):
@@ -654,7 +662,9 @@ class Check:
         if not isinstance(results, list) or len(results) != len(cases):
             return Verdict(False, 0.0, f"{self.id}: expected {len(cases)} results, got something else")
         for case, record in zip(cases, results):
-            forbidden = record.get("forbidden") if isinstance(record, Mapping) else None
+            if not _well_formed(record):
+                return Verdict(False, 0.0, f"{case['call']}: its result could not be read")
+            forbidden = record["forbidden"]
             if forbidden:
                 return Verdict(False, 0.0, (
                     f"{case['call']} calls {', '.join(map(str, forbidden[:3]))}. This exercise asks for "
@@ -670,6 +680,20 @@ class Check:
         """(1) -> (2) -> (3) in this process."""
         cases = self.make_cases(seed)
         return self.compare(cases, self.run(functions, cases))
+
+
+_RECORD_TYPES = {"value": (dict, type(None)), "error": (str, type(None)), "forbidden": list, "warnings": list,
+                 "output": str, "lines": (int, type(None))}
+
+
+def _well_formed(record: Any) -> bool:
+    """Is this a result record as :func:`call_learner` makes them (types only)?"""
+    if not isinstance(record, Mapping):
+        return False
+    for key, kind in _RECORD_TYPES.items():
+        if not isinstance(record.get(key), kind) or isinstance(record.get(key), bool):
+            return False
+    return all(isinstance(x, str) for x in record["forbidden"] + record["warnings"])
 
 
 class Assignment:

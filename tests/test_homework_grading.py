@@ -1,0 +1,478 @@
+"""Unit tests of the homework checks in grading/, run in-process (fast).
+
+The end-to-end runs through nbgrader are in test_homework_nbgrader.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import textwrap
+import threading
+import types
+import warnings
+
+import numpy as np
+import pytest
+from fixtures.homework import submissions as subs
+
+import grading
+import lib
+from grading import core
+from grading.authoring import problems
+from grading.core import CallWatch, CheckFailed, decode, encode, run_cases
+
+ALL_CHECKS = [(a, c.id) for a, checks in grading.all_checks().items() for c in checks]
+
+
+def grade(assignment: str, check_id: str, namespace: dict, seed: int | None = None) -> core.Verdict:
+    check = grading.get_check(assignment, check_id)
+    return check.grade(namespace, check.default_seed if seed is None else seed)
+
+
+# ---------------------------------------------------------------- registry and notebooks
+
+
+def test_every_assignment_has_a_source_notebook_and_checks():
+    assert sorted(grading.ASSIGNMENTS) == subs.ASSIGNMENTS
+    for name, checks in grading.all_checks().items():
+        assert checks, name
+        assert sum(c.points for c in checks) == 10, name
+        assert any(c.hidden for c in checks) and any(not c.hidden for c in checks), name
+
+
+@pytest.mark.parametrize("assignment", subs.ASSIGNMENTS)
+def test_source_notebook_cells_match_the_registry(assignment):
+    path = subs.REPO / "solutions" / assignment / f"{assignment}.ipynb"
+    assert problems(path, assignment) == []
+
+
+def test_the_notebook_validator_reports_a_wrong_points_value(tmp_path):
+    nb = subs.source_notebook("hw2_stable_softmax")
+    for cell in nb["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == "softmax_large":
+            cell["metadata"]["nbgrader"]["points"] = 5
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps(nb))
+    assert problems(path, "hw2_stable_softmax") == ["test cell 'softmax_large': 5 points; the check has 2"]
+
+
+def test_importing_grading_does_not_import_lib():
+    """The runner must work where lib cannot be imported (a sandbox)."""
+    code = "import sys, grading; grading.checks_for('hw2_stable_softmax'); print('lib' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_cases_are_deterministic_plain_json():
+    for name, checks in grading.all_checks().items():
+        for check in checks:
+            first, again = check.make_cases(123), check.make_cases(123)
+            assert json.dumps(first, allow_nan=False) == json.dumps(again, allow_nan=False), check.id
+            if check.hidden:
+                assert check.make_cases(124) != first, f"{name}:{check.id} ignores its seed"
+
+
+# ---------------------------------------------------------------- plain data
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        np.array([[1.5, -np.inf], [np.nan, 3e38]], dtype=np.float32),
+        np.arange(6, dtype=np.int16).reshape(2, 3),
+        np.array([True, False]),
+        np.zeros((0, 3)),
+        np.float32(0.1),
+    ],
+)
+def test_arrays_survive_the_json_round_trip_exactly(value):
+    back = decode(json.loads(json.dumps(encode(value), allow_nan=False)))
+    assert type(back) is type(value) and back.dtype == value.dtype and back.shape == value.shape
+    assert np.array_equal(back, value, equal_nan=value.dtype.kind == "f")
+
+
+def test_other_values_are_described_without_calling_them():
+    calls = []
+
+    class Sneaky:
+        def __array__(self, *args, **kwargs):
+            calls.append("array")
+            return np.zeros(3)
+
+        def __eq__(self, other):
+            calls.append("eq")
+            return True
+
+    class SubArray(np.ndarray):
+        pass
+
+    assert encode(Sneaky()) == {"other": f"{__name__}.test_other_values_are_described_without_calling_them.<locals>.Sneaky"}
+    assert "other" in encode(np.zeros(2).view(SubArray))
+    assert encode((1, 2.5, None)) == {"tuple": [{"number": 1}, {"number": 2.5}, {"none": True}]}
+    assert calls == []
+
+
+def test_the_check_fails_an_object_that_equals_everything():
+    class Equal:
+        def __eq__(self, other):
+            return True
+
+        __hash__ = object.__hash__
+
+    verdict = grade("hw2_stable_softmax", "softmax_basic", {"softmax_rows": lambda z: Equal()})
+    assert not verdict.passed
+    assert "returned a" in verdict.message and "Equal" in verdict.message
+
+
+def test_patching_numpy_inside_the_learner_function_does_not_pass_the_check():
+    original = np.allclose
+
+    def softmax_rows(z):
+        np.allclose = lambda *a, **k: True
+        return np.zeros_like(z)
+
+    try:
+        verdict = grade("hw2_stable_softmax", "softmax_basic", {"softmax_rows": softmax_rows})
+    finally:
+        np.allclose = original
+    assert not verdict.passed and "sums to 0, not 1" in verdict.message
+
+
+def test_malformed_results_give_a_failed_verdict_not_an_exception():
+    check = grading.get_check("hw2_stable_softmax", "softmax_basic")
+    cases = check.make_cases()
+    assert not check.compare(cases, []).passed
+    assert not check.compare(cases, ["junk"] * len(cases)).passed
+    garbage = [{"value": {"array": {"dtype": "object", "shape": [1], "data": [1]}}}] * len(cases)
+    verdict = check.compare(cases, garbage)
+    assert not verdict.passed and "could not be read" in verdict.message
+
+
+# ---------------------------------------------------------------- the reference-call watch
+
+
+def _flags(fn, *args) -> list[str]:
+    return run_cases({"f": fn}, [core.make_case("f", *args, label="test")])[0]["forbidden"]
+
+
+Z = np.array([[1.0, 2.0, 3.0]])
+_alias = lib.softmax
+
+
+def _wrapper(z):
+    return _alias(z)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        pytest.param(lambda z: lib.softmax(z), id="direct"),
+        pytest.param(lambda z: _alias(z), id="alias"),
+        pytest.param(lambda z: _wrapper(z), id="wrapper"),
+        pytest.param(lib.softmax, id="the reference itself"),
+        pytest.param(lambda z: __import__("lib").softmax(z), id="dunder import"),
+        pytest.param(lambda z: np.apply_along_axis(lib.softmax, -1, z), id="through numpy"),
+        pytest.param(types.FunctionType(lib.softmax.__code__, {"__name__": "learner", "np": np}, "copied",
+                                        lib.softmax.__defaults__), id="copied code object"),
+    ],
+)
+def test_the_watch_sees_the_reference_however_it_is_reached(fn):
+    assert any(name.startswith("lib.") for name in _flags(fn, Z))
+
+
+def test_the_watch_sees_an_import_inside_the_function():
+    namespace: dict = {}
+    exec(textwrap.dedent("""
+        def f(z):
+            from lib import softmax as s
+            return s(z)
+    """), namespace)
+    assert "lib.softmax.softmax" in _flags(namespace["f"], Z)
+
+
+def test_the_watch_sees_the_graders_themselves():
+    assert any(n.startswith("grading.") for n in _flags(lambda z: grading.hw2.check_softmax_basic(lib.softmax), Z))
+
+
+def _fake_package(tmp_path, monkeypatch, name: str, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = tmp_path / name / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for mod in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+        monkeypatch.delitem(sys.modules, mod)
+
+
+def test_the_watch_sees_scipy_softmax(tmp_path, monkeypatch):
+    """scipy is not installed here: a stand-in package at the same import path."""
+    _fake_package(tmp_path, monkeypatch, "scipy", {
+        "__init__.py": "",
+        "special/__init__.py": """
+            import numpy as np
+            def softmax(x, axis=None):
+                e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+                return e / e.sum(axis=axis, keepdims=True)
+        """,
+    })
+    namespace: dict = {}
+    exec("def f(z):\n    from scipy.special import softmax\n    return softmax(z, axis=-1)\n", namespace)
+    assert "scipy.special.softmax" in _flags(namespace["f"], Z)
+
+
+def test_the_watch_sees_torch_functions_in_python_and_in_c(tmp_path, monkeypatch):
+    _fake_package(tmp_path, monkeypatch, "torch", {
+        "__init__.py": "from . import nn\n",
+        "nn/__init__.py": "from . import functional\n",
+        "nn/functional.py": """
+            def scaled_dot_product_attention(q, k, v):
+                return q
+        """,
+    })
+    import torch  # the stand-in
+
+    assert "torch.nn.functional.scaled_dot_product_attention" in _flags(
+        lambda z: torch.nn.functional.scaled_dot_product_attention(z, z, z), Z)
+    # A C function (a 'c_call' event) is recognised by the module it names.
+    c_function = types.SimpleNamespace(__module__="torch._C._nn", __name__="softmax")
+    assert CallWatch()._classify_c(c_function) == "torch._C._nn.softmax"
+    assert CallWatch()._classify_c(np.dot) is None
+
+
+def test_the_watch_sees_work_moved_to_a_thread_or_a_process():
+    def in_thread(z):
+        box = []
+        t = threading.Thread(target=lambda: box.append(lib.softmax(z)))
+        t.start()
+        t.join()
+        return box[0]
+
+    flagged = _flags(in_thread, Z)
+    assert any("lib.softmax" in f for f in flagged) and any("start" in f for f in flagged)
+    assert any("subprocess" in f for f in _flags(lambda z: subprocess.run(["true"]) and z, Z))
+
+
+def test_the_watch_sees_being_switched_off():
+    def sneaky(z):
+        sys.setprofile(None)
+        return lib.softmax(z)
+
+    assert "sys.setprofile" in _flags(sneaky, Z)
+
+
+def _own_softmax(z):
+    top = np.max(z, axis=-1, keepdims=True)
+    e = np.exp(z - top)
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def test_the_watch_does_not_misfire_on_numpy_and_the_standard_library():
+    def busy(z):
+        import functools
+        import itertools
+        import math as m
+
+        rng = np.random.default_rng(0)
+        noise = rng.standard_normal(z.shape) * 0
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            total = functools.reduce(lambda a, b: a + b, itertools.repeat(0.0, 3))
+            e = np.einsum("ij->ij", z) + noise + total + m.sqrt(0.0)
+            e = np.vectorize(lambda t: t)(e)
+            _ = np.linalg.norm(e), np.linalg.svd(np.eye(2)), np.fft.fft(np.ones(4))
+        return _own_softmax(e)
+
+    assert _flags(busy, Z) == []
+
+
+@pytest.mark.parametrize("assignment", subs.ASSIGNMENTS)
+def test_no_solution_function_is_flagged(assignment):
+    ns = subs.solution_namespace(assignment)
+    for check in grading.checks_for(assignment):
+        cases = check.make_cases(7)
+        for record in run_cases(ns, cases):
+            assert record["forbidden"] == [], (check.id, record["forbidden"])
+
+
+# ---------------------------------------------------------------- the checks on right and wrong answers
+
+
+@pytest.mark.parametrize(("assignment", "check_id"), ALL_CHECKS)
+def test_the_solution_passes_every_check(assignment, check_id):
+    ns = subs.solution_namespace(assignment)
+    check = grading.get_check(assignment, check_id)
+    for seed in (0, 1, 2) if check.hidden else (None,):
+        verdict = grade(assignment, check_id, ns, seed)
+        assert verdict.passed, verdict.message
+
+
+@pytest.mark.parametrize(("assignment", "path"), subs.fixtures(), ids=lambda v: getattr(v, "stem", v))
+def test_fixture_submissions_earn_what_they_say(assignment, path):
+    earns, _ = subs.parse(path)
+    ns = subs.fixture_namespace(assignment, path)
+    got = {c.id for c in grading.checks_for(assignment) if grade(assignment, c.id, ns, seed=5).passed}
+    assert got == earns
+
+
+def test_each_assignment_has_a_fixture_that_calls_the_reference_and_earns_nothing():
+    for assignment in subs.ASSIGNMENTS:
+        earns, cells = subs.parse(subs.HERE / assignment / "calls_reference.py")
+        assert earns == set() and any("lib" in src for src in cells.values())
+
+
+def _message(assignment, check_id, **functions) -> str:
+    verdict = grade(assignment, check_id, functions)
+    assert not verdict.passed
+    return verdict.message
+
+
+def test_messages_name_the_shapes():
+    msg = _message("hw3_queries_keys_values", "score_matrix", score_matrix=lambda q, k: q.T @ k)
+    assert "returned shape (3, 3); expected shape (6, 6)" in msg and "Case 1 of 3" in msg
+
+
+def test_messages_name_the_row_that_does_not_sum_to_one():
+    def halved(z):
+        out = _own_softmax(z)
+        out[..., 1, :] /= 2
+        return out
+
+    assert "row 1 sums to 0.5, not 1" in _message("hw2_stable_softmax", "softmax_basic", softmax_rows=halved)
+
+
+def test_messages_name_the_future_position_that_leaks():
+    def unmasked(q, k, v, mask):
+        w = _own_softmax(q @ np.swapaxes(k, -1, -2) / q.shape[-1] ** 0.5)
+        return w @ v, w
+
+    msg = _message("hw6_causal_masking", "masked_attention", masked_attention=unmasked)
+    assert "query 0 gives weight" in msg and "to key 1, which the mask forbids (a future position" in msg
+    msg = _message("hw6_causal_masking", "no_future_leak", masked_attention=unmasked)
+    assert "changing the keys and values from position 5 on changed the output of query" in msg
+    msg = _message("hw6_causal_masking", "causal_mask", causal_mask=lambda n_q, n_k: np.ones((n_q, n_k), bool))
+    assert "entry (0, 1) is True, so query 0 may see key 1, a future position" in msg
+
+
+def test_messages_give_the_largest_difference_and_where():
+    msg = _message("hw1_dot_product_scores", "scores_vectorized",
+                   scores_vectorized=lambda x: x @ np.swapaxes(x, -1, -2) + np.eye(x.shape[-2]) * 1e-3)
+    assert "largest difference from the expected values is 0.001 at index (0, 0)" in msg
+
+
+def test_messages_name_the_dtype():
+    msg = _message("hw1_dot_product_scores", "scores_loop", scores_loop=lambda x: (x @ x.T).astype(np.float64))
+    assert "Case 3 of 3" in msg and "returned dtype float64; expected float32" in msg
+
+
+def test_messages_explain_overflow_and_empty_rows():
+    def naive(z):
+        e = np.exp(z)
+        return e / e.sum(axis=-1, keepdims=True)
+
+    assert "row 0 contains NaN" in _message("hw2_stable_softmax", "softmax_large", softmax_rows=naive)
+    msg = _message("hw2_stable_softmax", "softmax_masked", softmax_rows=naive)
+    assert "row 1 has nothing permitted (all -inf), so its weights must be all 0; got NaN" in msg
+    assert "it warned: RuntimeWarning" in msg
+
+
+def test_messages_hint_at_a_missing_scale():
+    def unscaled(q, k, v):
+        w = _own_softmax(q @ np.swapaxes(k, -1, -2))
+        return w @ v, w
+
+    msg = _message("hw4_scaled_dot_product_attention", "attention_matrix", attention=unscaled)
+    assert "without the scale 1/sqrt(d_k)" in msg
+    assert grade("hw4_scaled_dot_product_attention", "attention_shapes", {"attention": unscaled}).passed
+
+
+def test_messages_point_out_a_python_loop():
+    def looped(x):
+        return np.array([[x[i] @ x[j] for j in range(len(x))] for i in range(len(x))])
+
+    assert "it loops over the tokens" in _message("hw1_dot_product_scores", "vectorized_no_loop",
+                                                  scores_vectorized=looped)
+
+
+def test_messages_say_why_a_reference_call_earns_nothing():
+    msg = _message("hw4_scaled_dot_product_attention", "attention_matrix",
+                   attention=lambda q, k, v: lib.scaled_dot_product_attention(q, k, v, return_weights=True))
+    assert "attention calls lib.attention.scaled_dot_product_attention" in msg
+    assert "asks for your own implementation" in msg
+
+
+def test_a_correct_function_that_prints_and_warns_passes_without_writing_to_stderr(capsys):
+    def noisy(z):
+        print("debugging", file=sys.stderr)
+        warnings.warn("just saying")
+        return _own_softmax(z)
+
+    grading.hw2.check_softmax_basic(noisy)
+    out, err = capsys.readouterr()
+    assert err == "" and out.startswith("passed:")
+
+
+def test_a_failing_notebook_check_shows_only_its_message():
+    with pytest.raises(CheckFailed) as info:
+        grading.hw2.check_softmax_basic(lambda z: z)
+    rendered = info.value._render_traceback_()
+    assert len(rendered) == 1 and "Case 1 of 3" in rendered[0] and "Traceback" not in rendered[0]
+    assert isinstance(info.value, AssertionError)
+
+
+def test_hidden_checks_report_their_seed_so_a_failure_can_be_replayed():
+    with pytest.raises(CheckFailed, match=r"\(hidden check, seed \d+\)"):
+        grading.hw2.check_softmax(lambda z: z, hidden=True)
+
+
+def test_results_are_strict_json_even_for_strange_returns():
+    cases = [core.make_case("f", Z, label="x")]
+    for value in (np.array([np.nan, np.inf]), object(), (np.float32(np.nan), "s" * 5000), 2**80, [1] * 100):
+        record = run_cases({"f": lambda z, v=value: v}, cases)[0]
+        json.dumps(record, allow_nan=False)
+    record = run_cases({}, cases)[0]
+    assert record["error"].startswith("NameError")
+
+
+# ---------------------------------------------------------------- the statistics of homework 5
+
+
+@pytest.mark.parametrize("d_k", [1, 16])
+def test_the_spread_that_the_variance_tolerance_assumes_is_right(d_k):
+    """Var(V) = (2 d^2 + 6 d) / n for the sample variance V of n scores q . k (grading/hw5.py)."""
+    rng = np.random.default_rng(2024)
+    n, runs = 400, 1500
+    q = rng.standard_normal((runs, n, d_k))
+    k = rng.standard_normal((runs, n, d_k))
+    estimates = np.var(np.sum(q * k, axis=-1), axis=-1)
+    predicted = math.sqrt((2 * d_k**2 + 6 * d_k) / n)
+    # The standard deviation of 1500 estimates is within 10% of the prediction
+    # (its own relative error is about 1/sqrt(2 * 1500) times the excess kurtosis term).
+    assert estimates.std() == pytest.approx(predicted, rel=0.1)
+    assert abs(estimates.mean() - d_k) < 5 * predicted / math.sqrt(runs)
+
+
+def test_a_correct_variance_estimate_passes_across_many_seeds():
+    ns = subs.solution_namespace("hw5_sqrt_dk_experiment")
+    for seed in range(8):
+        for check_id in ("sample_scores_hidden", "score_variance_hidden"):
+            verdict = grade("hw5_sqrt_dk_experiment", check_id, ns, seed)
+            assert verdict.passed, verdict.message
+
+
+def test_the_variance_checks_catch_a_wrong_scale_and_an_ignored_generator():
+    def by_dk(d_k, n, rng):
+        s = np.sum(rng.standard_normal((n, d_k)) * rng.standard_normal((n, d_k)), axis=1)
+        return float(s.var()), float((s / d_k).var())
+
+    assert "it looks like S / d_k" in _message("hw5_sqrt_dk_experiment", "score_variance",
+                                               estimate_score_variance=by_dk)
+
+    def ignores_rng(d_k, n, rng):
+        return np.sum(np.random.standard_normal((n, d_k)) * np.random.standard_normal((n, d_k)), axis=1)
+
+    assert "same seed" in _message("hw5_sqrt_dk_experiment", "sample_scores", sample_scores=ignores_rng)
+    assert "different seeds" in _message("hw5_sqrt_dk_experiment", "score_variance",
+                                         estimate_score_variance=lambda d, n, rng: (float(d), 1.0))
