@@ -7,7 +7,9 @@ copy the formulas would then show as raw TeX. This extension (listed under
 ``sphinx: local_extensions`` in ``_config.yml``) fixes that:
 
 - MathJax 3 comes from the pinned PyPI package ``sphinx-mathjax-offline``
-  (loaded beside this extension), which copies it to ``_static/mathjax``.
+  (loaded beside this extension), which copies it to ``_static/mathjax``. It
+  is loaded on every page, since quizzes and flashcards hold TeX too, and
+  without ``defer``, since their scripts need it while the page is parsed.
 - The widget manager (npm ``@jupyter-widgets/html-manager``) and RequireJS come
   from npm, pinned in ``_ext/package-lock.json`` and installed into
   ``_ext/node_modules`` by ``./course`` (``npm ci``). The files a page needs are
@@ -109,8 +111,15 @@ def copy_widget_assets(app: Sphinx) -> None:
             shutil.copy2(font, target / font.name)
 
 
-def use_local_widget_js(app: Sphinx, config: Any) -> None:
+def configure(app: Sphinx, config: Any) -> None:
     config.nb_ipywidgets_js = dict(IPYWIDGETS_JS)
+    # The full TeX bundle: quiz and flashcard scripts typeset synchronously
+    # (MathJax.typeset), which cannot wait for a TeX extension to load on demand.
+    config.mathjax_path = "mathjax/tex-chtml-full.js"
+    # Load MathJax before the page's body runs (Sphinx would add `defer`): the
+    # quiz and flashcard scripts run while the page is parsed, and fail with a
+    # TypeError when they find MathJax's configuration but not MathJax itself.
+    config.mathjax_options = {**(config.mathjax_options or {}), "defer": None}
 
 
 def rewrite_cdn_addresses(
@@ -140,8 +149,12 @@ def switch_off_thebe(app: Sphinx) -> None:
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.setup_extension("sphinx-mathjax-offline")
+    # Sphinx adds MathJax only to pages whose source has math, but quizzes,
+    # flashcards and widget labels carry TeX that Sphinx cannot see (the
+    # flashcards appendix, say): load the local MathJax on every page.
+    app.set_html_assets_policy("always")
     switch_off_thebe(app)
-    app.connect("config-inited", use_local_widget_js)
+    app.connect("config-inited", configure)
     app.connect("builder-inited", copy_widget_assets)
     app.connect("html-page-context", rewrite_cdn_addresses)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -7,6 +7,16 @@
   var folder = src.slice(0, src.lastIndexOf("/"));
   window.require.config({ paths: { "@jupyter-widgets/html-manager/dist": folder } });
 
+  // Plots that an explorer drew into an Output widget come back from the saved
+  // state as images without alt text (JupyterLab's renderer sets none). Say
+  // what they are; the chapter's captioned figures describe what they show.
+  var ALT = "Plot drawn by the interactive explorer for the settings saved with this page " +
+    "(open the chapter as a notebook to change them).";
+  new MutationObserver(function () {
+    document.querySelectorAll(".widget-subarea img:not([alt]), .widget-subarea img[alt='']")
+      .forEach(function (img) { img.setAttribute("alt", ALT); });
+  }).observe(document.documentElement, { childList: true, subtree: true });
+
   // Widget labels are typeset through MathJax 2's API (MathJax.Hub.Queue), but the
   // book runs MathJax 3: map that one call onto MathJax 3. MathJax is loaded with
   // `defer`, so it is in place when DOMContentLoaded fires, before widgets render.

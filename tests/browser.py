@@ -1,0 +1,387 @@
+"""The built book in a real browser: fixtures for the ``test_browser_*`` tests.
+
+The book in ``_build/html`` is served by a small HTTP server on 127.0.0.1 (a
+free port picked at random) and opened in headless Chromium, Debian's
+``chromium`` package, driven by Playwright. Playwright's own browser download
+is never used: we pass the system binary. Every request to any other address
+is blocked twice over: Playwright aborts it (and we count it), and Chromium's
+host resolver maps every other host name to "not found".
+
+On a machine without Chromium the browser tests skip, and the end of pytest's
+report says so in a banner (``.ci/run`` installs Chromium, so CI never skips).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urldefrag, urlsplit
+
+import pytest
+from built_book import HTML, ROOT
+
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+
+# Folders of the built site that hold assets, not pages.
+NOT_PAGES = ("_static", "_sources", "_images", "_downloads")
+
+CHROMIUM_CANDIDATES = ("chromium", "chromium-browser")
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",  # CI runs as root
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    # Nothing but the test server can be reached, whatever the page asks for.
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+]
+VIEWPORT = {"width": 1280, "height": 900}
+
+# What the browser tests did, for the closing summary (see pytest_terminal_summary).
+SESSION: dict[str, Any] = {"skip_reason": None, "pages_opened": set(), "blocked": []}
+
+
+def find_chromium() -> str | None:
+    """The Chromium binary: $COURSE_CHROMIUM, else Debian's chromium on PATH."""
+    explicit = os.environ.get("COURSE_CHROMIUM")
+    if explicit:
+        return explicit if Path(explicit).is_file() else None
+    for name in CHROMIUM_CANDIDATES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def book_pages() -> list[str]:
+    """Every HTML page of the built book, relative to the site root, sorted."""
+    if not HTML.is_dir():
+        return []
+    return sorted(
+        p.relative_to(HTML).as_posix()
+        for p in HTML.rglob("*.html")
+        if p.relative_to(HTML).parts[0] not in NOT_PAGES
+    )
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+
+class SiteServer:
+    """Serves the built book on 127.0.0.1 at a random free port, in a thread."""
+
+    def __init__(self, root: Path) -> None:
+        handler = functools.partial(_QuietHandler, directory=str(root))
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.root = root
+        self.origin = f"http://127.0.0.1:{self.httpd.server_port}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> SiteServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+    def url(self, path: str) -> str:
+        return f"{self.origin}/{path.lstrip('/')}"
+
+    def file_for(self, url: str) -> Path | None:
+        """The file a URL of this server names, or None for another origin."""
+        parts = urlsplit(url)
+        if f"{parts.scheme}://{parts.netloc}" != self.origin:
+            return None
+        path = unquote(parts.path).lstrip("/")
+        target = self.root / path
+        if path == "" or target.is_dir():
+            target = target / "index.html"
+        return target
+
+
+@dataclass
+class PageLog:
+    """Everything that went wrong while a page loaded and was used."""
+
+    path: str
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    failed_requests: list[str] = field(default_factory=list)
+    bad_responses: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+
+    def problems(self) -> list[str]:
+        return (
+            [f"console error: {m}" for m in self.console_errors]
+            + [f"uncaught script error: {m}" for m in self.page_errors]
+            + [f"failed request: {m}" for m in self.failed_requests]
+            + [f"HTTP error: {m}" for m in self.bad_responses]
+            + [f"request outside the test server (blocked): {m}" for m in self.blocked]
+        )
+
+
+# Resolves once the page has settled: MathJax has typeset the page, the quiz and
+# flashcard scripts have run their delayed typesetting (500 ms timers), and every
+# saved widget view has been rendered by the widget manager.
+SETTLE_JS = """
+async () => {
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    await MathJax.startup.promise;
+  }
+  await sleep(700);
+  const views = document.querySelectorAll(
+    'script[type="application/vnd.jupyter.widget-view+json"]').length;
+  for (let i = 0; i < 100 && document.querySelectorAll('.widget-subarea').length < views; i++) {
+    await sleep(100);
+  }
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    await MathJax.startup.promise;
+  }
+  return true;
+}
+"""
+
+
+# Text on screen that still holds TeX (\sqrt, \frac): math MathJax did not typeset.
+# Code, scripts and MathJax's own output are left out, and so is text that is not
+# rendered (display: none), such as the print-only parts of a page on screen.
+RAW_TEX_JS = r"""
+() => {
+  const skip = 'pre, code, script, style, textarea, noscript, mjx-container, .highlight';
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT, {
+    acceptNode(node) {
+      const parent = node.parentElement;
+      if (!parent || parent.closest(skip) || parent.getClientRects().length === 0) {
+        return NodeFilter.FILTER_REJECT;
+      }
+      return /\\(sqrt|frac)/.test(node.data) ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_SKIP;
+    },
+  });
+  const found = [];
+  while (walker.nextNode()) found.push(walker.currentNode.data.trim().slice(0, 120));
+  return found;
+}
+"""
+
+
+class BookBrowser:
+    """One Chromium for the session; each test opens pages in a fresh context."""
+
+    def __init__(self, executable: str, server: SiteServer) -> None:
+        from playwright.sync_api import sync_playwright
+
+        self.server = server
+        self._pw = sync_playwright().start()
+        try:
+            self.browser = self._pw.chromium.launch(
+                executable_path=executable, headless=True, args=CHROMIUM_FLAGS
+            )
+        except Exception:
+            self._pw.stop()
+            raise
+        self.version = self.browser.version
+        self.current: PageLog | None = None  # the page being opened or used
+
+    def close(self) -> None:
+        self.browser.close()
+        self._pw.stop()
+
+    def new_context(self, **options: Any) -> Any:
+        """A fresh browser context in which only the test server can be reached."""
+        context = self.browser.new_context(viewport=VIEWPORT, **options)
+        context.route("**/*", self._route)
+        return context
+
+    def _route(self, route: Any) -> None:
+        url = route.request.url
+        if url.startswith(self.server.origin + "/") or url.startswith(("data:", "blob:")):
+            route.continue_()
+        else:
+            SESSION["blocked"].append(url)
+            if self.current is not None:
+                self.current.blocked.append(url)
+            route.abort("blockedbyclient")
+
+    def open(self, context: Any, path: str) -> tuple[Any, PageLog]:
+        """Open a page of the book, wait until it has settled, and log its errors."""
+        page = context.new_page()
+        log = PageLog(path)
+        self.current = log
+        page.on(
+            "console",
+            lambda m: log.console_errors.append(f"{m.text} ({m.location.get('url', '')})")
+            if m.type == "error"
+            else None,
+        )
+        page.on("pageerror", lambda e: log.page_errors.append(str(e)))
+        page.on(
+            "requestfailed",
+            lambda r: None
+            if r.url in log.blocked
+            else log.failed_requests.append(f"{r.url}: {r.failure}"),
+        )
+        page.on(
+            "response",
+            lambda r: log.bad_responses.append(f"{r.status} {r.url}") if r.status >= 400 else None,
+        )
+        page.goto(self.server.url(path), wait_until="load")
+        page.wait_for_load_state("networkidle")
+        page.evaluate(SETTLE_JS)
+        page.wait_for_load_state("networkidle")
+        SESSION["pages_opened"].add(path)
+        return page, log
+
+
+class _Anchors(HTMLParser):
+    """Collects the id and name attributes of one HTML file (link targets)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.anchors: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for key, value in attrs:
+            if key in ("id", "name") and value:
+                self.anchors.add(value)
+
+
+@functools.lru_cache(maxsize=None)
+def anchors_of(path: Path) -> frozenset[str]:
+    parser = _Anchors()
+    parser.feed(path.read_text(encoding="utf-8", errors="replace"))
+    return frozenset(parser.anchors)
+
+
+def broken_internal_links(server: SiteServer, page_url: str, live_ids: set[str], urls: list[str]) -> list[str]:
+    """Internal URLs (links and image sources) that lead nowhere.
+
+    A URL of the test server must name an existing file, and a #fragment must
+    name an id on the target page: the live page for links within it (scripts
+    may add ids), the built file for links to other pages.
+    """
+    broken = []
+    for url in sorted(set(urls)):
+        target = server.file_for(url)
+        if target is None:
+            continue
+        base, fragment = urldefrag(url)
+        if not target.is_file():
+            broken.append(f"{url} (no such file)")
+            continue
+        if not fragment:
+            continue
+        fragment = unquote(fragment)
+        same_page = urldefrag(page_url)[0].split("?")[0] == base.split("?")[0]
+        ids = live_ids if same_page else anchors_of(target)
+        if target.suffix == ".html" and fragment not in ids:
+            broken.append(f"{url} (no element with id {fragment!r})")
+    return broken
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def site_server() -> Iterator[SiteServer]:
+    if not (HTML / "index.html").is_file():
+        pytest.fail(
+            "_build/html/index.html does not exist: build the book first "
+            "(`./course test` builds it, then runs pytest)."
+        )
+    with SiteServer(HTML) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def book_browser(site_server: SiteServer) -> Iterator[BookBrowser]:
+    executable = find_chromium()
+    reason = None
+    if executable is None:
+        reason = (
+            "Chromium not found (looked for $COURSE_CHROMIUM, then 'chromium' on PATH); "
+            "install Debian's package: apt-get install -y chromium"
+        )
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            reason = "the Python package playwright is not installed (run ./course test)"
+    if reason:
+        SESSION["skip_reason"] = reason
+        pytest.skip(f"BROWSER TESTS SKIPPED: {reason}")
+    browser = BookBrowser(executable, site_server)
+    try:
+        yield browser
+    finally:
+        browser.close()
+
+
+@pytest.fixture
+def browser_context(book_browser: BookBrowser) -> Iterator[Any]:
+    context = book_browser.new_context()
+    try:
+        yield context
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def open_page(book_browser: BookBrowser, browser_context: Any):
+    """open_page("chapters/x.html") -> (playwright page, PageLog), settled."""
+
+    def _open(path: str) -> tuple[Any, PageLog]:
+        return book_browser.open(browser_context, path)
+
+    return _open
+
+
+# --------------------------------------------------------------------------- report
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say loudly when the browser tests were skipped, and what they did otherwise."""
+    reason = SESSION["skip_reason"]
+    if reason:
+        terminalreporter.write_sep("!", "BROWSER TESTS SKIPPED", red=True, bold=True)
+        terminalreporter.write_line(f"The built book was NOT checked in a browser: {reason}.", red=True)
+        terminalreporter.write_line(
+            "CI installs Chromium in .ci/run; on this machine: apt-get install -y chromium", red=True
+        )
+        terminalreporter.write_sep("!", red=True, bold=True)
+        return
+    if SESSION["pages_opened"]:
+        blocked = SESSION["blocked"]
+        terminalreporter.write_sep("-", "browser tests")
+        terminalreporter.write_line(
+            f"{len(SESSION['pages_opened'])} pages opened in Chromium from 127.0.0.1; "
+            f"{len(blocked)} requests outside the test server blocked"
+            + (": " + ", ".join(sorted(set(blocked))[:10]) if blocked else "")
+        )
+        shots = sorted(p.name for p in SCREENSHOTS.glob("*.png")) if SCREENSHOTS.is_dir() else []
+        if shots:
+            terminalreporter.write_line(
+                f"screenshots in {SCREENSHOTS.relative_to(ROOT)}/: {', '.join(shots)}"
+            )
