@@ -108,8 +108,13 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
     digest = hashlib.sha256()
     digest.update(GRADER_VERSION.encode())
     digest.update(release_nbs[0].read_bytes())
-    for path in sorted(Path(grading.__file__).parent.glob("*.py")) + sorted(Path(lib.__file__).parent.glob("*.py")):
-        digest.update(path.name.encode() + path.read_bytes())
+    # What decides this assignment's scores: its checks, their shared code, and lib.
+    gdir = Path(grading.__file__).parent
+    module = getattr(grading, "ASSIGNMENTS", {}).get(name)
+    own = [Path(module.__file__)] if module is not None else sorted(gdir.glob("hw*.py"))
+    for path in [gdir / "core.py", gdir / "_common.py", *own] + sorted(Path(lib.__file__).parent.rglob("*.py")):
+        if path.is_file():
+            digest.update(path.name.encode() + path.read_bytes())
     return AssignmentInfo(
         name=name, notebook=nb_name, release=release, source=source, release_dir=release_dir,
         source_dir=course / "solutions", checks=checks, grade_cells=grade_cells,
@@ -167,11 +172,9 @@ def grade(info: AssignmentInfo, sub: Submission, settings: Settings, *, slot: in
         "checks": [{"id": c.id, "functions": list(c.functions), "collector": COLLECTOR, "cases": cases[c.id]}
                    for c in info.checks],
     }
-    grader_files = {
-        "driver.py": sandbox.DRIVER,
-        "grading/__init__.py": Path(os.devnull),
-        "grading/core.py": info.grading_dir / "core.py",
-    }
+    # The grading package goes in (its setup cells import it; its runner
+    # collects the results), lib does not: the reference is not there to call.
+    grader_files = {"driver.py": sandbox.DRIVER, **_package_files("grading", info.grading_dir)}
     uid = settings.uid_base + slot
     outcome = sandbox.run(job, grader_files, settings.limits, uid=uid, extra_files=sub.extra_files,
                           sandboxed=settings.sandboxed, registry=registry)
@@ -225,6 +228,7 @@ def grade(info: AssignmentInfo, sub: Submission, settings: Settings, *, slot: in
                 result["flagged"].append(gid)
 
     result["status"] = status
+    result["notes"] += _status_notes(status, plan, outcome, cell_events, check_events, settings.limits)
     result["cell_seconds"] = {str(n): e.get("seconds") for n, e in cell_events.items()}
     outputs = _outputs(plan, cell_events, verdicts, outcome)
     nb = notebooks.autograded_notebook(plan, info.release, outputs)
@@ -262,6 +266,53 @@ def _status(sub: Submission, plan: notebooks.Plan, o: sandbox.RunOutcome,
     if sub.renamed:
         return "renamed"
     return "graded"
+
+
+def _where(plan: notebooks.Plan, n) -> str:
+    if not isinstance(n, int) or not 0 <= n < len(plan.cells):
+        return "a cell"
+    pc = plan.cells[n]
+    kind = {"answer": "answer cell", "extra": "cell", "setup": "setup cell", "test": "test cell"}.get(pc.role, "cell")
+    return f"{kind} {n + 1}" + (f" ({pc.grade_id})" if pc.grade_id else "")
+
+
+def _status_notes(status: str, plan: notebooks.Plan, o: sandbox.RunOutcome, cells: dict, checks: dict,
+                  limits: sandbox.Limits) -> list[str]:
+    notes = []
+    if status == "timed_out":
+        for n, e in cells.items():
+            if e.get("status") == "timeout":
+                notes.append(f"{_where(plan, n)} was stopped at its time budget; the checks after it still ran")
+        for cid, e in checks.items():
+            if e.get("status") == "timeout":
+                notes.append(f"check {cid} was stopped at its time budget and scores 0")
+        if o.timed_out:
+            notes.append(f"the notebook was stopped at the wall-time limit of {limits.wall_seconds:g} s")
+    elif status == "out_of_memory":
+        mib = limits.memory_bytes // 2**20
+        for n, e in cells.items():
+            if e.get("status") == "memory":
+                notes.append(f"{_where(plan, n)} ran out of memory (limit {mib} MiB)")
+        for cid, e in checks.items():
+            if e.get("status") == "memory":
+                notes.append(f"check {cid} ran out of memory (limit {mib} MiB) and scores 0")
+        if not notes:
+            notes.append(f"the notebook was killed at the memory limit of {mib} MiB")
+    elif status == "kernel_died":
+        started = [e.get("n") for e in o.events if e.get("event") == "cell_start"]
+        last = started[-1] if started else None
+        how = (f"exit status {o.returncode}" if o.returncode is not None and o.returncode < 128
+               else f"signal {o.returncode - 128}" if o.returncode else "no exit status")
+        where = f" during {_where(plan, last)}" if last is not None and last not in cells else ""
+        notes.append(f"the notebook's process ended ({how}){where} before grading finished; "
+                     "checks that had not run score 0")
+        if o.result_overflow:
+            notes.append(f"it wrote more than {limits.result_bytes} bytes of results and was stopped")
+    elif status == "metadata_stripped":
+        notes.append("the notebook had lost nbgrader's cell metadata; its cells were matched to the release")
+    for kind, details in plan.repairs.items():
+        notes.extend(details)
+    return notes
 
 
 def _outputs(plan: notebooks.Plan, cells: dict, verdicts: dict, o: sandbox.RunOutcome) -> dict[int, list[dict]]:
@@ -313,10 +364,8 @@ def _kernel_record(info: AssignmentInfo, plan: notebooks.Plan, settings: Setting
             c = dict(c, source=source_tests.get(c["grade_id"], c["source"]))
         cells.append(c)
     job = {"mode": "record", "cells": cells, "checks": []}
-    files: dict[str, Path] = {"driver.py": sandbox.DRIVER}
-    for pkg, folder in (("grading", info.grading_dir), ("lib", info.lib_dir)):
-        for path in sorted(folder.glob("*.py")):
-            files[f"{pkg}/{path.name}"] = path
+    files: dict[str, Path] = {"driver.py": sandbox.DRIVER, **_package_files("grading", info.grading_dir),
+                              **_package_files("lib", info.lib_dir)}
     outcome = sandbox.run(job, files, settings.limits, uid=uid, extra_files=sub.extra_files,
                           sandboxed=settings.sandboxed, registry=registry)
     by_n = {e.get("n"): e for e in outcome.events if e.get("event") == "cell"}
@@ -333,10 +382,17 @@ def _kernel_record(info: AssignmentInfo, plan: notebooks.Plan, settings: Setting
     return record
 
 
+def _package_files(name: str, folder: Path) -> dict[str, Path]:
+    """Every .py file of a package, keyed by its path inside the sandbox's /grader."""
+    return {f"{name}/{p.relative_to(folder).as_posix()}": p for p in sorted(folder.rglob("*.py"))
+            if "__pycache__" not in p.parts}
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(data, fh, indent=1, sort_keys=True, default=str)
             fh.flush()
@@ -352,6 +408,7 @@ def write_text_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)

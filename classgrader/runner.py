@@ -99,6 +99,7 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
     workers = max(1, workers or os.cpu_count() or 1)
     info: AssignmentInfo = load_assignment(course, assignment)
     paths = Paths(out, assignment, Path(info.notebook).stem)
+    out.mkdir(parents=True, exist_ok=True)
     db_url = gradebook.normalise_url(db_url or gradebook.sqlite_url(out / "gradebook.db"))
     cid = course_id_of(course)
     if settings.sandboxed:

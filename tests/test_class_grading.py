@@ -1,0 +1,536 @@
+"""Grading a whole class (classgrader): bad submissions, sandbox, gradebook, restarts.
+
+One class of bad submissions of hw2 (made by
+``tests/fixtures/class_grading/builder.py`` from the committed notebooks) is
+graded once per test session; the tests then check each submission's status
+and score, the gradebook, the reports, that no solution text and no hidden
+test leaked, and that the network was out of reach. Other tests interrupt a
+run and resume it, grade a zip as an LMS exports it, and use PostgreSQL.
+
+Time limits are short (10 s wall per submission) to keep the suite quick.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from fixtures.class_grading.builder import EXPECTED, Builder
+
+from classgrader import intake, notebooks, sandbox
+from classgrader.grade import Settings
+from classgrader.runner import grade_class
+
+REPO = Path(__file__).resolve().parent.parent
+ASSIGNMENT = "hw2_stable_softmax"
+WALL = 10.0
+SLACK = 4.0
+LIMITS = sandbox.Limits(wall_seconds=WALL, memory_bytes=512 * 1024**2)
+
+try:
+    sandbox.check_available()
+    SANDBOX_PROBLEM = None
+except sandbox.SandboxUnavailable as exc:
+    SANDBOX_PROBLEM = str(exc)
+
+needs_sandbox = pytest.mark.skipif(
+    SANDBOX_PROBLEM is not None,
+    reason=f"CLASS GRADING SANDBOX UNAVAILABLE ({SANDBOX_PROBLEM}); .ci/run installs bubblewrap")
+
+
+def quiet(*args, **kwargs):
+    pass
+
+
+class Listener:
+    """A TCP server on the host's 127.0.0.1 that records every connection."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted += 1
+            conn.close()
+
+    def close(self):
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()
+
+
+@pytest.fixture(scope="module")
+def builder() -> Builder:
+    return Builder(REPO, ASSIGNMENT)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, builder):
+    """Every fixture of EXPECTED graded once, plus a roster student who sent nothing."""
+    root = tmp_path_factory.mktemp("class")
+    listener = Listener()
+    try:
+        submitted = builder.write_submitted(
+            root, EXPECTED, solutions=REPO / "solutions", gradebook=root / "gradebook.db", port=listener.port)
+        started = time.monotonic()
+        summary = grade_class(REPO, ASSIGNMENT, submitted, out=root, workers=2,
+                              settings=Settings(limits=LIMITS), roster=["absent_student"],
+                              progress=False, log=quiet)
+        seconds = time.monotonic() - started
+    finally:
+        listener.close()
+    results = {p.stem: json.loads(p.read_text()) for p in (root / "reports" / ASSIGNMENT / "results").glob("*.json")}
+    return {"root": root, "summary": summary, "results": results, "listener": listener,
+            "seconds": seconds, "submitted": submitted}
+
+
+def gradebook_scores(url: str) -> dict[str, dict[str, float | None]]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(url, course_id="sdpa-course") as gb:
+        out = {}
+        for sub in gb.assignment_submissions(ASSIGNMENT):
+            out[sub.student_id] = {g.cell.name: g.auto_score for nb in sub.notebooks for g in nb.grades}
+        return out
+
+
+def solution_only_lines(builder: Builder) -> list[str]:
+    """Lines of the instructor's answers that the release does not show."""
+    release_text = "\n".join(c.source for c in builder.release.cells)
+    lines = []
+    for cell in builder.source.cells:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+            for line in cell.source.splitlines():
+                s = line.strip()
+                if len(s) > 12 and "###" not in s and s not in release_text:
+                    lines.append(s)
+    assert lines, "the solution should have lines the release does not show"
+    return lines
+
+
+def hidden_test_lines(builder: Builder) -> list[str]:
+    lines = []
+    for cell in builder.source.cells:
+        inside = False
+        for line in cell.source.splitlines():
+            if "BEGIN HIDDEN TESTS" in line:
+                inside = True
+            elif "END HIDDEN TESTS" in line:
+                inside = False
+            elif inside and line.strip():
+                lines.append(line.strip())
+    assert lines, "hw2 should have hidden tests"
+    return lines
+
+
+# ---------------------------------------------------------------- every bad submission
+
+
+@needs_sandbox
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_submission_gets_its_expected_status_and_score(graded, name):
+    status, score = EXPECTED[name]
+    result = graded["results"][name]
+    assert result["status"] == status, (name, result["status"], result["notes"])
+    expected = {"full": result["max_score"], "zero": 0.0}[score]
+    assert result["score"] == pytest.approx(expected), (name, result["cells"])
+    assert result["max_score"] == 10
+
+
+@needs_sandbox
+def test_a_student_without_a_submission_is_missing_with_zero(graded):
+    result = graded["results"]["absent_student"]
+    assert result["status"] == "missing" and result["score"] == 0
+    assert "absent_student" not in gradebook_scores(f"sqlite:///{graded['root'] / 'gradebook.db'}")
+
+
+@needs_sandbox
+def test_in_kernel_pass_but_outside_failure_is_flagged(graded):
+    flagged = {name for name, r in graded["results"].items() if r["flagged"]}
+    assert flagged == {"patched_checker"}
+    assert graded["results"]["patched_checker"]["in_kernel"]["softmax_basic"] == "passed"
+    assert graded["summary"]["flagged"] == ["patched_checker"]
+
+
+@needs_sandbox
+def test_the_gradebook_holds_exactly_the_outside_scores(graded):
+    """Including after a submission tried to write the gradebook itself."""
+    scores = gradebook_scores(f"sqlite:///{graded['root'] / 'gradebook.db'}")
+    results = graded["results"]
+    assert set(scores) == {n for n, r in results.items() if r["status"] != "missing"}
+    for student, cells in scores.items():
+        assert cells == {gid: c["score"] for gid, c in results[student]["cells"].items()}, student
+    assert all(v is not None and v <= 4 for cells in scores.values() for v in cells.values())
+    out = autograded_text(graded, "writes_gradebook")
+    assert "could not write" in out and "wrote " not in out.replace("could not write", "")
+
+
+def autograded_text(graded, student: str) -> str:
+    path = graded["root"] / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    return "\n".join(o.get("text", "") + o.get("evalue", "") for c in nb.cells for o in c.get("outputs", []))
+
+
+@needs_sandbox
+def test_time_limits_hold(graded):
+    for name in ("infinite_loop", "endless_printing"):
+        sb = graded["results"][name]["sandbox"]
+        assert sb["seconds"] <= WALL + SLACK, (name, sb)
+    slowest = max(r["sandbox"].get("seconds") or 0 for r in graded["results"].values())
+    assert slowest <= WALL + SLACK
+
+
+@needs_sandbox
+def test_endless_output_is_bounded(graded):
+    result_file = graded["root"] / "reports" / ASSIGNMENT / "results" / "endless_printing.json"
+    assert result_file.stat().st_size < 100_000
+    nb_file = graded["root"] / "autograded" / "endless_printing" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    assert nb_file.stat().st_size < 200_000
+    text = autograded_text(graded, "endless_printing")
+    assert "more characters of output not kept" in text
+    assert len(graded["results"]["endless_printing"]["sandbox"]["log"]) <= LIMITS.log_bytes
+
+
+@needs_sandbox
+def test_kernel_death_and_memory_are_recorded_and_the_rest_graded(graded):
+    os_exit = graded["results"]["os_exit"]
+    assert os_exit["sandbox"]["returncode"] == 3
+    assert any("exit status 3" in n for n in os_exit["notes"])
+    bomb = graded["results"]["memory_bomb"]
+    assert any("ran out of memory" in n for n in bomb["notes"])
+    assert graded["summary"]["statuses"]["graded"] >= 8
+
+
+@needs_sandbox
+def test_the_network_is_out_of_reach(graded):
+    assert graded["listener"].accepted == 0
+    text = autograded_text(graded, "network")
+    assert "no connection to 127.0.0.1" in text and "connected to" not in text.replace("no connection to", "")
+
+
+@needs_sandbox
+def test_solutions_cannot_be_read_and_nothing_leaks(graded, builder):
+    text = autograded_text(graded, "reads_solutions")
+    assert "found: []" in text
+    secret = solution_only_lines(builder) + hidden_test_lines(builder)
+    root = graded["root"]
+    for name in ("reads_solutions", "blank", "calls_reference"):
+        files = [root / "reports" / ASSIGNMENT / "results" / f"{name}.json",
+                 root / "autograded" / name / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
+                 root / "feedback" / name / ASSIGNMENT / f"{ASSIGNMENT}.html"]
+        for path in files:
+            content = path.read_text()
+            for line in secret:
+                assert line not in content, (path, line)
+
+
+@needs_sandbox
+def test_feedback_pages_show_scores_but_no_hidden_tests(graded, builder):
+    hidden = hidden_test_lines(builder)
+    pages = sorted((graded["root"] / "feedback").glob(f"*/{ASSIGNMENT}/*.html"))
+    assert len(pages) == len(graded["results"])
+    for page in pages:
+        html = page.read_text()
+        assert "BEGIN HIDDEN TESTS" not in html
+        assert not any(line in html for line in hidden), page
+    solution = (graded["root"] / "feedback" / "solution" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    assert "Score: 10 / 10" in solution and "softmax_hidden</strong>: 4 / 4 points" in solution
+    blank = (graded["root"] / "feedback" / "blank" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    assert "Score: 0 / 10" in blank and "NotImplementedError" in blank
+
+
+@needs_sandbox
+def test_reports_csv_summary_and_histogram(graded):
+    reports = graded["root"] / "reports" / ASSIGNMENT
+    rows = (reports / "grades.csv").read_text().splitlines()
+    assert rows[0] == "student_id,name,score,max_score,percent,status,flagged,notes"
+    by_id = {r.split(",")[0]: r.split(",") for r in rows[1:]}
+    assert set(by_id) == set(graded["results"])
+    assert by_id["solution"][2:6] == ["10", "10", "100.0", "graded"]
+    assert by_id["absent_student"][2:6] == ["0", "10", "0.0", "missing"]
+    summary = json.loads((reports / "summary.json").read_text())
+    expected_counts = {}
+    for status, _ in list(EXPECTED.values()) + [("missing", "zero")]:
+        expected_counts[status] = expected_counts.get(status, 0) + 1
+    assert summary["statuses"] == expected_counts
+    png = (reports / "histogram.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    assert f"{ASSIGNMENT}: scores of 20 submissions (1 missing)".encode() in png
+
+
+@needs_sandbox
+def test_running_again_changes_nothing(graded):
+    """Idempotent: every unchanged submission is skipped; the gradebook stays the same."""
+    url = f"sqlite:///{graded['root'] / 'gradebook.db'}"
+    before = gradebook_scores(url)
+    stamps = {n: r.get("graded_at") for n, r in graded["results"].items()}
+    messages = []
+    grade_class(REPO, ASSIGNMENT, graded["submitted"], out=graded["root"], workers=2,
+                settings=Settings(limits=LIMITS), roster=["absent_student"], progress=False,
+                log=messages.append)
+    assert any("20 of 21 submissions already graded and unchanged" in m for m in messages), messages
+    assert gradebook_scores(url) == before
+    results = graded["root"] / "reports" / ASSIGNMENT / "results"
+    after = {p.stem: json.loads(p.read_text()).get("graded_at") for p in results.glob("*.json")}
+    assert {n: s for n, s in after.items() if n != "absent_student"} == \
+        {n: s for n, s in stamps.items() if n != "absent_student"}
+
+
+@needs_sandbox
+def test_nbgrader_export_and_feedback_read_our_gradebook(graded, builder):
+    """nbgrader's own export and generate_feedback work on what the grader wrote."""
+    root = graded["root"]
+    shutil.copy(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+               PYTHONPATH=str(REPO))
+    db = f"--db=sqlite:///{root / 'gradebook.db'}"
+    subprocess.run([sys.executable, "-m", "nbgrader", "export", db, "--to", str(root / "nbgrader.csv")],
+                   cwd=root, env=env, check=True, capture_output=True)
+    rows = (root / "nbgrader.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    score = {r.split(",")[header.index("student_id")]: float(r.split(",")[header.index("score")]) for r in rows[1:]}
+    assert score["solution"] == 10 and score["patched_checker"] == 0 and score["stripped_metadata"] == 10
+    subprocess.run([sys.executable, "-m", "nbgrader", "generate_feedback", ASSIGNMENT, "--student=blank",
+                    "--force", db, "--CourseDirectory.feedback_directory=nbgrader_feedback"],
+                   cwd=root, env=env, check=True, capture_output=True)
+    html = (root / "nbgrader_feedback" / "blank" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    assert "Score: 0.0" in html or "0.0 / 10.0" in html
+    assert not any(line in html for line in hidden_test_lines(builder))
+
+
+# ---------------------------------------------------------------- the sandbox itself
+
+
+@needs_sandbox
+def test_the_sandbox_is_an_unprivileged_empty_world():
+    probe = "\n".join([
+        "import os, json",
+        "status = open('/proc/self/status').read()",
+        "caps = [l for l in status.splitlines() if l.startswith(('CapEff', 'CapBnd', 'NoNewPrivs'))]",
+        "print(json.dumps({'uid': os.getuid(), 'gid': os.getgid(), 'caps': caps, 'root': sorted(os.listdir('/')),",
+        "  'pids': sorted(p for p in os.listdir('/proc') if p.isdigit()),",
+        "  'repo': os.path.exists(%r), 'venv_lib': os.path.exists(%r)}))" % (str(REPO / "solutions"), str(REPO / "lib")),
+        "try:\n    open('/usr/evil', 'w')\nexcept OSError as e:\n    print('usr', type(e).__name__)",
+        "try:\n    open('/tmp/big', 'wb').write(b'x' * (100 * 1024 * 1024))\nexcept OSError as e:\n    print('tmp', type(e).__name__)",
+    ])
+    outcome = sandbox.run({"cells": [{"n": 0, "source": probe, "role": "extra"}], "checks": []},
+                          {"driver.py": sandbox.DRIVER}, LIMITS, uid=61123)
+    cell = next(e for e in outcome.events if e.get("event") == "cell")
+    first, *rest = cell["stdout"].splitlines()
+    facts = json.loads(first)
+    assert facts["uid"] == 61123 and facts["gid"] == 61123
+    assert "CapEff:\t0000000000000000" in facts["caps"] and "CapBnd:\t0000000000000000" in facts["caps"]
+    assert "NoNewPrivs:\t1" in facts["caps"]
+    assert not facts["repo"] and not facts["venv_lib"]
+    assert len(facts["pids"]) <= 3  # bwrap's init, python, nothing of the host
+    assert "home" not in facts["root"] and "etc" not in facts["root"]
+    assert rest == ["usr OSError", "tmp OSError"]
+
+
+# ---------------------------------------------------------------- interrupt and resume
+
+
+@needs_sandbox
+def test_an_interrupted_run_resumes_without_losing_or_doubling_grades(tmp_path, builder):
+    students = [f"s{i}" for i in range(5)]
+    slow = builder._with_cell_after_answer("import time\ntime.sleep(1.0)")
+    for sid in students:
+        folder = tmp_path / "submitted" / sid / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(slow, folder / f"{ASSIGNMENT}.ipynb")
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "classgrader", ASSIGNMENT, str(tmp_path / "submitted"), "--course", str(REPO),
+           "--out", str(out), "--workers", "1", "--timeout", str(WALL), "--memory", "512m", "--quiet",
+           "--no-kernel-record"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    results = out / "reports" / ASSIGNMENT / "results"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(results.glob("*.json"))) < 2 and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    done_first = {p.stem: json.loads(p.read_text())["graded_at"] for p in results.glob("*.json")}
+    assert 1 <= len(done_first) < len(students)
+    url = f"sqlite:///{out / 'gradebook.db'}"
+    assert set(gradebook_scores(url)) <= set(done_first)
+
+    summary = grade_class(REPO, ASSIGNMENT, tmp_path / "submitted", out=out, workers=2,
+                          settings=Settings(limits=LIMITS, kernel_record=False), progress=False, log=quiet)
+    assert summary["statuses"] == {"graded": 5}
+    done = {p.stem: json.loads(p.read_text()) for p in results.glob("*.json")}
+    assert set(done) == set(students)
+    for sid, stamp in done_first.items():
+        assert done[sid]["graded_at"] == stamp, "graded twice"
+    scores = gradebook_scores(url)
+    assert set(scores) == set(students)
+    assert all(sum(cells.values()) == 10 for cells in scores.values())
+    from nbgrader.api import Gradebook
+
+    with Gradebook(url, course_id="sdpa-course") as gb:
+        assert len(gb.assignment_submissions(ASSIGNMENT)) == 5
+        assert gb.db.query(__import__("nbgrader").api.Grade).count() == 5 * 4
+
+
+# ---------------------------------------------------------------- LMS exports
+
+
+def test_lms_file_names_give_student_ids():
+    assert intake.parse_name("smithjane_12345_678901_hw2_stable_softmax.ipynb")[:3:2] == ("12345", "hw2_stable_softmax.ipynb")
+    assert intake.parse_name("doejohn_LATE_222_333_hw2_stable_softmax-1.ipynb")[0] == "222"
+    assert intake.parse_name("Jane Smith_4567_assignsubmission_file_hw2.ipynb")[:2] == ("4567", "Jane Smith")
+    assert intake.parse_name(
+        "Homework 2_jsmith_attempt_2024-03-01-10-20-30_hw2_stable_softmax.ipynb")[0] == "jsmith"
+    assert intake.parse_name("ada.lovelace__my homework.ipynb")[:3:2] == ("ada.lovelace", "my homework.ipynb")
+    assert intake.parse_name("plainname.ipynb") is None
+    assert intake.safe_id("Jane Smith/..") == "Jane_Smith"
+
+
+def test_a_zip_cannot_write_outside_its_folder(tmp_path):
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("../../evil.ipynb", "{}")
+        zf.writestr("/abs/evil2.ipynb", "{}")
+        zf.writestr("__MACOSX/._a_1_2_x.ipynb", "{}")
+        zf.writestr("ok_1_2_hw2_stable_softmax.ipynb", "{}")
+    dest = intake.extract_zip(archive, tmp_path / "out")
+    files = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file())
+    assert files == ["ok_1_2_hw2_stable_softmax.ipynb"]
+    assert not (tmp_path.parent / "evil.ipynb").exists()
+
+
+@needs_sandbox
+def test_a_zip_from_an_lms_is_graded(tmp_path, builder):
+    _, good = builder.build("solution")
+    _, blank = builder.build("blank")
+    archive = tmp_path / "canvas.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("smithjane_101_9001_hw2_stable_softmax.ipynb", good)
+        zf.writestr("doejohn_LATE_102_9002_hw2_stable_softmax-1.ipynb", blank)
+        zf.writestr("Ada Lovelace_103_assignsubmission_file_/my_softmax.ipynb", good)
+        zf.writestr("turing_104_9004_homework.pdf", b"%PDF-1.4 not a notebook")
+    out = tmp_path / "out"
+    grade_class(REPO, ASSIGNMENT, archive, out=out, workers=2,
+                settings=Settings(limits=LIMITS, kernel_record=False), progress=False, log=quiet)
+    results = {p.stem: json.loads(p.read_text()) for p in (out / "reports" / ASSIGNMENT / "results").glob("*.json")}
+    assert {k: (v["status"], v["score"]) for k, v in results.items()} == {
+        "101": ("graded", 10.0), "102": ("graded", 0.0), "103": ("renamed", 10.0), "104": ("not_a_notebook", 0.0)}
+    assert results["101"]["display_name"] == "smithjane"
+
+
+# ---------------------------------------------------------------- matching cells without metadata
+
+
+def test_matching_restores_release_cells_and_keeps_the_learners_own(builder):
+    _, data = builder.build("stripped_metadata")
+    learner = notebooks.load(data)
+    learner.cells.insert(builder.answer_index + 1, nbformat.v4.new_code_cell("def helper():\n    return 1"))
+    del learner.cells[1]  # the locked setup cell, gone
+    plan = notebooks.match(learner, builder.release)
+    assert plan.metadata_stripped
+    roles = [(c.role, c.grade_id) for c in plan.cells if c.cell_type == "code"]
+    release_tests = [notebooks.nbgrader_meta(c)["grade_id"] for c in builder.release.cells
+                     if notebooks.release_role(c) == "test"]
+    assert [gid for role, gid in roles if role == "test"] == release_tests
+    assert ("setup", "setup") in roles  # restored from the release
+    answer = next(c for c in plan.cells if c.role == "answer")
+    assert f"def {builder.function}" in answer.source and "NotImplementedError" not in answer.source
+    extra = [c for c in plan.cells if c.role == "extra"]
+    assert [c.source for c in extra] == ["def helper():\n    return 1"]
+
+
+@pytest.mark.parametrize("data, reason", [
+    (b"", "not valid JSON"), (b"[1, 2]", "not a Jupyter notebook"), (b"\xff\xfe", "not UTF-8"),
+    (b'{"cells": "no"}', "not a Jupyter notebook"),
+])
+def test_unreadable_files_are_named_as_such(data, reason):
+    with pytest.raises(notebooks.NotANotebook, match=reason):
+        notebooks.load(data, "x.ipynb")
+
+
+# ---------------------------------------------------------------- PostgreSQL
+
+
+def _postgres_bin() -> Path | None:
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).resolve().parent
+    candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    return candidates[-1].parent if candidates else None
+
+
+@pytest.fixture
+def postgres():
+    """A throw-away PostgreSQL server on 127.0.0.1, run as the unprivileged postgres user."""
+    bindir = _postgres_bin()
+    if bindir is None:
+        pytest.skip("POSTGRESQL IS NOT INSTALLED: the PostgreSQL gradebook test did not run "
+                    "(apt-get install postgresql; .ci/run installs it)")
+    import pwd
+
+    try:
+        user = pwd.getpwnam("postgres")
+    except KeyError:
+        pytest.skip("POSTGRESQL: no 'postgres' system user to run the server as")
+    root = Path(tempfile.mkdtemp(prefix="classgrader-pg-"))  # under /tmp: the postgres user must reach it
+    os.chown(root, user.pw_uid, user.pw_gid)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    data = root / "data"
+    subprocess.run(as_pg + [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres",
+                            "--no-sync", "-E", "UTF8"], check=True, capture_output=True)
+    opts = f"-k {root} -p {port} -c listen_addresses=127.0.0.1 -c fsync=off"
+    subprocess.run(as_pg + [str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w",
+                            "start"], check=True, capture_output=True)
+    try:
+        import psycopg
+
+        with psycopg.connect(f"host=127.0.0.1 port={port} user=postgres dbname=postgres", autocommit=True) as c:
+            c.execute("CREATE DATABASE gradebook")
+        yield f"postgresql://postgres@127.0.0.1:{port}/gradebook"
+    finally:
+        subprocess.run(as_pg + [str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
+                       capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@needs_sandbox
+def test_a_postgresql_gradebook(tmp_path, builder, postgres):
+    submitted = builder.write_submitted(tmp_path, ["solution", "blank", "patched_checker", "truncated_json"])
+    settings = Settings(limits=LIMITS)
+    grade_class(REPO, ASSIGNMENT, submitted, out=tmp_path, db_url=postgres, workers=2, settings=settings,
+                progress=False, log=quiet)
+    url = postgres.replace("postgresql://", "postgresql+psycopg://")
+    scores = {s: sum(c.values()) for s, c in gradebook_scores(url).items()}
+    assert scores == {"solution": 10, "blank": 0, "patched_checker": 0, "truncated_json": 0}
+    assert not (tmp_path / "gradebook.db").exists()
+    messages = []
+    grade_class(REPO, ASSIGNMENT, submitted, out=tmp_path, db_url=postgres, workers=2, settings=settings,
+                progress=False, log=messages.append)
+    assert any("4 of 4 submissions already graded" in m for m in messages)
+    assert {s: sum(c.values()) for s, c in gradebook_scores(url).items()} == scores
