@@ -91,7 +91,7 @@ Adding an assignment (e.g. hw8)
    ``tests/test_homework_nbgrader.py``, and list the notebook in ``_toc.yml``.
 """
 
-from . import hw1, hw2, hw3, hw4, hw5, hw6, hw7
+from . import hw1, hw2, hw3, hw4, hw5, hw6, hw7, hw8
 from .core import (
     CheckFailed,
     Verdict,
@@ -102,7 +102,7 @@ from .core import (
 )
 
 #: Assignment name -> its module, in course order.
-ASSIGNMENTS = {m.A.name: m for m in (hw1, hw2, hw3, hw4, hw5, hw6, hw7)}
+ASSIGNMENTS = {m.A.name: m for m in (hw1, hw2, hw3, hw4, hw5, hw6, hw7, hw8)}
 
 __all__ = [
     "ASSIGNMENTS",
@@ -118,5 +118,6 @@ __all__ = [
     "hw5",
     "hw6",
     "hw7",
+    "hw8",
     "run_cases",
 ]

@@ -1,0 +1,333 @@
+"""Homework 8: the online softmax over blocks, and attention over blocks of keys.
+
+Learner functions:
+
+``running_max_and_sum(x, block_size)``
+    for ``x`` of shape (..., n), walks along the last axis in blocks of
+    ``block_size`` and returns a list with one ``(m, l)`` per block: the
+    running maximum and the running sum of ``exp(x_j - m)`` over the entries
+    seen so far, each of shape ``x.shape[:-1]`` (a number for 1-D ``x``).
+    A prefix of only ``-inf`` has ``m = -inf`` and ``l = 0``.
+``online_softmax(x, block_size)``
+    the softmax along the last axis, from the final running maximum and sum;
+    a row of only ``-inf`` gives zeros; float32 stays float32.
+``blocked_attention(q, blocks)``
+    ``q`` of shape (n_q, d_k); ``blocks`` a list of ``(k_b, v_b, allowed_b)``
+    with ``k_b`` (b, d_k), ``v_b`` (b, d_v) and ``allowed_b`` (n_q, b) boolean
+    (True = may attend): the keys, values and mask arrive one block at a
+    time. Returns the (n_q, d_v) output of scaled dot-product attention over
+    all the blocks, carrying a running maximum, sum and weighted sum of
+    values per query; a query with no permitted key gets a zero output.
+
+Expected values come from ``lib.online_softmax_steps``, ``lib.softmax`` and
+``lib.scaled_dot_product_attention`` on the concatenated blocks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import (
+    DTYPES,
+    attention_rtol,
+    check_weight_rows,
+    describe_inputs,
+    generator,
+    judge_each,
+    logit_rtol,
+    normal,
+    unpack,
+)
+from .core import Assignment, Mismatch, check_form, compare_arrays, describe, make_case, reference
+
+A = Assignment("hw8_online_softmax", chapter="chapters/08_online_softmax.md")
+
+NEG = -np.inf
+#: At most this many blocks per case: results travel as plain data, which
+#: holds lists of up to 16 items.
+MAX_BLOCKS = 16
+
+
+# ------------------------------------------------------------- running maximum and sum
+
+
+def _running_case(x: np.ndarray, size: int, note: str = "") -> dict:
+    label = describe_inputs(x=x) + f", block_size = {size}" + (f", {note}" if note else "")
+    return make_case("running_max_and_sum", x, size, label=label)
+
+
+def _running_visible(seed: int) -> list[dict]:
+    x = np.array([1.0, 3.0, 2.0, 5.0, 0.0])
+    gen = generator(seed, 1)
+    rows = normal(gen, (3, 7), np.float32, scale=3.0)
+    return [
+        _running_case(x, 2),
+        _running_case(x, 1, "one entry per block"),
+        _running_case(x, 5, "one block holds the whole row"),
+        _running_case(x, 8, "block larger than the row"),
+        _running_case(np.array([[4.0, 3.0, 2.0, 1.0], [-1.0, 0.0, 1.0, 2.0]]), 2, "falling and rising rows"),
+        _running_case(rows, 3),
+    ]
+
+
+def _running_masked(seed: int) -> list[dict]:
+    z = np.array([[NEG, NEG, NEG, 1.0, 2.0, NEG],
+                  [0.0, NEG, 2.0, NEG, NEG, NEG],
+                  [NEG, NEG, NEG, NEG, NEG, NEG]])
+    return [
+        _running_case(z, 2, "with -inf entries: a row whose first block is all -inf, a row of only -inf"),
+        _running_case(z.astype(np.float32), 1, "with -inf entries"),
+        _running_case(np.array([1000.0, -1000.0, 1001.0, 999.0]), 1, "logits of +-1000"),
+    ]
+
+
+def _rising_row(gen: np.random.Generator) -> np.ndarray:
+    """A row whose maximum grows in every block: the old sum must be rescaled each time."""
+    return np.sort(gen.standard_normal(int(gen.integers(8, 16))) * 3.0)
+
+
+def _running_hidden(seed: int) -> list[dict]:
+    gen = generator(seed, 2)
+    out = [_running_case(_rising_row(gen), int(gen.integers(1, 4)), "a row that rises from block to block")]
+    for i in range(1, 10):
+        lead = ((), (3,), (2, 2))[i % 3]
+        dtype = DTYPES[(i // 3) % 2]
+        n = int(gen.integers(1, 25))
+        size = int(gen.integers(max(1, -(-n // MAX_BLOCKS)), n + 3))
+        scale = 10.0 ** gen.uniform(-1, 2.5)
+        x = gen.standard_normal((*lead, n)) * scale
+        note = ""
+        if i % 2 == 1:
+            x[gen.random(x.shape) < 0.4] = NEG
+            x.reshape(-1, n)[0, : min(n, size + 1)] = NEG          # a first block of only -inf
+            note = "with -inf entries"
+        out.append(_running_case(x.astype(dtype), size, note))
+    return out
+
+
+def _as_state(value, shape: tuple[int, ...], what: str) -> np.ndarray:
+    """A learner's m or l as a float64 array of ``shape`` (a number is fine for shape ())."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = np.float64(value)
+    if isinstance(value, np.generic):
+        value = np.asarray(value)
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "iuf":
+        raise Mismatch(f"{what} is {describe(value)}; expected a number or an array of shape {shape}")
+    if value.shape != shape:
+        raise Mismatch(f"{what} has shape {value.shape}; expected {shape} (x.shape[:-1]: one value per row)")
+    return value.astype(np.float64)
+
+
+def _sums_without_rescale(x: np.ndarray, size: int, direction: int) -> list[np.ndarray]:
+    """The running sums of a common mistake: the old sum rescaled by
+    exp(direction * (m_old - m_new)) with direction 0 (not at all) or -1 (the wrong way)."""
+    m = np.full(x.shape[:-1], -np.inf)
+    total = np.zeros(x.shape[:-1])
+    sums = []
+    with np.errstate(all="ignore"):
+        for start in range(0, x.shape[-1], size):
+            block = x[..., start : start + size].astype(np.float64)
+            m_new = np.maximum(m, block.max(axis=-1))
+            shift = np.where(np.isneginf(m_new), 0.0, m_new)
+            factor = np.exp(direction * (np.where(np.isneginf(m), -np.inf, m) - shift))
+            total = total * (factor if direction else 1.0) + np.exp(block - shift[..., None]).sum(axis=-1)
+            m = m_new
+            sums.append(total)
+    return sums
+
+
+def _judge_running(cases: list[dict], results: list[dict]) -> str:
+    lib = reference()
+
+    def one(args, kwargs, got, name):
+        x, size = args
+        steps = lib.online_softmax_steps(x, size)
+        if not isinstance(got, (list, tuple)):
+            raise Mismatch(f"{name} returned {describe(got)}; expected a list with one (m, l) per block")
+        if len(got) != len(steps):
+            raise Mismatch(f"{name} returned {len(got)} states; expected {len(steps)}, one per block of "
+                           f"{size} entries along the last axis (n = {x.shape[-1]})")
+        bound = float(np.abs(x[np.isfinite(x)]).max(initial=0.0))
+        rtol = logit_rtol(x.dtype, bound, terms=size)
+        shape = x.shape[:-1]
+        for b, (state, step) in enumerate(zip(got, steps), 1):
+            where = f"{name}, state after block {b} (entries up to {step.stop - 1})"
+            m, l = unpack(state, ("m", "l"), where)
+            m, l = _as_state(m, shape, f"{where}, m"), _as_state(l, shape, f"{where}, l")
+            compare_arrays(m, step.running_max.astype(np.float64), what=f"{where}, running maximum m",
+                           check_dtype=False, rtol=rtol)
+            try:
+                compare_arrays(l, step.running_sum.astype(np.float64), what=f"{where}, running sum l",
+                               check_dtype=False, rtol=rtol)
+            except Mismatch as exc:
+                for direction, hint in ((0, "the old sum was not rescaled when the maximum grew: multiply "
+                                            "it by exp(m_old - m_new) before adding the block's terms"),
+                                        (-1, "the old sum was rescaled by exp(m_new - m_old); the factor is "
+                                             "exp(m_old - m_new), at most 1")):
+                    wrong = _sums_without_rescale(x, size, direction)[b - 1]
+                    if np.allclose(l, wrong, rtol=1e-6, equal_nan=True):
+                        raise Mismatch(f"{exc}. Hint: {hint}") from None
+                if np.isnan(l).any():
+                    raise Mismatch(f"{exc}. Hint: while every entry seen is -inf, m is -inf, and "
+                                   "-inf - (-inf) is NaN: shift by 0 instead") from None
+                raise
+
+    return f"{judge_each(cases, results, one)} cases match lib.online_softmax_steps"
+
+
+# ------------------------------------------------------------- the online softmax
+
+
+def _softmax_case(x: np.ndarray, size: int, note: str = "") -> dict:
+    label = describe_inputs(x=x) + f", block_size = {size}" + (f", {note}" if note else "")
+    return make_case("online_softmax", x, size, label=label)
+
+
+def _softmax_visible(seed: int) -> list[dict]:
+    gen = generator(seed, 3)
+    return [
+        _softmax_case(np.array([1.0, 3.0, 2.0, 5.0, 0.0]), 2),
+        _softmax_case(normal(gen, (2, 3, 6), np.float32, scale=5.0), 4),
+        _softmax_case(np.array([[NEG, NEG, 1.0, 2.0], [NEG, NEG, NEG, NEG]]), 2,
+                      "with -inf entries and a row of -inf"),
+        _softmax_case(np.array([[1e4, 0.0, 1e4 - 1.0]], dtype=np.float32), 1, "logits of 1e4"),
+    ]
+
+
+def _softmax_hidden(seed: int) -> list[dict]:
+    gen = generator(seed, 4)
+    out = [_softmax_case(_rising_row(gen), int(gen.integers(1, 4)), "a row that rises from block to block")]
+    for i in range(1, 8):
+        lead = ((), (3,), (2, 2))[i % 3]
+        dtype = DTYPES[(i // 2) % 2]
+        n = int(gen.integers(1, 25))
+        size = int(gen.integers(max(1, -(-n // MAX_BLOCKS)), n + 3))
+        x = gen.standard_normal((*lead, n)) * 10.0 ** gen.uniform(-1, 3)
+        note = ""
+        if i % 2:
+            x[gen.random(x.shape) < 0.4] = NEG
+            x.reshape(-1, n)[0] = NEG
+            note = "with -inf entries and a row of -inf"
+        out.append(_softmax_case(x.astype(dtype), size, note))
+    return out
+
+
+def _judge_softmax(cases: list[dict], results: list[dict]) -> str:
+    lib = reference()
+
+    def one(args, kwargs, got, name):
+        x, size = args
+        expected = lib.softmax(x, axis=-1)
+        check_form(got, expected, what=name)
+        check_weight_rows(got, ~np.isneginf(x), what=name)
+        bound = float(np.abs(x[np.isfinite(x)]).max(initial=0.0))
+        compare_arrays(got, expected, what=name, rtol=logit_rtol(x.dtype, bound, terms=size))
+
+    return f"{judge_each(cases, results, one)} cases match lib.softmax"
+
+
+# ------------------------------------------------------------- attention over blocks of keys
+
+
+def _blocks(k: np.ndarray, v: np.ndarray, allowed: np.ndarray, size: int) -> list[tuple]:
+    return [(k[s : s + size], v[s : s + size], allowed[:, s : s + size]) for s in range(0, k.shape[0], size)]
+
+
+def _attention_case(q, k, v, allowed, size: int, note: str = "") -> dict:
+    blocks = _blocks(k, v, allowed, size)
+    label = (describe_inputs(q=q, k=k, v=v) + f", {len(blocks)} block(s) of up to {size} keys"
+             + (f", {note}" if note else ""))
+    return make_case("blocked_attention", q, blocks, label=label)
+
+
+def _attention_visible(seed: int) -> list[dict]:
+    lib = reference()
+    _, x = lib.example_sentence()
+    w = lib.example_projections()
+    q, k, v = lib.project_qkv(x, w["w_q"], w["w_k"], w["w_v"])
+    gen = generator(seed, 5)
+    q32, k32, v32 = (normal(gen, (4, d), np.float32, 2.0) for d in (3, 3, 2))
+    some = np.array([[False, False, True, True], [False, False, False, False],
+                     [True, False, False, False], [True, True, True, True]])
+    everything = np.ones((6, 6), dtype=bool)
+    return [
+        _attention_case(q, k, v, everything, 2, "no mask"),
+        _attention_case(q, k, v, lib.causal_mask(6), 4, "causal mask"),
+        _attention_case(q32, k32, v32, some, 2, "a query whose first block is masked, a query with no key"),
+    ]
+
+
+def _attention_hidden(seed: int) -> list[dict]:
+    gen = generator(seed, 6)
+    # First a case with several blocks and no mask, where query 0's scores rise
+    # from block to block (keys along its own direction, growing).
+    n_q, n_k, d_k, d_v = int(gen.integers(1, 6)), int(gen.integers(6, 12)), int(gen.integers(2, 5)), 2
+    q, v = normal(gen, (n_q, d_k)), normal(gen, (n_k, d_v))
+    k = np.linspace(-2.0, 2.0, n_k)[:, None] * q[0] / np.linalg.norm(q[0]) + normal(gen, (n_k, d_k), scale=0.01)
+    out = [_attention_case(q, k, v, np.ones((n_q, n_k), dtype=bool), int(gen.integers(1, 4)),
+                           "no mask, several blocks")]
+    for i in range(1, 8):
+        dtype = DTYPES[i % 2]
+        n_q, n_k, d_k, d_v = (int(gen.integers(1, 12)) for _ in range(4))
+        size = int(gen.integers(max(1, -(-n_k // MAX_BLOCKS)), n_k + 2))
+        scale = 10.0 ** gen.uniform(-0.5, 0.5) if dtype == np.float32 else 10.0 ** gen.uniform(-0.5, 1.2)
+        q, k = normal(gen, (n_q, d_k), dtype, scale), normal(gen, (n_k, d_k), dtype, scale)
+        v = normal(gen, (n_k, d_v), dtype)
+        if i % 3 == 0:
+            allowed, note = np.tri(n_q, n_k, dtype=bool), "causal mask"
+        else:
+            allowed, note = gen.random((n_q, n_k)) < 0.6, "random mask"
+            allowed[0] = False                                   # a query with nothing permitted
+        out.append(_attention_case(q, k, v, allowed, size, note))
+    return out
+
+
+def _judge_attention(cases: list[dict], results: list[dict]) -> str:
+    lib = reference()
+
+    def one(args, kwargs, got, name):
+        q, blocks = args
+        k = np.concatenate([b[0] for b in blocks])
+        v = np.concatenate([b[1] for b in blocks])
+        allowed = np.concatenate([b[2] for b in blocks], axis=1)
+        expected = lib.scaled_dot_product_attention(q, k, v, allowed)
+        check_form(got, expected, what=name)
+        nothing = ~allowed.any(axis=1)
+        if nothing.any() and np.isnan(got[nothing]).any():
+            i = int(np.flatnonzero(nothing & np.isnan(got).any(axis=1))[0])
+            raise Mismatch(f"{name}: query {i} may attend to no key, so its output must be 0; got NaN "
+                           "(divide by the sum only where it is positive)")
+        if np.isnan(got).any():
+            raise Mismatch(f"{name}: the output contains NaN. Hint: while a query has seen only masked keys "
+                           "its running maximum is -inf, and -inf - (-inf) is NaN: shift by 0 instead")
+        scale = max(1.0, float(np.abs(v.astype(np.float64)).max(initial=0.0)))
+        try:
+            compare_arrays(got, expected, what=name, scale=scale, rtol=attention_rtol(q, k))
+        except Mismatch as exc:
+            if len(blocks) > 1:
+                first = lib.scaled_dot_product_attention(q, blocks[-1][0], blocks[-1][1], blocks[-1][2])
+                if np.allclose(got, first, rtol=1e-4, atol=1e-6):
+                    raise Mismatch(f"{exc}. Hint: the output is attention over the last block only: "
+                                   "carry m, l and the weighted sum of values across blocks") from None
+            raise
+
+    return f"{judge_each(cases, results, one)} cases match lib.scaled_dot_product_attention over all the blocks"
+
+
+A.add("running_state", ["running_max_and_sum"], points=2, cases=_running_visible, judge=_judge_running,
+      description="the running maximum and sum after each block: 1-D and 2-D input, block sizes 1 to 8")
+A.add("running_state_masked", ["running_max_and_sum"], points=1, cases=_running_masked, judge=_judge_running,
+      description="-inf entries, a first block of only -inf, a row of only -inf, logits of 1000")
+A.add("running_state_hidden", ["running_max_and_sum"], points=2, cases=_running_hidden, judge=_judge_running,
+      description="random logits up to about 300, batch dimensions, -inf entries, float32 and float64")
+A.add("online_softmax", ["online_softmax"], points=1, cases=_softmax_visible, judge=_judge_softmax,
+      description="the softmax from the running state: batch dimensions, -inf, logits of 1e4 in float32")
+A.add("online_softmax_hidden", ["online_softmax"], points=1, cases=_softmax_hidden, judge=_judge_softmax,
+      description="random logits up to 1000, random block sizes, -inf entries and rows, float32 and float64")
+A.add("blocked_attention", ["blocked_attention"], points=1, cases=_attention_visible, judge=_judge_attention,
+      description="the example sentence without and with a causal mask; a float32 case with masked blocks")
+A.add("blocked_attention_hidden", ["blocked_attention"], points=2, cases=_attention_hidden,
+      judge=_judge_attention,
+      description="random sizes, block sizes and masks, queries with no permitted key, float32 and float64")
+
+A.export(globals())
