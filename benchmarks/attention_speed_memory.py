@@ -200,7 +200,7 @@ def measure_memory(sizes: tuple[int, ...], d: int) -> dict:
     cases = []
     jobs = [(impl, n) for n in sizes for impl in impls]
     for impl, n in tqdm(jobs, desc="memory", unit="case"):
-        repeats = 5 if n <= 4096 else 2
+        repeats = 5 if n <= 4096 else 3
         cmd = [sys.executable, __file__, "--memory-case", impl, str(n), str(d), str(repeats)]
         done = subprocess.run(cmd, capture_output=True, text=True, check=True)
         cases.append(json.loads(done.stdout.strip().splitlines()[-1]))

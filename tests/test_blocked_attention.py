@@ -7,8 +7,12 @@ lib.online_softmax_steps is checked against a running max and sum computed
 independently with Python floats.
 """
 
+import json
 import math
+import subprocess
+import sys
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -270,3 +274,45 @@ def test_online_softmax_keeps_float32(x):
     got = lib.online_softmax(x32, block_size=2)
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, lib.softmax(x32), rtol=1e-5, atol=1e-6)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARK = ROOT / "benchmarks" / "attention_speed_memory.py"
+RESULTS = ROOT / "benchmarks" / "results" / "attention_speed_memory.json"
+
+
+def test_the_benchmark_script_runs_and_writes_what_the_chapter_reads(tmp_path):
+    out = tmp_path / "results.json"
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARK), "--repeats", "2", "--speed-shape", "2", "64", "8",
+         "--memory-sizes", "128", "512", "--output", str(out)],
+        cwd=tmp_path, capture_output=True, text=True, check=True, timeout=300,
+    )
+    data = json.loads(out.read_text())
+    assert "blocked / reference extra memory" in done.stdout
+    speed = data["speed"]
+    assert speed["shape"] == [2, 64, 8]
+    floor = speed["seconds"]["qk_matmul"] + speed["seconds"]["pv_matmul"]
+    assert speed["seconds"]["matmul_floor"] == pytest.approx(floor)
+    for name in ("reference", "blocked", "reference_causal", "blocked_causal"):
+        assert speed["ratio_to_matmul_floor"][name] == pytest.approx(speed["seconds"][name] / floor)
+    cases = {(c["impl"], c["n"]): c for c in data["memory"]["cases"]}
+    # At n = 512 the reference's float32 score matrix alone is 1 MiB.
+    assert cases[("reference", 512)]["traced_extra_bytes"] >= 512 * 512 * 4
+    assert cases[("blocked", 512)]["traced_extra_bytes"] < 512 * 512 * 4
+    assert data["machine"]["logical_cores"] >= 1
+
+
+def test_the_committed_benchmark_results_meet_the_targets():
+    """The measurement quoted in chapter 8: blocked attention at most 2x the
+    matmul floor, and at most 1/16 of the reference's extra memory at 16384."""
+    data = json.loads(RESULTS.read_text())
+    speed, memory = data["speed"], data["memory"]
+    assert speed["shape"] == [16, 1024, 64] and speed["dtype"] == "float32"
+    assert speed["ratio_to_matmul_floor"]["blocked"] <= 2.0
+    cases = {(c["impl"], c["n"]): c for c in memory["cases"]}
+    ref, blk = cases[("reference", 16384)], cases[("blocked", 16384)]
+    assert ref["traced_extra_bytes"] >= 16384**2 * 4  # the 1 GiB score matrix
+    assert blk["traced_extra_bytes"] <= ref["traced_extra_bytes"] / 16
+    assert memory["summary"]["16384"]["blocked_over_reference_extra_memory"] == pytest.approx(
+        blk["traced_extra_bytes"] / ref["traced_extra_bytes"])
