@@ -183,7 +183,8 @@ def scaled_dot_product_attention(
     """
     scores = scaled_scores(q, k, mask, is_causal=is_causal, scale=scale)
     va = _check_v(v, np.asarray(q), np.asarray(k))
-    if mask is not None and scores.size and np.isposinf(scores.max()):
+    float_mask = mask is not None and np.asarray(mask).dtype != np.bool_
+    if float_mask and scores.size and np.isposinf(scores.max()):
         # Adding a float mask pushed a score past the largest float; refuse
         # it with the error that softmax gives for +inf.
         as_float_array(scores, "x", allow_neg_inf=True)
