@@ -1,11 +1,17 @@
 // Served as _static/widgets/widgets-setup.js and loaded just before the widget
 // manager (embed-amd.js) on pages that hold saved widget state.
 (function () {
-  // The manager loads its icon fonts from the folder RequireJS says its module
-  // lives in; by default that is the page's own folder. Point it to this one.
+  // The manager's modules load their icon fonts from the folder RequireJS says
+  // the module lives in (by default under the page's own folder). Point every
+  // @jupyter-widgets module to this folder, where the fonts are.
   var src = document.currentScript.src;
   var folder = src.slice(0, src.lastIndexOf("/"));
-  window.require.config({ paths: { "@jupyter-widgets/html-manager/dist": folder } });
+  window.require.config({
+    paths: {
+      "@jupyter-widgets": folder,
+      "@jupyter-widgets/html-manager/dist": folder,
+    },
+  });
 
   // Plots that an explorer drew into an Output widget come back from the saved
   // state as images without alt text (JupyterLab's renderer sets none). Say

@@ -139,8 +139,9 @@ class PageLog:
 
 
 # Resolves once the page has settled: MathJax has typeset the page, the quiz and
-# flashcard scripts have run their delayed typesetting (500 ms timers), and every
-# saved widget view has been rendered by the widget manager.
+# flashcard scripts have run their delayed typesetting (500 ms timers), the page
+# has been scrolled through once, and the widget manager has rendered every
+# saved widget view.
 SETTLE_JS = """
 async () => {
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -148,6 +149,13 @@ async () => {
     await MathJax.startup.promise;
   }
   await sleep(700);
+  // Scroll through the page as a reader would: lazy images load, and everything
+  // is laid out on screen once (fonts, for one, load when text needs them).
+  for (let y = 0; y < document.body.scrollHeight; y += window.innerHeight) {
+    window.scrollTo(0, y);
+    await sleep(30);
+  }
+  window.scrollTo(0, 0);
   const views = document.querySelectorAll(
     'script[type="application/vnd.jupyter.widget-view+json"]').length;
   for (let i = 0; i < 100 && document.querySelectorAll('.widget-subarea').length < views; i++) {

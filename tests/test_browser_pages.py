@@ -3,8 +3,8 @@
 Each page is loaded from the test server on 127.0.0.1 with every other address
 blocked, and must show as designed: no failed or blocked request, no console
 error, all math typeset, every saved widget view rendered, every image with
-alt text, every internal link and image leading somewhere, and headings that
-never skip a level.
+alt text, every internal link and image leading somewhere, every font its style sheets declare present, and headings that never skip a
+level.
 """
 
 from __future__ import annotations
@@ -33,6 +33,20 @@ INSPECT_JS = r"""
       return href !== '' && href !== '#' && !/^(javascript|mailto):/.test(href);
     })
     .map((a) => a.href);
+  // Fonts the page's style sheets declare: a browser fetches one only when some
+  // text needs it (say, when a menu opens), so check that each one exists.
+  const fonts = [];
+  for (const sheet of document.styleSheets) {
+    let rules = [];
+    try { rules = [...sheet.cssRules]; } catch (e) { continue; }
+    for (const rule of rules) {
+      if (!(rule instanceof CSSFontFaceRule)) continue;
+      const src = rule.style.getPropertyValue('src');
+      for (const m of src.matchAll(/url\(\s*["']?([^"')]+)["']?\s*\)/g)) {
+        if (!m[1].startsWith('data:')) fonts.push(new URL(m[1], sheet.href || document.baseURI).href);
+      }
+    }
+  }
   const ids = new Set();
   document.querySelectorAll('[id], [name]').forEach((e) => {
     if (e.id) ids.add(e.id);
@@ -50,7 +64,7 @@ INSPECT_JS = r"""
   const renderedViews = [...document.querySelectorAll('.widget-subarea')]
     .filter((e) => e.querySelector('.jupyter-widgets, .lm-Widget')).length;
   return {
-    headings, images, links, ids: [...ids], mathSources: mathSources.length,
+    headings, images, links, fonts, ids: [...ids], mathSources: mathSources.length,
     mathOutputs: document.querySelectorAll('mjx-container').length,
     untypeset, texErrors, views, renderedViews,
   };
@@ -92,9 +106,9 @@ def test_page_shows_as_designed_offline(open_page, site_server, path):
         problems.append(f"{seen['renderedViews']} of {seen['views']} saved widget views rendered")
     problems += [f"image without alt text: {img['src']}" for img in seen["images"] if not img["alt"]]
     problems += heading_problems(seen["headings"])
-    urls = seen["links"] + [img["url"] for img in seen["images"]]
+    urls = seen["links"] + [img["url"] for img in seen["images"]] + seen["fonts"]
     problems += [
-        f"broken internal link: {u}"
+        f"internal link, image or font that leads nowhere: {u}"
         for u in broken_internal_links(site_server, page.url, set(seen["ids"]), urls)
     ]
     assert not problems, f"{path}:\n  " + "\n  ".join(problems)
