@@ -8,7 +8,8 @@ is blocked twice over: Playwright aborts it (and we count it), and Chromium's
 host resolver maps every other host name to "not found".
 
 On a machine without Chromium the browser tests skip, and the end of pytest's
-report says so in a banner (``.ci/run`` installs Chromium, so CI never skips).
+report says so in a banner; in CI (``$CI`` set), where ``.ci/run`` installs
+Chromium, they fail instead.
 """
 
 from __future__ import annotations
@@ -337,6 +338,8 @@ def book_browser(site_server: SiteServer) -> Iterator[BookBrowser]:
             import playwright.sync_api  # noqa: F401
         except ImportError:
             reason = "the Python package playwright is not installed (run ./course test)"
+    if reason and os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI must run the browser tests: .ci/run installs Chromium)")
     if reason:
         SESSION["skip_reason"] = reason
         pytest.skip(f"BROWSER TESTS SKIPPED: {reason}")
@@ -376,7 +379,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_sep("!", "BROWSER TESTS SKIPPED", red=True, bold=True)
         terminalreporter.write_line(f"The built book was NOT checked in a browser: {reason}.", red=True)
         terminalreporter.write_line(
-            "CI installs Chromium in .ci/run; on this machine: apt-get install -y chromium", red=True
+            "(In CI, where .ci/run installs Chromium, a missing browser fails these tests.)", red=True
         )
         terminalreporter.write_sep("!", red=True, bold=True)
         return
