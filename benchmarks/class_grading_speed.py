@@ -1,0 +1,141 @@
+"""Wall time of ``./course grade`` against plain sequential ``nbgrader autograde``.
+
+One run, one folder of submissions, both graders:
+
+1. a scratch course (the repository's ``nbgrader_config.py`` and the
+   assignment's source), released with ``nbgrader generate_assignment`` (not
+   timed);
+2. 40 submissions in nbgrader's ``submitted/`` layout, made from the committed
+   notebooks by the class-grading fixture builder: 30 correct, 5 blank and,
+   for hw2, 5 partly right (a softmax that overflows on large logits);
+3. ``nbgrader autograde ASSIGNMENT`` on that folder (sequential, one kernel
+   per notebook), timed;
+4. ``python -m classgrader ASSIGNMENT submitted/`` on the same folder, with a
+   fresh gradebook, timed: with its defaults (workers = cores, the extra
+   in-kernel record run on) and with ``--no-kernel-record``;
+5. both gradebooks read back: the two graders must agree on every score.
+
+Run it from the repository root, as root (the sandbox needs it):
+
+    .venv/bin/python benchmarks/class_grading_speed.py [--assignment hw2_stable_softmax] [-n 40]
+
+It prints a table and writes ``benchmarks/results/class_grading_speed.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+from fixtures.class_grading.builder import Builder  # noqa: E402
+
+from grading import nbgrader_tools  # noqa: E402
+
+
+def make_submissions(course: Path, assignment: str, n: int) -> dict[str, str]:
+    """Write n submissions into course/submitted; return student -> kind."""
+    import nbformat
+
+    b = Builder(REPO, assignment)
+    kinds = {}
+    n_blank = n_partial = n // 8
+    naive = None
+    if assignment == "hw2_stable_softmax":
+        naive = b._with_answer(f"def {b.function}(z):\n    e = np.exp(z)\n    return e / e.sum(axis=-1, keepdims=True)\n")
+    else:
+        n_partial = 0
+    for i in range(n):
+        sid = f"student{i:03d}"
+        if i < n_blank:
+            nb, kind = b.release, "blank"
+        elif i < n_blank + n_partial:
+            nb, kind = naive, "partial"
+        else:
+            nb, kind = b.solution, "solution"
+        folder = course / "submitted" / sid / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, folder / b.notebook)
+        kinds[sid] = kind
+    return kinds
+
+
+def scores(db: Path, assignment: str) -> dict[str, float]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{db}", course_id="sdpa-course") as gb:
+        return {s.student_id: round(float(s.score), 6) for s in gb.assignment_submissions(assignment)}
+
+
+def timed(cmd: list[str], cwd: Path, env: dict) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[:4])} ... failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return seconds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--assignment", default="hw2_stable_softmax")
+    ap.add_argument("-n", type=int, default=40, help="number of submissions (default 40)")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "class_grading_speed.json")
+    args = ap.parse_args()
+    env = nbgrader_tools.nbgrader_env()
+
+    with tempfile.TemporaryDirectory(prefix="class-grading-bench-") as tmp:
+        course = nbgrader_tools.make_course(Path(tmp) / "course", [args.assignment])
+        nbgrader_tools.generate(course, args.assignment)
+        kinds = make_submissions(course, args.assignment, args.n)
+
+        t_nbgrader = timed([sys.executable, "-m", "nbgrader", "autograde", args.assignment, "--force"], course, env)
+        ours = {}
+        for label, extra in (("classgrader", []), ("classgrader --no-kernel-record", ["--no-kernel-record"])):
+            out = Path(tmp) / label.replace(" ", "_")
+            cmd = [sys.executable, "-m", "classgrader", args.assignment, str(course / "submitted"),
+                   "--course", str(REPO), "--out", str(out), "--workers", str(args.workers), "--quiet", *extra]
+            ours[label] = (timed(cmd, REPO, env), out)
+
+        expected = scores(course / "gradebook.db", args.assignment)
+        agree = {label: scores(out / "gradebook.db", args.assignment) == expected for label, (_, out) in ours.items()}
+        by_kind = {}
+        for sid, kind in kinds.items():
+            by_kind.setdefault(kind, set()).add(expected.get(sid))
+
+    result = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "assignment": args.assignment,
+        "submissions": args.n,
+        "kinds": {k: sum(1 for v in kinds.values() if v == k) for k in sorted(set(kinds.values()))},
+        "scores_by_kind": {k: sorted(v) for k, v in by_kind.items()},
+        "workers": args.workers,
+        "nbgrader_autograde_seconds": round(t_nbgrader, 2),
+        "classgrader_seconds": {label: round(t, 2) for label, (t, _) in ours.items()},
+        "speedup": {label: round(t_nbgrader / t, 2) for label, (t, _) in ours.items()},
+        "same_scores_as_nbgrader": agree,
+    }
+    print(f"{args.n} submissions of {args.assignment} on {result['machine']}")
+    print(f"  nbgrader autograde (sequential)        {t_nbgrader:7.1f} s  {t_nbgrader / args.n:5.2f} s per notebook")
+    for label, (t, _) in ours.items():
+        print(f"  {label:38s} {t:7.1f} s  {t / args.n:5.2f} s per notebook  "
+              f"{t_nbgrader / t:4.2f}x faster  same scores: {agree[label]}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out.relative_to(REPO) if args.out.is_relative_to(REPO) else args.out}")
+
+
+if __name__ == "__main__":
+    main()
