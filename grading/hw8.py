@@ -319,11 +319,11 @@ A.add("running_state", ["running_max_and_sum"], points=2, cases=_running_visible
 A.add("running_state_masked", ["running_max_and_sum"], points=1, cases=_running_masked, judge=_judge_running,
       description="-inf entries, a first block of only -inf, a row of only -inf, logits of 1000")
 A.add("running_state_hidden", ["running_max_and_sum"], points=2, cases=_running_hidden, judge=_judge_running,
-      description="random logits up to about 300, batch dimensions, -inf entries, float32 and float64")
+      description="random logits of scale up to 300, batch dimensions, -inf entries, float32 and float64")
 A.add("online_softmax", ["online_softmax"], points=1, cases=_softmax_visible, judge=_judge_softmax,
       description="the softmax from the running state: batch dimensions, -inf, logits of 1e4 in float32")
 A.add("online_softmax_hidden", ["online_softmax"], points=1, cases=_softmax_hidden, judge=_judge_softmax,
-      description="random logits up to 1000, random block sizes, -inf entries and rows, float32 and float64")
+      description="random logits of scale up to 1000, random block sizes, -inf entries and rows, float32 and float64")
 A.add("blocked_attention", ["blocked_attention"], points=1, cases=_attention_visible, judge=_judge_attention,
       description="the example sentence without and with a causal mask; a float32 case with masked blocks")
 A.add("blocked_attention_hidden", ["blocked_attention"], points=2, cases=_attention_hidden,
