@@ -86,9 +86,12 @@ Adding an assignment (e.g. hw8)
    check whose ``grade_id`` is the check id and whose points are the check's
    points; a hidden check's call sits between ``### BEGIN HIDDEN TESTS`` and
    ``### END HIDDEN TESTS``. ``grading.authoring`` writes such cells.
-4. Generate ``exercises/`` with nbgrader, add fixtures under
-   ``tests/fixtures/homework/hw8_<name>/`` and the expected scores in
-   ``tests/test_homework_nbgrader.py``, and list the notebook in ``_toc.yml``.
+4. Generate ``exercises/`` (``python -m grading.nbgrader_tools release
+   hw8_<name>``), add partly-right submissions under
+   ``tests/fixtures/homework/hw8_<name>/``, each with the cells it must earn
+   (see the README there; one must be ``calls_reference.py`` and earn
+   nothing), and list the notebook in ``_toc.yml``. The tests in
+   ``tests/test_homework_*.py`` pick the new assignment up by itself.
 """
 
 from . import hw1, hw2, hw3, hw4, hw5, hw6, hw7, hw8

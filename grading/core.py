@@ -699,8 +699,10 @@ def _well_formed(record: Any) -> bool:
 class Assignment:
     """The checks of one assignment, and the functions its notebook calls.
 
-    >>> A = Assignment("hw0_demo")             # doctest: +SKIP
-    >>> A.add("sums", ("add",), points=1, cases=..., judge=...)  # doctest: +SKIP
+    An assignment module makes one (``A = Assignment("hw2_stable_softmax",
+    chapter=...)``), registers its checks with :meth:`add` in notebook order,
+    and calls :meth:`export` to define the ``check_*`` functions that the
+    notebook's test cells call.
     """
 
     def __init__(self, name: str, chapter: str) -> None:
