@@ -25,7 +25,8 @@ def parser() -> argparse.ArgumentParser:
         prog="course grade",
         description="Grade every submission of one assignment: in parallel, each in a sandbox, "
                     "scored outside the learner's process, written to nbgrader's gradebook.",
-        epilog="Statuses: " + "; ".join(f"{k} ({v.split(':')[0]})" for k, v in STATUSES.items()),
+        epilog="Each submission ends with one status: " + ", ".join(STATUSES)
+               + ". README.md (Grading a whole class) explains them, the accepted file names and the sandbox.",
     )
     p.add_argument("assignment", help="assignment name, e.g. hw2_stable_softmax")
     p.add_argument("submissions", type=Path,
