@@ -232,6 +232,8 @@ class BookBrowser:
 
     def open(self, context: Any, path: str) -> tuple[Any, PageLog]:
         """Open a page of the book, wait until it has settled, and log its errors."""
+        from playwright.sync_api import Error as PlaywrightError
+
         page = context.new_page()
         log = PageLog(path)
         self.current = log
@@ -253,8 +255,14 @@ class BookBrowser:
             lambda r: log.bad_responses.append(f"{r.status} {r.url}") if r.status >= 400 else None,
         )
         page.goto(self.server.url(path), wait_until="load")
-        page.wait_for_load_state("networkidle")
-        page.evaluate(SETTLE_JS)
+        for _ in range(3):  # a redirect page (index.html) navigates on after loading
+            try:
+                page.evaluate(SETTLE_JS)
+                break
+            except PlaywrightError as error:
+                if "context was destroyed" not in str(error):
+                    raise
+                page.wait_for_load_state("load")
         page.wait_for_load_state("networkidle")
         SESSION["pages_opened"].add(path)
         return page, log
