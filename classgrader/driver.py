@@ -8,11 +8,15 @@ What it does, in order:
 
 1. runs the notebook's code cells (the release's locked cells and the
    learner's own cells, as :mod:`classgrader.notebooks` arranged them), each
-   with its output captured and bounded;
-2. for every graded check, calls the check's *collector* (a function from the
-   ``grading`` package that needs no ``lib``) with the learner's functions and
-   the grader's input cases, and reports the raw results as JSON;
-3. runs the release's visible test cells, for the record only.
+   with its output captured and bounded, and each stopped by an alarm when
+   the cells together overrun their share of the time;
+2. for every graded check, calls the check's *collector*
+   (``grading.core.run_cases``, which needs no ``lib``) with the learner's
+   functions and the grader's input cases, and reports the raw results as
+   JSON, each check with its own share of the remaining time.
+
+In ``"record"`` mode it only runs every cell in order, test cells included
+(the nbgrader-style run kept for the record).
 
 Everything it reports goes, one JSON object per line, to the file descriptor
 that was standard output when it started; anything the learner writes to
@@ -182,7 +186,7 @@ def main(job_path: str) -> int:
         out.emit({"event": "done", "seconds": round(time.monotonic() - started, 3)})
         return 0
 
-    # 1. the notebook's own code, in order (test cells are kept for step 3)
+    # 1. the notebook's own code, in order
     for cell in job["cells"]:
         if cell.get("role") != "test":
             run_cell(cell, cells_deadline)
@@ -217,13 +221,6 @@ def main(job_path: str) -> int:
             sys.stdout, sys.stderr = old
         out.emit({"event": "check", "id": check["id"], "status": status,
                   "results": results, "error": error})
-
-    # 3. the release's visible tests, for the record (never for the score)
-    test_deadline = started + wall * 0.95
-    for cell in job["cells"]:
-        if cell.get("role") == "test":
-            run_cell(cell, min(test_deadline, time.monotonic() + max(
-                (test_deadline - time.monotonic()), 0.05)))
 
     out.emit({"event": "done", "seconds": round(time.monotonic() - started, 3)})
     return 0

@@ -216,7 +216,8 @@ def grade(info: AssignmentInfo, sub: Submission, settings: Settings, *, slot: in
     for pc in plan.cells:
         if pc.grade_id and pc.role in ("answer", "missing_answer", "markdown") and pc.release_index is not None:
             if notebooks.release_role(info.release.cells[pc.release_index]) == "answer":
-                unchanged = notebooks._norm(pc.source) == notebooks._norm(info.release.cells[pc.release_index].source)
+                template = info.release.cells[pc.release_index].source
+                unchanged = notebooks.normalise_source(pc.source) == notebooks.normalise_source(template)
                 result["comments"][pc.grade_id] = "No response." if (pc.role == "missing_answer" or unchanged) else None
 
     # For the record: the notebook run as nbgrader would run it.

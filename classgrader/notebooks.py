@@ -25,8 +25,6 @@ import dataclasses
 import difflib
 import json
 import re
-from typing import Any
-
 import nbformat
 
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
@@ -96,7 +94,8 @@ def release_role(cell: dict) -> str:
     return "plain"
 
 
-def _norm(source: str) -> str:
+def normalise_source(source: str) -> str:
+    """Source text compared line by line, ignoring trailing spaces and blank ends."""
     return "\n".join(line.rstrip() for line in source.strip().splitlines())
 
 
@@ -115,7 +114,7 @@ def _defined_names(source: str) -> set[str]:
 
 
 def _similar(a: str, b: str) -> float:
-    return difflib.SequenceMatcher(None, _norm(a), _norm(b), autojunk=False).ratio()
+    return difflib.SequenceMatcher(None, normalise_source(a), normalise_source(b), autojunk=False).ratio()
 
 
 @dataclasses.dataclass
@@ -160,7 +159,7 @@ def match(learner: nbformat.NotebookNode, release: nbformat.NotebookNode) -> Pla
     owned = {i for i, r in enumerate(roles) if r in ("test", "locked")}
     by_source: dict[tuple[str, str], list[int]] = {}
     for i in owned:
-        by_source.setdefault((rcells[i].cell_type, _norm(rcells[i].source)), []).append(i)
+        by_source.setdefault((rcells[i].cell_type, normalise_source(rcells[i].source)), []).append(i)
 
     release_has_meta = bool(by_id)
     learner_has_meta = any(nbgrader_meta(c).get("grade_id") in by_id for c in learner.cells)
@@ -179,9 +178,9 @@ def match(learner: nbformat.NotebookNode, release: nbformat.NotebookNode) -> Pla
         r = by_id.get(gid) if gid else None
         if r is not None and rcells[r].cell_type != cell.cell_type:
             r = None
-        if r is None and cell.cell_type in ("code", "markdown") and _norm(cell.source):
-            hits = [i for i in by_source.get((cell.cell_type, _norm(cell.source)), []) if i not in seen]
-            dup = by_source.get((cell.cell_type, _norm(cell.source)), [])
+        if r is None and cell.cell_type in ("code", "markdown") and normalise_source(cell.source):
+            hits = [i for i in by_source.get((cell.cell_type, normalise_source(cell.source)), []) if i not in seen]
+            dup = by_source.get((cell.cell_type, normalise_source(cell.source)), [])
             if hits:
                 r = hits[0]
             elif dup:
@@ -196,7 +195,7 @@ def match(learner: nbformat.NotebookNode, release: nbformat.NotebookNode) -> Pla
                 continue
             seen.add(r)
             mapping[j] = r
-            if roles[r] == "test" and _norm(cell.source) != _norm(rcells[r].source):
+            if roles[r] == "test" and normalise_source(cell.source) != normalise_source(rcells[r].source):
                 note("edited", f"test cell {_label(rcells[r])} was edited; the release's version is used")
         elif roles[r] == "answer":
             if r in seen:
@@ -302,7 +301,8 @@ def autograded_notebook(plan: Plan, release: nbformat.NotebookNode, outputs: dic
         if pc.release_index is not None:
             cell = copy.deepcopy(release.cells[pc.release_index])
             cell.source = pc.source
-            cell.pop("attachments", None) if pc.role == "answer" else None
+            if pc.role == "answer":
+                cell.pop("attachments", None)
         elif pc.cell_type == "markdown":
             cell = nbformat.v4.new_markdown_cell(pc.source)
         else:
@@ -321,7 +321,3 @@ def stream_output(name: str, text: str) -> dict:
 
 def error_output(ename: str, evalue: str) -> dict:
     return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": [f"{ename}: {evalue}"]}
-
-
-def json_safe(obj: Any) -> Any:
-    return json.loads(json.dumps(obj, default=str))

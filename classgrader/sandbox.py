@@ -28,6 +28,7 @@ What comes back is read through pipes with hard size caps.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import selectors
 import shutil
@@ -177,11 +178,6 @@ def bwrap_command(job_file: Path, grader_files: dict[str, Path], extra_files: di
     return cmd
 
 
-def plain_command(job_file: Path, grader_files: dict[str, Path], workdir: Path) -> list[str]:
-    """No isolation at all: for trusted trial runs on machines without bubblewrap."""
-    return [sys.executable, "-I", "-X", "utf8", str(DRIVER), str(job_file)]
-
-
 class Registry:
     """Process groups of running sandboxes, so an interrupt can kill them all."""
 
@@ -210,8 +206,6 @@ def run(job: dict, grader_files: dict[str, Path], limits: Limits, *, uid: int,
         extra_files: dict[str, Path] | None = None, sandboxed: bool = True,
         registry: Registry | None = None) -> RunOutcome:
     """Run the driver on ``job`` and return what it reported, within ``limits``."""
-    import json
-
     extra_files = extra_files or {}
     with tempfile.TemporaryDirectory(prefix="classgrader-job-") as tmp:
         tmpdir = Path(tmp)
@@ -250,8 +244,6 @@ def _plain_env(tmpdir: Path) -> dict[str, str]:
 
 
 def _execute(cmd: list[str], limits: Limits, *, cwd, registry, env) -> RunOutcome:
-    import json
-
     started = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True, cwd=cwd, env=env)
