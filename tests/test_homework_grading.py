@@ -5,6 +5,7 @@ The end-to-end runs through nbgrader are in test_homework_nbgrader.py.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import subprocess
@@ -197,19 +198,31 @@ def test_the_watch_sees_the_graders_themselves():
     assert any(n.startswith("grading.") for n in _flags(lambda z: grading.hw2.check_softmax_basic(lib.softmax), Z))
 
 
-def _fake_package(tmp_path, monkeypatch, name: str, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = tmp_path / name / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    for mod in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
-        monkeypatch.delitem(sys.modules, mod)
+@pytest.fixture
+def fake_package(tmp_path, monkeypatch):
+    """Make a stand-in package importable for one test, and forget it afterwards."""
+    made = []
+
+    def make(name: str, files: dict[str, str]) -> None:
+        for rel, text in files.items():
+            path = tmp_path / name / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(text))
+        monkeypatch.syspath_prepend(str(tmp_path))
+        for mod in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+            monkeypatch.delitem(sys.modules, mod)
+        made.append(name)
+
+    yield make
+    for name in made:  # other tests must not import the stand-in
+        for mod in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+            if str(tmp_path) in str(getattr(sys.modules[mod], "__file__", "") or ""):
+                del sys.modules[mod]
 
 
-def test_the_watch_sees_scipy_softmax(tmp_path, monkeypatch):
+def test_the_watch_sees_scipy_softmax(fake_package):
     """scipy is not installed here: a stand-in package at the same import path."""
-    _fake_package(tmp_path, monkeypatch, "scipy", {
+    fake_package("scipy", {
         "__init__.py": "",
         "special/__init__.py": """
             import numpy as np
@@ -223,8 +236,8 @@ def test_the_watch_sees_scipy_softmax(tmp_path, monkeypatch):
     assert "scipy.special.softmax" in _flags(namespace["f"], Z)
 
 
-def test_the_watch_sees_torch_functions_in_python_and_in_c(tmp_path, monkeypatch):
-    _fake_package(tmp_path, monkeypatch, "torch", {
+def test_the_watch_sees_torch_functions_in_python_and_in_c(fake_package):
+    fake_package("torch", {
         "__init__.py": "from . import nn\n",
         "nn/__init__.py": "from . import functional\n",
         "nn/functional.py": """
@@ -232,7 +245,7 @@ def test_the_watch_sees_torch_functions_in_python_and_in_c(tmp_path, monkeypatch
                 return q
         """,
     })
-    import torch  # the stand-in
+    torch = importlib.import_module("torch")  # the stand-in
 
     assert "torch.nn.functional.scaled_dot_product_attention" in _flags(
         lambda z: torch.nn.functional.scaled_dot_product_attention(z, z, z), Z)
