@@ -320,6 +320,23 @@ def test_nbgrader_export_and_feedback_read_our_gradebook(graded, builder):
     assert not any(line in html for line in hidden_test_lines(builder))
 
 
+@needs_sandbox
+def test_every_assignment_grades_its_solution_full_and_its_release_zero(tmp_path):
+    """The same pipeline on every homework, with a notebook saved without nbgrader's metadata."""
+    import grading
+
+    for assignment in grading.ASSIGNMENTS:
+        b = Builder(REPO, assignment)
+        root = tmp_path / assignment
+        submitted = b.write_submitted(root, ["solution", "blank", "stripped_metadata"])
+        grade_class(REPO, assignment, submitted, out=root, workers=2,
+                    settings=Settings(limits=LIMITS, kernel_record=False), progress=False, log=quiet)
+        results = {p.stem: json.loads(p.read_text()) for p in (root / "reports" / assignment / "results").glob("*.json")}
+        got = {name: (r["status"], r["score"]) for name, r in results.items()}
+        assert got == {"solution": ("graded", 10.0), "blank": ("graded", 0.0),
+                       "stripped_metadata": ("metadata_stripped", 10.0)}, (assignment, got)
+
+
 # ---------------------------------------------------------------- the sandbox itself
 
 
