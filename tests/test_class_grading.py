@@ -366,6 +366,36 @@ def test_the_sandbox_is_an_unprivileged_empty_world():
     assert rest == ["usr OSError", "tmp OSError"]
 
 
+@needs_sandbox
+def test_a_flood_of_results_and_a_fork_bomb_are_contained():
+    """Writing past the result cap ends the run; forking stops at the process limit."""
+    limits = sandbox.Limits(wall_seconds=WALL, memory_bytes=512 * 1024**2, result_bytes=1024 * 1024,
+                            max_processes=16)
+    forks = "\n".join([
+        "import os, time",
+        "children = 0",
+        "try:",
+        "    for _ in range(1000):",
+        "        if os.fork() == 0:",
+        "            time.sleep(60)",
+        "            os._exit(0)",
+        "        children += 1",
+        "except OSError as exc:",
+        "    print('stopped after', children, type(exc).__name__)",
+    ])
+    flood = "import os\nfor fd in range(3, 20):\n    try:\n        os.write(fd, b'{' * (4 * 1024 * 1024))\n" \
+            "    except OSError:\n        pass"
+    job = {"cells": [{"n": 0, "source": forks, "role": "extra"}, {"n": 1, "source": flood, "role": "extra"}],
+           "checks": []}
+    started = time.monotonic()
+    outcome = sandbox.run(job, {"driver.py": sandbox.DRIVER}, limits, uid=61124)
+    assert time.monotonic() - started < WALL
+    first = next(e for e in outcome.events if e.get("event") == "cell" and e.get("n") == 0)
+    assert first["stdout"].startswith("stopped after") and "BlockingIOError" in first["stdout"]
+    assert int(first["stdout"].split()[2]) < 16
+    assert outcome.result_overflow and not any(e.get("event") == "done" for e in outcome.events)
+
+
 # ---------------------------------------------------------------- interrupt and resume
 
 
