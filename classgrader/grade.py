@@ -179,6 +179,9 @@ def grade(info: AssignmentInfo, sub: Submission, settings: Settings, *, slot: in
     outcome = sandbox.run(job, grader_files, settings.limits, uid=uid, extra_files=sub.extra_files,
                           sandboxed=settings.sandboxed, registry=registry)
     result["sandbox"] = _describe(outcome)
+    start = next((e for e in outcome.events if e.get("event") == "start"), None)
+    if settings.sandboxed and start is not None and start.get("uid") == 0:
+        raise sandbox.SandboxUnavailable("a sandbox ran as root; refusing to grade with it")
     cell_events = {e.get("n"): e for e in outcome.events if e.get("event") == "cell"}
     check_events: dict[str, dict] = {}
     for e in outcome.events:

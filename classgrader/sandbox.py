@@ -43,6 +43,10 @@ from pathlib import Path
 DRIVER = Path(__file__).with_name("driver.py")
 SANDBOX_HOME = "/tmp"
 GRADER_DIR = "/grader"
+# Every namespace but the user namespace: bwrap runs as root and setpriv then
+# switches to a real unprivileged uid of the host (a user namespace would map
+# that uid back to root outside).
+NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try")
 
 
 class SandboxUnavailable(RuntimeError):
@@ -115,12 +119,15 @@ def check_available() -> None:
             "the grader builds each sandbox as root and then drops to an unprivileged uid; "
             "run it as root (e.g. in the grading container), or use --no-sandbox for a trusted trial run")
     probe = subprocess.run(
-        ["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+        ["bwrap", *NAMESPACES, "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
          "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc",
-         "--dev", "/dev", "/usr/bin/true"],
+         "--dev", "/dev", "setpriv", "--reuid=61999", "--regid=61999", "--clear-groups",
+         "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", "/usr/bin/id", "-u"],
         capture_output=True, text=True, timeout=30)
     if probe.returncode != 0:
         raise SandboxUnavailable("bubblewrap cannot create namespaces here: " + probe.stderr.strip())
+    if probe.stdout.strip() != "61999":
+        raise SandboxUnavailable(f"the sandbox did not drop to an unprivileged uid (id -u said {probe.stdout!r})")
 
 
 def bwrap_command(job_file: Path, grader_files: dict[str, Path], extra_files: dict[str, Path],
@@ -131,8 +138,7 @@ def bwrap_command(job_file: Path, grader_files: dict[str, Path], extra_files: di
     cmd = [
         "prlimit", f"--as={limits.memory_bytes}", f"--cpu={cpu}", f"--nproc={limits.max_processes}",
         f"--fsize={limits.max_file_bytes}", "--nofile=256", "--core=0", "--",
-        "bwrap",
-        "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+        "bwrap", *NAMESPACES,
         "--die-with-parent", "--new-session",
         "--ro-bind", "/usr", "/usr",
         "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
