@@ -232,8 +232,6 @@ class BookBrowser:
 
     def open(self, context: Any, path: str) -> tuple[Any, PageLog]:
         """Open a page of the book, wait until it has settled, and log its errors."""
-        from playwright.sync_api import Error as PlaywrightError
-
         page = context.new_page()
         log = PageLog(path)
         self.current = log
@@ -254,18 +252,22 @@ class BookBrowser:
             "response",
             lambda r: log.bad_responses.append(f"{r.status} {r.url}") if r.status >= 400 else None,
         )
-        page.goto(self.server.url(path), wait_until="load")
-        for _ in range(3):  # a redirect page (index.html) navigates on after loading
-            try:
-                page.evaluate(SETTLE_JS)
-                break
-            except PlaywrightError as error:
-                if "context was destroyed" not in str(error):
-                    raise
-                page.wait_for_load_state("load")
+        url = self.server.url(path)
+        page.goto(url, wait_until="load")
+        if is_redirect(self.server.file_for(url)):  # index.html: go on to its target
+            page.wait_for_url(lambda now: now != url, wait_until="load")
+        page.evaluate(SETTLE_JS)
         page.wait_for_load_state("networkidle")
         SESSION["pages_opened"].add(path)
         return page, log
+
+
+def is_redirect(page: Path | None) -> bool:
+    """True for a page that only sends the browser on (a meta refresh)."""
+    if page is None or not page.is_file():
+        return False
+    head = page.read_text(encoding="utf-8", errors="replace")[:1000].lower()
+    return 'http-equiv="refresh"' in head
 
 
 class _Anchors(HTMLParser):
