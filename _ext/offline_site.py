@@ -14,12 +14,13 @@ copy the formulas would then show as raw TeX. This extension (listed under
   from npm, pinned in ``_ext/package-lock.json`` and installed into
   ``_ext/node_modules`` by ``./course`` (``npm ci``). The files a page needs are
   copied to ``_static/widgets`` and myst-nb is told to load them from there,
-  after ``widgets-setup.js``, which makes the manager find its fonts there and
-  typeset widget labels with the page's MathJax 3.
+  after ``widgets-setup.js``, which makes the manager find its fonts there,
+  gives the explorers' saved plots alt text and typesets widget labels with
+  the page's MathJax 3.
 - Thebe is switched off: sphinx-thebe would write a CDN address for thebe on
   every page (Binder, Colab and JupyterHub launch buttons are plain links).
-- jupyterquiz inlines a fallback that loads MathJax from a CDN if the page's
-  MathJax is not ready; it is pointed at the local copy instead.
+- jupyterquiz and jupytercards inline a fallback that loads MathJax from a CDN
+  if the page's MathJax is not ready; it is pointed at the local copy instead.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ IPYWIDGETS_JS: dict[str, dict[str, str]] = {
 
 # CDN addresses that packages write into page bodies -> the local copy (under the site root).
 BODY_REWRITES: dict[str, str] = {
-    # jupyterquiz's fallback loader for MathJax 3.
+    # jupyterquiz's and jupytercards' fallback loader for MathJax 3.
     "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-svg.js": "_static/mathjax/tex-svg.js",
 }
 
