@@ -3,8 +3,8 @@
 Each page is loaded from the test server on 127.0.0.1 with every other address
 blocked, and must show as designed: no failed or blocked request, no console
 error, all math typeset, every saved widget view rendered, every image with
-alt text, every internal link and image leading somewhere, every font its style sheets declare present, and headings that never skip a
-level.
+alt text, every internal link, image and declared font leading somewhere, and
+headings that never skip a level.
 """
 
 from __future__ import annotations
