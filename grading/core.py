@@ -399,7 +399,8 @@ class CallWatch:
 
 def _learner_error(exc: BaseException) -> str:
     """``"ValueError: message (in f, line 3: return x @ y)"``, from the learner's frames."""
-    message = f"{type(exc).__name__}: {exc}"[:600]
+    text = str(exc)
+    message = (f"{type(exc).__name__}: {text}" if text else type(exc).__name__)[:600]
     frames = [
         f for f in traceback.extract_tb(exc.__traceback__)
         if not os.path.realpath(f.filename).startswith(_GRADING_DIR)
@@ -513,7 +514,7 @@ def value_of(record: Mapping, what: str) -> Any:
         raise Mismatch(f"{what} raised {record['error']}")
     try:
         return decode(record.get("value"))
-    except (ValueError, KeyError, TypeError, IndexError):
+    except Exception:  # results are untrusted data: anything malformed is the learner's loss
         raise Mismatch(f"{what}: its result could not be read") from None
 
 

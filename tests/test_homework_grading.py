@@ -142,14 +142,26 @@ def test_patching_numpy_inside_the_learner_function_does_not_pass_the_check():
     assert not verdict.passed and "sums to 0, not 1" in verdict.message
 
 
+def _nested(depth: int) -> dict:
+    value: dict = {"none": True}
+    for _ in range(depth):
+        value = {"tuple": [value]}
+    return value
+
+
 def test_malformed_results_give_a_failed_verdict_not_an_exception():
     check = grading.get_check("hw2_stable_softmax", "softmax_basic")
     cases = check.make_cases()
     assert not check.compare(cases, []).passed
     assert not check.compare(cases, ["junk"] * len(cases)).passed
-    garbage = [{"value": {"array": {"dtype": "object", "shape": [1], "data": [1]}}}] * len(cases)
-    verdict = check.compare(cases, garbage)
-    assert not verdict.passed and "could not be read" in verdict.message
+    record = run_cases({"softmax_rows": lambda z: z}, cases[:1])[0]
+    for bad in ({"array": {"dtype": "object", "shape": [1], "data": [1]}},
+                {"array": {"dtype": "int8", "shape": [1], "data": [10**6]}},
+                {"array": {"dtype": "float64", "shape": [-1, 5], "data": [1.0]}},
+                {"number": "a string"},
+                _nested(5000)):
+        verdict = check.compare(cases, [{**record, "value": bad}] * len(cases))
+        assert not verdict.passed and "could not be read" in verdict.message, bad
 
 
 # ---------------------------------------------------------------- the reference-call watch
