@@ -37,10 +37,10 @@ from .attention import scaled_dot_product_attention
 
 __all__ = ["DEFAULT_BLOCK_SIZE", "OnlineSoftmaxStep", "online_softmax_steps", "online_softmax", "blocked_attention"]
 
-DEFAULT_BLOCK_SIZE = 256
-"""Queries and keys per block: big enough for fast matrix products, small
-enough that one block of scores (256 x 256 float32 = 256 KiB per head) stays
-in the processor's cache."""
+DEFAULT_BLOCK_SIZE = 512
+"""Queries and keys per block: big enough that the matrix products are few
+and fast, small enough that one block of scores (512 x 512 float32 = 1 MiB
+per head) stays in the processor's cache."""
 
 
 class OnlineSoftmaxStep(NamedTuple):
