@@ -236,6 +236,7 @@ def blocked_attention(
             total += s.sum(axis=-1, keepdims=True)
             acc *= rescale
             acc += s @ va[..., j0:j1, :]
+            del s  # free this block of scores before the next one is computed
         # A query that saw no permitted key has total 0 and acc 0: output 0.
         total[total == 0] = 1
         np.divide(acc, total, out=out[..., i0:i1, :])
