@@ -145,7 +145,10 @@ def bwrap_command(job_file: Path, grader_files: dict[str, Path], extra_files: di
         "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
         "--proc", "/proc", "--dev", "/dev",
     ]
-    made = {"/tmp"}
+    # The scratch tmpfs comes first: mounted later, it would hide a Python or a
+    # virtual environment that lives under /tmp (a clone in /tmp, say).
+    cmd += ["--perms", "1777", "--size", str(limits.scratch_bytes), "--tmpfs", SANDBOX_HOME]
+    made = {SANDBOX_HOME}
     for root in (base, venv):
         for parent in _parents(root):
             if parent not in made:
@@ -156,7 +159,6 @@ def bwrap_command(job_file: Path, grader_files: dict[str, Path], extra_files: di
         cmd += ["--ro-bind", str(venv), str(venv)]
     for pth in _project_pth_files(site):
         cmd += ["--ro-bind", "/dev/null", str(pth)]
-    cmd += ["--perms", "1777", "--size", str(limits.scratch_bytes), "--tmpfs", SANDBOX_HOME]
     cmd += ["--perms", "0755", "--dir", GRADER_DIR]
     for rel, src in sorted(grader_files.items()):
         dest = f"{GRADER_DIR}/{rel}"
