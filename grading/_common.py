@@ -27,6 +27,16 @@ def normal(gen: np.random.Generator, shape: Sequence[int], dtype=np.float64, sca
     return (gen.standard_normal(tuple(shape)) * scale).astype(dtype)
 
 
+def sentence_qkv() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Q, K, V of the book's example sentence under the chapters' projections."""
+    from .core import reference
+
+    lib = reference()
+    _, x = lib.example_sentence()
+    w = lib.example_projections()
+    return lib.project_qkv(x, w["w_q"], w["w_k"], w["w_v"])
+
+
 def describe_inputs(**arrays: np.ndarray) -> str:
     """``"x (2, 3) float32"``-style description of a case's inputs."""
     parts = [f"{name} of shape {tuple(a.shape)}" for name, a in arrays.items()]

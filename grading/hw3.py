@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import BATCHES, DTYPES, _close, describe_inputs, generator, judge_each, normal, unpack
+from ._common import sentence_qkv, BATCHES, DTYPES, _close, describe_inputs, generator, judge_each, normal, unpack
 from .core import Assignment, Mismatch, compare_arrays, make_case, reference
 
 A = Assignment("hw3_queries_keys_values", chapter="chapters/03_queries_keys_values.md")
@@ -70,10 +70,7 @@ def _score_case(q, k) -> dict:
 
 
 def _score_visible(seed: int) -> list[dict]:
-    lib = reference()
-    _, x = lib.example_sentence()
-    w = lib.example_projections()
-    q, k, _ = lib.project_qkv(x, w["w_q"], w["w_k"], w["w_v"])
+    q, k, _ = sentence_qkv()
     gen = generator(seed, 3)
     return [
         _score_case(q, k),

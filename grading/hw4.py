@@ -13,7 +13,7 @@ import numpy as np
 
 from ._common import (
     BATCHES, DTYPES, _close, attention_rtol, check_attention, check_weight_rows, describe_inputs, generator, judge_each,
-    normal, unpack,
+    normal, sentence_qkv, unpack,
 )
 from .core import Assignment, Mismatch, check_form, compare_arrays, make_case, reference
 
@@ -27,9 +27,7 @@ def _one_case(q_i, k, v) -> dict:
 def _one_visible(seed: int) -> list[dict]:
     lib = reference()
     toy = lib.seed_toy_example()
-    _, x = lib.example_sentence()
-    w = lib.example_projections()
-    q, k, v = lib.project_qkv(x, w["w_q"], w["w_k"], w["w_v"])
+    q, k, v = sentence_qkv()
     return [
         _one_case(toy["q"][0], toy["k"], toy["v"]),
         _one_case(q[2], k, v),
@@ -82,9 +80,7 @@ def _att_case(q, k, v) -> dict:
 def _att_visible(seed: int) -> list[dict]:
     lib = reference()
     toy = lib.seed_toy_example()
-    _, x = lib.example_sentence()
-    w = lib.example_projections()
-    q, k, v = lib.project_qkv(x, w["w_q"], w["w_k"], w["w_v"])
+    q, k, v = sentence_qkv()
     gen = generator(seed, 2)
     return [
         _att_case(toy["q"], toy["k"], toy["v"]),

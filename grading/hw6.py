@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import BATCHES, DTYPES, check_attention, describe_inputs, generator, judge_each, normal
+from ._common import sentence_qkv, BATCHES, DTYPES, check_attention, describe_inputs, generator, judge_each, normal
 from .core import Assignment, Mismatch, compare_arrays, make_case, reference
 
 A = Assignment("hw6_causal_masking", chapter="chapters/06_causal_masking.md")
@@ -60,9 +60,7 @@ def _att_case(q, k, v, mask, note: str) -> dict:
 
 def _att_visible(seed: int) -> list[dict]:
     lib = reference()
-    _, x = lib.example_sentence()
-    w = lib.example_projections()
-    q, k, v = lib.project_qkv(x, w["w_q"], w["w_k"], w["w_v"])
+    q, k, v = sentence_qkv()
     gen = generator(seed, 2)
     q32, k32, v32 = (normal(gen, (2, 4, d), np.float32) for d in (3, 3, 2))
     some = np.array([[True, False, True, False], [False, False, False, False],

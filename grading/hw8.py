@@ -36,6 +36,7 @@ from ._common import (
     judge_each,
     logit_rtol,
     normal,
+    sentence_qkv,
     unpack,
 )
 from .core import Assignment, Mismatch, check_form, compare_arrays, describe, make_case, reference
@@ -242,9 +243,7 @@ def _attention_case(q, k, v, allowed, size: int, note: str = "") -> dict:
 
 def _attention_visible(seed: int) -> list[dict]:
     lib = reference()
-    _, x = lib.example_sentence()
-    w = lib.example_projections()
-    q, k, v = lib.project_qkv(x, w["w_q"], w["w_k"], w["w_v"])
+    q, k, v = sentence_qkv()
     gen = generator(seed, 5)
     q32, k32, v32 = (normal(gen, (4, d), np.float32, 2.0) for d in (3, 3, 2))
     some = np.array([[False, False, True, True], [False, False, False, False],
