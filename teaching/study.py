@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["load_quiz", "load_cards", "show_quiz", "show_cards", "QUESTION_TYPES"]
+__all__ = ["load_quiz", "load_cards", "show_quiz", "show_cards", "QUESTION_TYPES", "QUIZ_DISPLAY"]
 
 QUESTION_TYPES = ("multiple_choice", "many_choice", "numeric")
 
@@ -88,11 +88,17 @@ def load_cards(path: str | Path) -> list[dict]:
     return data
 
 
+#: How every quiz is displayed: questions in file order, the options of each
+#: multiple-choice question in a fresh random order on every page load, so the
+#: position of the right answer teaches nothing.
+QUIZ_DISPLAY: dict[str, Any] = {"shuffle_questions": False, "shuffle_answers": True}
+
+
 def show_quiz(path: str | Path, **options: Any) -> None:
-    """Check the quiz file, then display it (questions in file order)."""
+    """Check the quiz file, then display it with :data:`QUIZ_DISPLAY` (answers shuffled)."""
     from jupyterquiz import display_quiz
 
-    display_quiz(load_quiz(path), **{"shuffle_answers": False, **options})
+    display_quiz(load_quiz(path), **{**QUIZ_DISPLAY, **options})
 
 
 def show_cards(path: str | Path, **options: Any) -> None:

@@ -1,12 +1,21 @@
 """Every quiz and flashcard file of the book is well-formed, and the checker
-catches the mistakes it exists to catch."""
+catches the mistakes it exists to catch.
+
+Every chapter's quiz (``chapters/*.quiz.json``) also has at least 8 questions,
+repeats no question of another chapter, spreads the position of its right
+answers, and is displayed with its answers shuffled.
+"""
 
 import json
+import math
+import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
+from built_book import built_page
 
-from teaching.study import StudyDataError, load_cards, load_quiz
+from teaching.study import StudyDataError, load_cards, load_quiz, show_quiz
 
 ROOT = Path(__file__).resolve().parents[1]
 QUIZZES = sorted(ROOT.glob("chapters/*.quiz.json"))
@@ -16,7 +25,6 @@ DECKS = sorted(ROOT.glob("chapters/*.cards.json"))
 @pytest.mark.parametrize("path", QUIZZES, ids=lambda p: p.name)
 def test_quiz_file_is_valid_and_mixes_question_types(path):
     questions = load_quiz(path)
-    assert len(questions) >= 4
     kinds = {q["type"] for q in questions}
     assert "numeric" in kinds and kinds & {"multiple_choice", "many_choice"}
 
@@ -67,3 +75,84 @@ def test_every_teaching_chapter_has_a_quiz_and_a_deck_beside_it():
             data = chapter.with_suffix(f".{kind}.json")
             assert data.is_file(), f"{chapter.name} has no {data.name} beside it"
             assert f'"{data.name}"' in chapter.read_text(encoding="utf-8"), f"{chapter.name} never shows {data.name}"
+
+
+# --------------------------------------------------------------------------- quiz design
+
+MIN_QUESTIONS = 8
+CHOICE_TYPES = ("multiple_choice", "many_choice")
+
+
+@pytest.mark.parametrize("path", QUIZZES, ids=lambda p: p.name)
+def test_quiz_has_at_least_eight_questions(path):
+    assert len(load_quiz(path)) >= MIN_QUESTIONS, f"{path.name} has {len(load_quiz(path))} questions"
+
+
+def _normalised(text: str) -> str:
+    """A question's text, compared without case, spacing, punctuation or TeX markup."""
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split())
+
+
+def test_no_question_text_is_repeated_in_another_quiz():
+    seen: dict[str, str] = {}
+    repeats = []
+    for path in QUIZZES:
+        for question in load_quiz(path):
+            key = _normalised(question["question"])
+            if key in seen and seen[key] != path.name:
+                repeats.append(f"{path.name} repeats a question of {seen[key]}: {question['question'][:70]!r}")
+            seen.setdefault(key, path.name)
+    assert not repeats, "\n".join(repeats)
+
+
+def correct_positions(questions: list[dict]) -> list[int]:
+    """The 0-based index of every correct option of the choice questions, in file order."""
+    return [
+        index
+        for q in questions if q["type"] in CHOICE_TYPES
+        for index, answer in enumerate(q["answers"]) if answer["correct"]
+    ]
+
+
+@pytest.mark.parametrize("path", QUIZZES, ids=lambda p: p.name)
+def test_right_answers_are_spread_over_the_option_positions(path):
+    """The criterion, over all correct options of the file's choice questions
+    (m of them; numeric questions have no option order): the most common index
+    holds at most half of them, rounded up, and when m >= 2 at least two
+    different indices occur. A quiz whose right answer is always first (or
+    nearly always) fails; a learner could not guess by position even where
+    shuffling is off (a printed page, a reader without JavaScript)."""
+    positions = correct_positions(load_quiz(path))
+    assert positions, f"{path.name} has no multiple-choice question"
+    index, count = Counter(positions).most_common(1)[0]
+    assert count <= math.ceil(len(positions) / 2), (
+        f"{path.name}: {count} of {len(positions)} right answers are option {index} ({positions})"
+    )
+    if len(positions) >= 2:
+        assert len(set(positions)) >= 2, f"{path.name}: every right answer is option {index}"
+
+
+def test_position_criterion_rejects_a_quiz_whose_answer_is_always_first():
+    always_first = [{"type": "multiple_choice", "answers": [{"correct": True}, {"correct": False}]}] * 5
+    positions = correct_positions(always_first)
+    assert Counter(positions).most_common(1)[0][1] > math.ceil(len(positions) / 2)
+
+
+def test_show_quiz_turns_answer_shuffling_on(monkeypatch):
+    import jupyterquiz
+
+    calls = []
+    monkeypatch.setattr(jupyterquiz, "display_quiz", lambda ref, **options: calls.append(options))
+    show_quiz(QUIZZES[0])
+    assert calls and calls[0].get("shuffle_answers") is True
+
+
+QUIZ_CHAPTERS = [p for p in QUIZZES if p.with_suffix("").with_suffix(".md").is_file()]
+
+
+@pytest.mark.parametrize("path", QUIZ_CHAPTERS, ids=lambda p: p.name)
+def test_built_chapter_displays_its_quiz_with_answers_shuffled(path):
+    page = built_page(f"chapters/{path.name.removesuffix('.quiz.json')}.html")
+    flags = re.findall(r'data-shuffleanswers="(\w+)"', page)
+    assert flags, f"{path.name}: the built chapter shows no quiz"
+    assert set(flags) == {"True"}, f"{path.name}: the quiz is displayed with shuffle_answers={flags}"
