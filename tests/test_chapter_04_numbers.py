@@ -4,16 +4,26 @@ The expected digits are computed here, independently of lib and of the
 chapter, by the plain-Python attention of ``tests/naive.py`` (math.exp on
 floats). The page must print them in its cell outputs (so they came out of the
 chapter's code), and the seed's slipped digits may appear only inside the
-admonition that explains the slip.
+admonition that explains the slip and in the code cell that measures it.
+
+The rest of the file audits every other number and claim of the chapter, one
+test per claim, each against an independent computation (plain Python in
+``tests/naive.py``, or numpy written out here); inputs come from
+``lib.examples`` and ``lib.handbuilt``, which hold inputs only.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from html.parser import HTMLParser
+
+import numpy as np
 import pytest
-from built_book import built_page
+from chapter_pages import Page, assert_printed, numbers
 from naive import naive_attention
+
+import lib
+from lib import handbuilt
 
 PAGE = "chapters/04_scaled_dot_product_attention.html"
 
@@ -25,8 +35,6 @@ TOY_V = [[2.0, 3.0], [4.0, 5.0]]
 # The digits seed 002 prints for the weights and the output (they slip).
 SEED_SLIPPED = ("0.66974149", "0.33025851", "2.66051702", "3.66051702")
 
-VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
-
 
 def exact_digits() -> tuple[list[str], list[str]]:
     """Weights and output of the toy example, formatted to 8 decimals."""
@@ -34,39 +42,14 @@ def exact_digits() -> tuple[list[str], list[str]]:
     return [f"{x:.8f}" for x in weights[0]], [f"{x:.8f}" for x in outputs[0]]
 
 
-class _Regions(HTMLParser):
-    """Splits a page's text into cell outputs, admonitions (notes) and the rest."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.stack: list[tuple[str, set[str]]] = []
-        self.text = {"output": [], "admonition": [], "other": []}
-
-    def handle_starttag(self, tag, attrs):
-        if tag not in VOID:
-            self.stack.append((tag, set((dict(attrs).get("class") or "").split())))
-
-    def handle_endtag(self, tag):
-        for depth in range(len(self.stack) - 1, -1, -1):
-            if self.stack[depth][0] == tag:
-                del self.stack[depth:]
-                return
-
-    def handle_data(self, data):
-        # A hidden code cell is a collapsible "admonition hide"; a note is not.
-        if any("admonition" in c and "hide" not in c for _, c in self.stack):
-            self.text["admonition"].append(data)
-        elif any("cell_output" in c for _, c in self.stack):
-            self.text["output"].append(data)
-        else:
-            self.text["other"].append(data)
+@pytest.fixture(scope="module")
+def page() -> Page:
+    return Page(PAGE)
 
 
 @pytest.fixture(scope="module")
-def regions() -> dict[str, str]:
-    parser = _Regions()
-    parser.feed(built_page(PAGE))
-    return {name: "".join(chunks) for name, chunks in parser.text.items()}
+def regions(page) -> dict[str, str]:
+    return {"output": "\n".join(page.outputs), "admonition": page.notes, "other": page.prose, "input": page.inputs}
 
 
 def test_the_independent_values_differ_from_the_seeds_digits():
@@ -88,5 +71,173 @@ def test_page_prints_the_exact_weights_and_output_in_cell_outputs(regions):
 def test_seeds_slipped_digits_appear_only_in_the_note_about_the_slip(regions):
     for digits in SEED_SLIPPED:
         assert digits in regions["admonition"], f"the note about the slip does not quote {digits}"
+        assert digits in regions["input"], f"the code that measures the slip does not use {digits}"
         for name in ("output", "other"):
             assert digits not in regions[name], f"the seed's slipped {digits} appears outside the note ({name})"
+
+
+
+# --------------------------------------------------------------------------- the seed's slip
+
+
+def _first_differing_decimal(a: str, b: str) -> int:
+    return next(p for p, (c, d) in enumerate(zip(a.split(".")[1], b.split(".")[1]), 1) if c != d)
+
+
+def test_notes_weights_are_off_by_2e_5_from_the_fifth_decimal(page):
+    weights, _ = exact_digits()
+    error = abs(float(SEED_SLIPPED[0]) - float(weights[0]))
+    assert f"{error:.1e}" == "2.0e-05"
+    line = page.line_with("absolute error of the notes' weights")
+    assert f"{error:.1e}" in line and line.rstrip().endswith(f"first wrong decimal: {_first_differing_decimal(SEED_SLIPPED[0], weights[0])}")
+    assert _first_differing_decimal(SEED_SLIPPED[0], weights[0]) == 5
+
+
+def test_notes_outputs_are_off_by_4e_5_from_the_fourth_decimal(page):
+    _, output = exact_digits()
+    error = abs(float(SEED_SLIPPED[2]) - float(output[0]))
+    assert f"{error:.1e}" == "4.0e-05"
+    line = page.line_with("absolute error of the notes' outputs")
+    assert f"{error:.1e}" in line and line.rstrip().endswith("first wrong decimal: 4")
+    assert _first_differing_decimal(SEED_SLIPPED[2], output[0]) == 4
+    assert "from the fourth" in page.notes and "from the fifth decimal" in page.notes
+
+
+def test_slip_note_hand_check_digits(page):
+    root = math.exp(1 / math.sqrt(2))
+    assert f"{root:.10f}" in page.notes                       # 2.0281149816
+    assert f"{root / (root + 1):.7f}" in page.notes          # 0.6697615
+    assert f"{4 - 2 * float(SEED_SLIPPED[0]):.8f}" == SEED_SLIPPED[2]  # the notes are consistent with their own weight
+    assert f"{2.0281 / 3.0281:.5f}" == "0.66976"
+
+
+def test_toy_predict_dropdown_gap_and_weights(page):
+    gap = 1 / math.sqrt(2)
+    assert f"{gap:.2f}" == "0.71" and round(math.exp(gap)) == 2
+    weights, _ = exact_digits()
+    assert f"{float(weights[0]):.2f}" == "0.67" and f"{float(weights[1]):.2f}" == "0.33"
+    assert "0.67$ against $0.33" in page.notes or "0.67 against 0.33" in page.notes
+
+
+# --------------------------------------------------------------------------- the random example
+
+
+def _example():
+    tokens, x = lib.example_sentence()
+    w = lib.example_projections()
+    q, k, v = (x @ w["w_q"]).tolist(), (x @ w["w_k"]).tolist(), (x @ w["w_v"]).tolist()
+    return tokens, q, k, v
+
+
+def test_token_2_weights_and_output_printed(page):
+    tokens, q, k, v = _example()
+    out, weights = naive_attention(q, k, v)
+    line = page.line_with("lib.attend_one_query:")
+    assert_printed(numbers(line.split("=")[1]), weights[2], 4)
+    line = page.line_with("lib.scaled_dot_product_attention, row 2")
+    assert_printed(numbers(line.split("=")[1]), out[2], 4)
+
+
+def test_weight_matrix_printed_row_by_row(page):
+    _, q, k, v = _example()
+    _, weights = naive_attention(q, k, v)
+    text = page.output_with("row sums:")
+    matrix = text.split("row sums:")[0]
+    assert_printed(numbers(matrix), [w for row in weights for w in row], 4)
+
+
+def test_weights_are_fairly_even_largest_on_to_sat(page):
+    tokens, q, k, v = _example()
+    _, weights = naive_attention(q, k, v)
+    flat = [w for row in weights for w in row]
+    biggest = max(flat)
+    i, j = divmod(flat.index(biggest), len(tokens))
+    assert (tokens[i], tokens[j]) == ("on", "sat") and round(biggest, 2) == 0.39
+    assert sum(0.09 <= w <= 0.25 for w in flat) > len(flat) / 2        # "most weights"
+    assert any("about 0.39" in alt and 'query "on" attending to key "sat"' in alt for alt in page.alts)
+
+
+def test_sat_bars_cat_and_sat_tallest_then_on(page):
+    tokens, q, k, v = _example()
+    _, weights = naive_attention(q, k, v)
+    order = sorted(range(len(tokens)), key=lambda j: -weights[2][j])
+    assert {tokens[order[0]], tokens[order[1]]} == {"cat", "sat"} and tokens[order[2]] == "on"
+
+
+def test_sat_row_most_negative_at_the_two_the(page):
+    tokens, q, k, v = _example()
+    scores = [sum(a * b for a, b in zip(q[2], kj)) for kj in k]
+    lowest = sorted(range(len(tokens)), key=lambda j: scores[j])[:2]
+    assert sorted(lowest) == [0, 4]
+
+
+# --------------------------------------------------------------------------- hand-built heads
+
+
+def _previous_token():
+    head = handbuilt.previous_token_head(lib.SENTENCE)
+    x = np.asarray(head["x"])
+    q, k, v = (x @ head["w_q"]).tolist(), (x @ head["w_k"]).tolist(), (x @ head["w_v"]).tolist()
+    return head, naive_attention(q, k, v)
+
+
+def test_previous_token_scaled_score_is_12_over_root_6(page):
+    line = page.line_with("scaled score of the previous position")
+    assert line.rstrip().endswith(f"{12 / math.sqrt(6):.3f}")
+    assert f"{12 / math.sqrt(6):.2f}" in page.notes                      # 4.90
+
+
+def test_previous_token_weights_printed_and_explained(page):
+    head, (out, weights) = _previous_token()
+    text = page.output_with("weights A:\n[[0.167")
+    matrix = text.split("output of")[0]
+    assert_printed(numbers(matrix.replace("weights A:", "")), [w for row in weights for w in row], 3)
+    for i in range(1, 6):
+        assert max(range(6), key=lambda j: weights[i][j]) == i - 1
+        assert round(weights[i][i - 1], 2) == 0.96
+        assert all(round(weights[i][j], 2) == 0.01 for j in range(6) if j != i - 1)
+    assert all(abs(w - 1 / 6) < 1e-12 for w in weights[0])
+    assert "0.96" in page.notes and "1/6" in page.notes
+
+
+def test_previous_token_outputs_carry_the_previous_word(page):
+    head, (out, _) = _previous_token()
+    vocab = head["vocab"]
+    for i in range(1, 6):
+        word = vocab[max(range(len(vocab)), key=lambda c: out[i][c])]
+        assert word == lib.SENTENCE[i - 1]
+        assert f"output of {i} {lib.SENTENCE[i]!r:6}: largest share {max(out[i]):.3f} is the word {word!r}" in page.output_with("output of 3")
+    assert round(max(out[0]), 3) == round(2 / 6, 3)
+
+
+def _pronoun():
+    head = handbuilt.pronoun_head()
+    x = np.asarray(head["x"])
+    q, k, v = (x @ head["w_q"]).tolist(), (x @ head["w_k"]).tolist(), (x @ head["w_v"]).tolist()
+    return head, naive_attention(q, k, v)
+
+
+def test_pronoun_it_weights_cat_0_98_and_dogs_0(page):
+    head, (out, weights) = _pronoun()
+    line = page.line_with("query 'it' weights key 'cat'")
+    assert_printed(numbers(line), [weights[6][1], weights[6][4]], 3)
+    assert round(weights[6][1], 2) == 0.98 and round(weights[6][4], 2) == 0.0
+    assert f"{8 / math.sqrt(2):.2f}" in page.notes                       # 5.66
+
+
+def test_pronoun_other_rows_are_one_eighth(page):
+    head, (out, weights) = _pronoun()
+    for i in range(8):
+        if i != 6:
+            assert all(abs(w - 0.125) < 1e-12 for w in weights[i])
+    matrix = page.output_with("weights A:\n[[0.125").split("query 'it'")[0]
+    assert_printed(numbers(matrix.replace("weights A:", "")), [w for row in weights for w in row], 3)
+
+
+def test_pronoun_output_of_it_is_mostly_singular_noun(page):
+    head, (out, _) = _pronoun()
+    line = page.line_with("output of 'it'")
+    assert_printed(numbers(line.split(":", 1)[1].replace("singular noun", "").replace("plural noun", "")
+                           .replace("singular pronoun", "").replace("plural pronoun", "").replace("other word", "")),
+                   out[6], 3)
+    assert max(range(5), key=lambda c: out[6][c]) == head["features"].index("singular noun")

@@ -1,0 +1,82 @@
+"""Audit of chapter 2: every number it prints and every claim in its figures'
+alt text, recomputed independently (numpy written out here, never lib)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from chapter_pages import Page, assert_printed, numbers
+
+import lib
+from lib import handbuilt
+
+
+@pytest.fixture(scope="module")
+def page() -> Page:
+    return Page("chapters/02_raw_dot_product_scores.html")
+
+
+def _scores():
+    tokens, x = lib.example_sentence()
+    return tokens, x, np.einsum("ir,jr->ij", x, x)
+
+
+def test_cat_on_score_loop(page):
+    tokens, x, e = _scores()
+    assert_printed(numbers(page.line_with("e_13 =")), [13, e[1, 3]], 3)
+
+
+def test_score_matrix_printed(page):
+    tokens, x, e = _scores()
+    text = page.output_with("E has shape")
+    assert_printed(numbers(text)[2:], e.ravel(), 3)
+
+
+def test_largest_score_7_54_is_sat_with_itself(page):
+    tokens, x, e = _scores()
+    i, j = np.unravel_index(e.argmax(), e.shape)
+    assert (i, j) == (2, 2) and f"{e.max():.2f}" == "7.54"
+
+
+def test_row_maxima_sat_and_mat_on_diagonal_the_cat_prefer_mat_on_prefers_sat(page):
+    tokens, x, e = _scores()
+    best = [tokens[int(r.argmax())] for r in e]
+    assert best == ["mat", "mat", "sat", "sat", "mat", "mat"]
+    assert [i for i in range(6) if e[i].argmax() == i] == [2, 5]    # "true for only two rows"
+
+
+def test_one_hot_scores_have_eight_ones(page):
+    vocab, onehot = handbuilt.one_hot_words(lib.SENTENCE)
+    e = np.array([[float(a == b) for b in lib.SENTENCE] for a in lib.SENTENCE])
+    assert (e == 1).sum() == 8 and e[0, 4] == e[4, 0] == 1
+    printed = page.output_with("[[1. 0. 0. 0. 1. 0.]")
+    assert_printed(numbers(printed), e.ravel(), 0)
+
+
+def test_self_match_shares_one_third_three_quarters_then_all(page):
+    rng = np.random.default_rng(0)
+    shares = {}
+    for d in [1, 2, 4, 8, 16, 32, 64, 128]:
+        xs = rng.normal(size=(2000, 6, d))
+        e = np.einsum("tir,tjr->tij", xs, xs)
+        shares[d] = np.mean(np.diagonal(e, axis1=1, axis2=2) >= e.max(axis=2))
+        assert f"d_model = {d:4d}: self-score is the row max in {shares[d]:7.2%} of rows" in page.output_with("d_model =    1")
+    assert abs(shares[1] - 1 / 3) < 0.02 and shares[4] > 0.75
+    assert all(shares[d] == 1.0 for d in (32, 64, 128))
+
+
+def test_width_64_every_token_keeps_its_weight_except_the_two_the(page):
+    _, x = lib.example_sentence(d_model=64)
+    e = x @ x.T
+    w = np.exp(e - e.max(axis=1, keepdims=True))
+    w /= w.sum(axis=1, keepdims=True)
+    assert all(w[i, i] > 0.99 for i in (1, 2, 3, 5))
+    assert abs(w[0, 0] - 0.5) < 0.01 and abs(w[0, 4] - 0.5) < 0.01
+    assert_printed(numbers(page.line_with("a_ii at d_model = 64"))[1:], np.diag(w), 3)
+
+
+def test_projected_scores_are_not_symmetric(page):
+    tokens, x = lib.example_sentence()
+    w = lib.example_projections()
+    learned = (x @ w["w_q"]) @ (x @ w["w_k"]).T
+    assert_printed(numbers(page.line_with("with queries and keys"))[-1:], [np.abs(learned - learned.T).max()], 3)
