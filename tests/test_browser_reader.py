@@ -211,14 +211,22 @@ class _Links(HTMLParser):
 
 
 @pytest.mark.parametrize("path", notebook_pages())
-def test_notebook_page_offers_launch_buttons_and_its_notebook(site_server, path):
+def test_notebook_page_offers_launch_buttons_only_when_configured_and_its_notebook(site_server, path):
+    """Launch buttons appear only once ``repository: url`` is set (see
+    ``_ext/launch_links.py``); every notebook page offers its notebook either way."""
     built = HTML / path
     assert built.is_file(), f"{path} was not built"
     links = _Links()
     links.feed(built.read_text(encoding="utf-8"))
     launch = CONFIG["launch_buttons"]
+    configured = bool(CONFIG["repository"].get("url"))
     for name in ("binderhub_url", "colab_url", "jupyterhub_url"):
-        assert any(h.startswith(launch[name]) for h in links.hrefs), f"{path}: no {name} launch button"
+        if configured and launch.get(name):
+            assert any(h.startswith(launch[name]) for h in links.hrefs), f"{path}: no {name} launch button"
+        elif launch.get(name):
+            assert not any(h.startswith(launch[name]) for h in links.hrefs), (
+                f"{path}: a {name} launch button, but no repository is set for it to open"
+            )
     notebooks = [h for h in links.hrefs if h.endswith(".ipynb") and "_sources/" in h]
     assert notebooks, f"{path}: no .ipynb download"
     url = site_server.url(str(Path(path).parent / notebooks[0]))

@@ -26,7 +26,7 @@ def test_exact_values_are_the_ones_the_book_quotes_not_the_seeds_slip():
     weights, output = exact_toy_values()
     assert [round(x, 8) for x in weights] == [0.66976155, 0.33023845]
     assert [round(x, 8) for x in output] == [2.6604769, 3.6604769]
-    # The seed prints 0.66974149 and 2.66051702: off in the fifth decimal.
+    # The seed prints 0.66974149 (off from the fifth decimal) and 2.66051702 (from the fourth).
     assert abs(weights[0] - 0.66974149) > 1e-5
     assert abs(output[0] - 2.66051702) > 1e-5
 
