@@ -1,0 +1,109 @@
+"""Audit of the quizzes and flashcards of chapters 1-4: every numeric answer
+and every number on a card, recomputed independently (plain Python).
+
+Each numeric question is found by the start of its text; the expected value
+is computed here and compared with the correct answer in the file at the
+question's own precision (significant digits, as jupyterquiz rounds).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def softmax(z):
+    top = max(z)
+    e = [math.exp(v - top) for v in z]
+    return [v / sum(e) for v in e]
+
+
+def dot(a, b):
+    return sum(x * y for x, y in zip(a, b))
+
+
+# (quiz file, start of the question, independent value)
+NUMERIC = [
+    ("01_self_attention", "A query may read two positions, with scores 1 and 0", softmax([1, 0])[0]),
+    ("01_self_attention", "The scores of one query are 5, 3 and 1", softmax([105, 103, 101])[0]),
+    ("01_self_attention", "A query's weights are 0.75 and 0.25", 0.75 * 2 + 0.25 * 6),
+    ("01_self_attention", "A soft dictionary has four orthogonal keys", softmax([0, 0, 6, 0])[2]),
+    ("02_raw_dot_product_scores", "Compute the raw score", dot((1, 2, 0), (3, -1, 2))),
+    ("02_raw_dot_product_scores", "A token vector is $x_i = (3, 4)$", dot((3, 4), (3, 4))),
+    ("02_raw_dot_product_scores", "Two tokens have vectors $x_0 = (1, 0)$",
+     softmax([dot((1, 0), (1, 0)), dot((1, 0), (3, 0))])[0]),
+    ("02_raw_dot_product_scores", "The raw score matrix of a six-token sentence", sum(1 for i in range(6) for j in range(i, 6))),
+    ("02_raw_dot_product_scores", "Two vectors have lengths", 2 * 3 * math.cos(math.radians(60))),
+    ("02_raw_dot_product_scores", "The sentence \"the cat sat on the mat\" gets one-hot",
+     sum(a == b for a in "the cat sat on the mat".split() for b in "the cat sat on the mat".split())),
+    ("03_queries_keys_values", "In the original Transformer", 512 * 64),
+    ("03_queries_keys_values", "Let $x_1 = (1, 0)$ and $x_2 = (0, 1)$",
+     dot([dot((0, 1), col) for col in ((1, 0), (0, 1))], [dot((1, 0), col) for col in ((0, 1), (2, 0))])),
+    ("03_queries_keys_values", "In the same pronoun head", dot((0, 0), (0, 0))),
+    ("04_scaled_dot_product_attention", "Keys have width $d_k = 64$", math.sqrt(64)),
+    ("04_scaled_dot_product_attention", "A query's scaled scores over three keys", softmax([0, 0, math.log(2)])[2]),
+    ("04_scaled_dot_product_attention", "In the study notes' example", softmax([1 / math.sqrt(2), 0])[0]),
+    ("04_scaled_dot_product_attention", "The same head on six tokens", softmax([12 / math.sqrt(6)] + [0] * 5)[0]),
+]
+
+
+def quiz(name: str) -> list[dict]:
+    return json.loads((ROOT / "chapters" / f"{name}.quiz.json").read_text(encoding="utf-8"))
+
+
+def significant(x: float, digits: int) -> float:
+    return float(f"{x:.{digits}g}")
+
+
+@pytest.mark.parametrize("name, start, value", NUMERIC, ids=[f"{n[:2]}: {s[:40]}" for n, s, _ in NUMERIC])
+def test_numeric_answer_is_the_independent_value(name, start, value):
+    found = [q for q in quiz(name) if q["question"].startswith(start)]
+    assert len(found) == 1, f"{name}: expected one question starting {start!r}"
+    question = found[0]
+    right = [a for a in question["answers"] if a["correct"]]
+    assert len(right) == 1 and right[0]["type"] == "value"
+    digits = question.get("precision", 15)
+    assert significant(right[0]["value"], digits) == significant(value, digits), (
+        f"{name}: the quiz says {right[0]['value']}, the independent value is {value}"
+    )
+
+
+def test_every_numeric_question_of_chapters_1_to_4_is_audited():
+    audited = {(n, s) for n, s, _ in NUMERIC}
+    for name in {n for n, _, _ in NUMERIC}:
+        for q in quiz(name):
+            if q["type"] == "numeric":
+                assert any(n == name and q["question"].startswith(s) for n, s in audited), (
+                    f"{name}: numeric question not audited: {q['question'][:60]!r}"
+                )
+
+
+def test_soft_dictionary_mc_blend_is_about_34():
+    weights = softmax([0, 0, 3, 3])
+    output = dot(weights, [10, 20, 30, 40])
+    assert round(output) == 34 and round(weights[2], 2) == 0.48
+    text = json.dumps(quiz("01_self_attention"))
+    assert "about 0.48 each" in text and "output is about 34" in text
+
+
+def test_ch4_card_toy_weights_and_slip():
+    cards = json.loads((ROOT / "chapters" / "04_scaled_dot_product_attention.cards.json").read_text(encoding="utf-8"))
+    back = next(c["back"] for c in cards if "2.0281150" in c["back"])
+    root = math.exp(1 / math.sqrt(2))
+    a0 = root / (root + 1)
+    assert f"{root:.7f}" == "2.0281150" and f"{root + 1:.7f}" == "3.0281150"
+    assert f"{a0:.7f}" in back and f"{1 - a0:.7f}" in back
+    assert f"{abs(0.66974149 - a0):.1e}" == "2.0e-05" and f"{abs(2.66051702 - (4 - 2 * a0)):.1e}" == "4.0e-05"
+    assert "2.0e-5" in back and "4.0e-5" in back
+
+
+def test_ch1_softmax_overflows_above_about_709():
+    assert int(math.log(sys.float_info.max)) == 709
+    with pytest.raises(OverflowError):
+        math.exp(710)
