@@ -116,3 +116,28 @@ def test_decoder_cat_weights_over_the_and_cat(page):
     expected = softmax([dot(x[1], x[0]), dot(x[1], x[1])])
     line = [l for l in page.output_with("permitted positions").splitlines() if l.startswith("weights:")][0]
     assert_printed(numbers(line)[:2], expected, 3)
+
+
+def test_cat_output_is_the_weighted_sum_and_lies_within_the_value_range(page):
+    tokens, x = lib.example_sentence()
+    weights = softmax([dot(x[1], x[j]) for j in range(6)])
+    o = [sum(weights[j] * x[j][c] for j in range(6)) for c in range(4)]
+    assert_printed(numbers(page.line_with("o_1 = [")), [1] + o + [4], 3)
+    lows = [min(x[j][c] for j in range(6)) for c in range(4)]
+    highs = [max(x[j][c] for j in range(6)) for c in range(4)]
+    assert_printed(numbers(page.line_with("smallest value per coordinate")), lows, 3)
+    assert_printed(numbers(page.line_with("largest value per coordinate")), highs, 3)
+    assert all(lo <= v <= hi for lo, v, hi in zip(lows, o, highs))
+
+
+def test_encoder_and_decoder_rows_sum_to_one_and_forbidden_cells_get_zero(page):
+    tokens, x = lib.example_sentence()
+    allowed = [[j <= i for j in range(6)] for i in range(6)]
+    out_e, w_e = naive_attention(x.tolist(), x.tolist(), x.tolist(), scale=1.0)
+    out_d, w_d = naive_attention(x.tolist(), x.tolist(), x.tolist(), allowed=allowed, scale=1.0)
+    assert all(abs(sum(r) - 1) < 1e-12 for r in w_e + w_d)
+    assert all(w_d[i][j] == 0.0 for i in range(6) for j in range(6) if j > i)
+    assert out_d[0] == list(x[0]) or max(abs(a - b) for a, b in zip(out_d[0], x[0])) < 1e-12
+    assert max(abs(a - b) for a, b in zip(out_d[5], out_e[5])) < 1e-12
+    text = page.output_with("row sums, encoder")
+    assert "weight on forbidden cells: 0.0" in text and text.count("True") == 2

@@ -80,3 +80,46 @@ def test_projected_scores_are_not_symmetric(page):
     w = lib.example_projections()
     learned = (x @ w["w_q"]) @ (x @ w["w_k"]).T
     assert_printed(numbers(page.line_with("with queries and keys"))[-1:], [np.abs(learned - learned.T).max()], 3)
+
+
+def test_cat_on_vectors_norms_and_cosine(page):
+    tokens, x, e = _scores()
+    assert_printed(numbers(page.line_with("(cat)"))[1:], x[1], 3)
+    assert_printed(numbers(page.line_with("(on)"))[1:], x[3], 3)
+    n1, n3 = np.sqrt((x[1] ** 2).sum()), np.sqrt((x[3] ** 2).sum())
+    assert_printed(numbers(page.line_with("|x_1| = ")), [1, n1, 3, n3, e[1, 3] / (n1 * n3)], 3)
+    assert_printed(numbers(page.line_with("|x_1| |x_3| cos(theta)"))[-1:], [e[1, 3]], 3)
+
+
+def test_sat_on_symmetry_and_the_row_wise_weights(page):
+    tokens, x, e = _scores()
+    assert_printed(numbers(page.line_with("('sat' reads 'on')"))[-1:], [e[2, 3]], 6)
+    assert_printed(numbers(page.line_with("('on' reads 'sat')"))[-1:], [e[3, 2]], 6)
+    assert e[2, 3] == e[3, 2]
+    w = np.exp(e - e.max(axis=1, keepdims=True))
+    w /= w.sum(axis=1, keepdims=True)
+    assert_printed(numbers(page.line_with("a_23 =")), [23, w[2, 3], 32, w[3, 2], e[2, 3]], 3)
+
+
+def test_diagonal_is_the_squared_length(page):
+    tokens, x, e = _scores()
+    assert_printed(numbers(page.line_with("diagonal e_ii :")), (x ** 2).sum(axis=1), 3)
+    assert_printed(numbers(page.line_with("|x_i|^2       :"))[1:], (x ** 2).sum(axis=1), 3)
+
+
+def test_row_maximum_table(page):
+    tokens, x, e = _scores()
+    text = page.output_with("diagonal is the max")
+    for r, line in enumerate(l for l in text.splitlines() if "e_ii" in l):
+        c = int(e[r].argmax())
+        assert f"e_ii = {e[r, r]:6.3f}  row max = {e[r].max():6.3f} at {c} {tokens[c]}" in line
+        assert line.rstrip().endswith(str(bool(np.isclose(e[r, r], e[r].max()))))
+
+
+def test_unit_vectors_match_themselves_best_and_the_two_the_tie(page):
+    tokens, x, e = _scores()
+    unit = x / np.sqrt((x ** 2).sum(axis=1, keepdims=True))
+    c = unit @ unit.T
+    assert np.allclose(np.diag(c), 1) and np.allclose(np.diag(c), c.max(axis=1))
+    assert np.isclose(c[0, 4], 1) and np.isclose(c[4, 0], 1)
+    assert "every diagonal entry is its row's maximum: True" in page.output_with("diagonal: [1. 1.")

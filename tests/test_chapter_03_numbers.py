@@ -76,3 +76,16 @@ def test_explorer_asymmetry_grows_with_t(page):
         qt = x @ ((1 - t) * w["w_k"] + t * w["w_q"])
         e = qt @ k.T
         assert f"t = {t:.1f}: symmetric = {np.allclose(e, e.T)!s:5}   largest |e_ij - e_ji| = {np.abs(e - e.T).max():.3f}" in page.output_with("t = 0.0: symmetric")
+
+
+def test_query_of_sat_by_hand(page):
+    tokens, x, w, q, k = _qk()
+    assert_printed(numbers(page.line_with("x_2 W_Q =")), [2] + list(x[2] @ w["w_q"]), 3)
+
+
+def test_score_matrix_factors_through_m_which_is_not_symmetric(page):
+    tokens, x, w, q, k = _qk()
+    m = np.einsum("ar,br->ab", w["w_q"], w["w_k"])
+    assert np.allclose(x @ m @ x.T, q @ k.T) and not np.allclose(m, m.T)
+    text = page.output_with("E = X M X^T")
+    assert "E = X M X^T: True" in text and "M symmetric: False" in text

@@ -116,7 +116,7 @@ def test_toy_predict_dropdown_gap_and_weights(page):
     assert f"{gap:.2f}" == "0.71" and round(math.exp(gap)) == 2
     weights, _ = exact_digits()
     assert f"{float(weights[0]):.2f}" == "0.67" and f"{float(weights[1]):.2f}" == "0.33"
-    assert "0.67$ against $0.33" in page.notes or "0.67 against 0.33" in page.notes
+    assert re.search(r"0\.67\W+against\W+0\.33", page.notes)
 
 
 # --------------------------------------------------------------------------- the random example
@@ -190,8 +190,8 @@ def test_previous_token_scaled_score_is_12_over_root_6(page):
 def test_previous_token_weights_printed_and_explained(page):
     head, (out, weights) = _previous_token()
     text = page.output_with("weights A:\n[[0.167")
-    matrix = text.split("output of")[0]
-    assert_printed(numbers(matrix.replace("weights A:", "")), [w for row in weights for w in row], 3)
+    matrix = text.split("weights A:")[1].split("output of")[0]
+    assert_printed(numbers(matrix), [w for row in weights for w in row], 3)
     for i in range(1, 6):
         assert max(range(6), key=lambda j: weights[i][j]) == i - 1
         assert round(weights[i][i - 1], 2) == 0.96
@@ -241,3 +241,59 @@ def test_pronoun_output_of_it_is_mostly_singular_noun(page):
                            .replace("singular pronoun", "").replace("plural pronoun", "").replace("other word", "")),
                    out[6], 3)
     assert max(range(5), key=lambda c: out[6][c]) == head["features"].index("singular noun")
+
+
+def test_walk_through_scores_scale_and_softmax_table(page):
+    tokens, q, k, v = _example()
+    e = [sum(a * b for a, b in zip(q[2], kj)) for kj in k]
+    s = [x / math.sqrt(3) for x in e]
+    for j in range(6):
+        assert_printed(numbers(page.line_with(f"e_2{j} = q_2 . k_{j}"))[-1:], [e[j]], 4)
+        assert_printed(numbers(page.line_with(f"s_2{j} = "))[-1:], [s[j]], 4)
+    assert_printed(numbers(page.line_with("sqrt(d_k) = sqrt(3)"))[-1:], [math.sqrt(3)], 4)
+    assert_printed(numbers(page.line_with("largest scaled score m")), [max(s)], 4)
+    z = [math.exp(x - max(s)) for x in s]
+    assert_printed(numbers(page.line_with("sum of exp")), [sum(z), 1.0], 4)
+
+
+def test_walk_through_output_is_the_weighted_sum_of_values(page):
+    tokens, q, k, v = _example()
+    out, weights = naive_attention(q, k, v)
+    for j in range(6):
+        line = page.line_with(f"a_2{j} v_{j} = ")
+        assert_printed(numbers(line.split("=", 1)[1]), [weights[2][j], *v[j], *(weights[2][j] * c for c in v[j])], 4)
+    assert_printed(numbers(page.line_with("o_2 = sum of the rows above")), [2, *out[2]], 4)
+
+
+def test_scaled_score_matrix_and_sums(page):
+    tokens, q, k, v = _example()
+    s = [[sum(a * b for a, b in zip(qi, kj)) / math.sqrt(3) for kj in k] for qi in q]
+    text = page.output_with("row 2 equals s_2j from the walk-through")
+    assert_printed(numbers(text.split("row 2")[0]), [x for row in s for x in row], 4)
+    _, weights = naive_attention(q, k, v)
+    text = page.output_with("column sums:")
+    assert_printed(numbers(text.split("column sums:")[1]), [sum(r[j] for r in weights) for j in range(6)], 4)
+    wrong = page.output_with("softmax along columns")
+    cols = [[math.exp(s[i][j]) / sum(math.exp(s[r][j]) for r in range(6)) for j in range(6)] for i in range(6)]
+    assert_printed(numbers(wrong.split("row sums")[-1]), [sum(row) for row in cols], 4)
+
+
+def test_output_matrix_printed(page):
+    tokens, q, k, v = _example()
+    out, _ = naive_attention(q, k, v)
+    text = page.output_with("O =\n")
+    assert_printed(numbers(text.split("O =")[1].split("shape")[0]), [x for row in out for x in row], 4)
+
+
+def test_toy_example_intermediate_lines(page):
+    s = 1 / math.sqrt(2)
+    toy = page.output_with("exp of the scaled scores")
+
+    def line(start: str) -> list[float]:
+        return numbers(next(l for l in toy.splitlines() if l.startswith(start))[len(start):])
+
+    assert_printed(line("Q K^T "), [1.0, 0.0], 8)
+    assert_printed(line("sqrt(d_k) "), [math.sqrt(2)], 8)
+    assert_printed(line("Q K^T / sqrt(d_k)"), [s, 0.0], 8)
+    assert_printed(line("exp of the scaled scores"), [math.exp(s), 1.0], 8)
+    assert_printed(line("sum of the exps"), [math.exp(s) + 1], 8)
