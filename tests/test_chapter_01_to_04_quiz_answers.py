@@ -105,5 +105,7 @@ def test_ch4_card_toy_weights_and_slip():
 
 def test_ch1_softmax_overflows_above_about_709():
     assert int(math.log(sys.float_info.max)) == 709
+    assert f"{sys.float_info.max:.1e}" == "1.8e+308"
+    assert "1.8 \\times 10^{308}" in (ROOT / "chapters" / "01_self_attention.md").read_text(encoding="utf-8")
     with pytest.raises(OverflowError):
         math.exp(710)
