@@ -61,6 +61,12 @@ class _Regions(HTMLParser):
             self.text["other"].append(data)
 
 
+def _join_pieces(text: str) -> str:
+    """Rejoin a line that a cell printed in several stream pieces (each piece is
+    its own block on the page, separated by blank lines in the parsed text)."""
+    return re.sub(r"(?<=[^\n])\n\n\n(?=[^\n])", "", text)
+
+
 class Page:
     """One built chapter: ``outputs`` (list, page order), ``notes``, ``inputs``, ``prose``, ``alts``."""
 
@@ -68,7 +74,8 @@ class Page:
         parser = _Regions()
         parser.feed(built_page(relative))
         # Quizzes and flashcards are outputs too, but hold data files, not computed numbers.
-        self.outputs = [o for o in parser.outputs if "createCards" not in o and "jq-multiple-choice-bg" not in o]
+        self.outputs = [_join_pieces(o) for o in parser.outputs
+                        if "createCards" not in o and "jq-multiple-choice-bg" not in o]
         self.inputs = "".join(parser.text["input"])
         self.notes = " ".join("".join(parser.text["admonition"]).split())
         self.prose = " ".join("".join(parser.text["other"]).split())
