@@ -11,7 +11,7 @@ Var(q.k / sqrt(d_k)) = 1.
 Why 5% is a safe tolerance: the chapter draws N = 100 000 pairs per width. For
 standard normal components E[S^4] = 3 d_k^2 + 6 d_k, so the sample variance has
 relative standard error sqrt((2 + 6/d_k) / N), at most sqrt(8 / N) = 0.9% (at
-d_k = 1). 5% is therefore at least 5.6 standard errors at every width: a correct
+d_k = 1). 5% is therefore about 5.6 standard errors or more at every width: a correct
 simulation fails this test with probability below one in a million (normal
 approximation: about 2e-8 per width), and the chapter's seed is fixed anyway.
 
