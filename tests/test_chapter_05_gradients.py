@@ -226,3 +226,24 @@ def test_claim_saturation_alt_text(independent):
 def test_claim_std_of_a_score_at_64_and_512():
     # "a score of width 64 typically lies about +-8 from 0, and one of width 512 about +-22.6"
     assert math.sqrt(64) == 8 and round(math.sqrt(512), 1) == 22.6
+
+
+def test_lib_softmax_jacobian_matches_finite_differences_and_rejects_bad_input():
+    from lib.softmax import softmax_jacobian
+
+    rng = np.random.default_rng(5)
+    s = rng.normal(scale=3, size=(3, 7))
+    jac = softmax_jacobian(own_softmax(s))
+    assert jac.shape == (3, 7, 7)
+    h = 1e-6
+    for j in range(7):
+        step = np.zeros(7)
+        step[j] = h
+        fd = (own_softmax(s + step) - own_softmax(s - step)) / (2 * h)
+        np.testing.assert_allclose(jac[:, :, j], fd, atol=1e-8)
+    with pytest.raises(ValueError, match="weights"):
+        softmax_jacobian(5.0)
+    with pytest.raises(ValueError, match="weights"):
+        softmax_jacobian([0.5, float("nan")])
+    with pytest.raises(TypeError, match="weights"):
+        softmax_jacobian(np.array([True, False]))

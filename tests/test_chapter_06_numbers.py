@@ -181,3 +181,36 @@ def test_mild_fill_leaks_and_large_fill_does_not(page, qkv):
 def test_at_least_two_predict_then_check_blocks(chapter):
     text = built_page(f"chapters/{chapter}.html")
     assert text.count("Predict, then check") >= 2
+
+
+def test_fifteen_masked_entries_of_thirty_six(page):
+    assert sum(j > i for i in range(6) for j in range(6)) == 15 == 6 * 5 // 2
+    assert "permitted entries: 21  masked entries: 15" in page
+
+
+def test_fill_of_minus_1e9_underflows_in_float64():
+    # "far below the smallest float64": exp(-1e9) is 0, the smallest positive float64 is about e^-744
+    assert math.exp(-1e9) == 0.0 and math.log(5e-324) > -1e9
+
+
+def test_padded_queries_get_zero_weights_and_outputs(page):
+    _, x = lib.example_sentence()
+    w = lib.example_projections()
+    x_pad = np.vstack([np.zeros((2, x.shape[1])), x[:4]])
+    real = [False, False, True, True, True, True]
+    allowed = [[j <= i and real[j] for j in range(6)] for i in range(6)]
+    out, weights = naive_attention((x_pad @ w["w_q"]).tolist(), (x_pad @ w["w_k"]).tolist(),
+                                   (x_pad @ w["w_v"]).tolist(), allowed=allowed)
+    assert out[:2] == [[0.0, 0.0], [0.0, 0.0]] and weights[:2] == [[0.0] * 6] * 2
+    assert re.search(r"outputs of the two <pad> queries:\s*\[\[0\. 0\.\]\s*\[0\. 0\.\]\]", page)
+    assert "any NaN anywhere: False" in page
+
+
+def test_bottom_right_alignment_reproduces_the_last_rows(page, qkv):
+    q, k, v = qkv
+    full, _ = naive_attention(q, k, v, allowed=causal(6, 6))
+    top_left, _ = naive_attention(q[4:], k, v, allowed=causal(2, 6))
+    bottom_right, _ = naive_attention(q[4:], k, v, allowed=[[j <= i + 4 for j in range(6)] for i in range(2)])
+    assert np.allclose(bottom_right, full[4:]) and not np.allclose(top_left, full[4:])
+    assert re.search(r"top-left alignment reproduces rows 4 and 5: +False", page)
+    assert re.search(r"bottom-right alignment reproduces rows 4 and 5: +True", page)

@@ -123,3 +123,19 @@ def test_dropout_numbers(chapter_inputs, page):
 def test_cross_attention_shapes_printed(page):
     assert "weights: (3, 3, 6)" in page
     assert "any weight exactly 0 (masked): False" in page
+
+
+def test_three_heads_of_width_4_have_as_many_projection_entries_as_one_of_width_12():
+    assert 3 * (12 * 4) == 12 * 12
+
+
+def test_causal_heads_give_the_future_exactly_zero(chapter_inputs, page):
+    x = chapter_inputs["x"]
+    for head in range(3):
+        cols = slice(4 * head, 4 * head + 4)
+        _, w = naive_attention((x @ chapter_inputs["w_q"][:, cols]).tolist(),
+                               (x @ chapter_inputs["w_k"][:, cols]).tolist(),
+                               (x @ chapter_inputs["w_v"][:, cols]).tolist(),
+                               allowed=[[j <= i for j in range(6)] for i in range(6)], scale=1 / 2)
+        assert all(w[i][j] == 0.0 for i in range(6) for j in range(i + 1, 6))
+    assert "every head gives the future exactly 0: True" in page
