@@ -8,7 +8,7 @@ import numpy as np
 
 from ._checks import as_float_array
 
-__all__ = ["softmax"]
+__all__ = ["softmax", "softmax_jacobian"]
 
 
 def softmax(x: Any, axis: int = -1) -> np.ndarray:
@@ -46,6 +46,41 @@ def softmax(x: Any, axis: int = -1) -> np.ndarray:
     if arr.ndim == 0:
         raise ValueError("x must have at least one dimension to take a softmax over; got shape ()")
     return _softmax_of_checked(arr, axis, overwrite=False)
+
+
+def softmax_jacobian(weights: Any) -> np.ndarray:
+    """Jacobian of the softmax, written with its own output ``a = softmax(s)``.
+
+    Differentiating ``a_i = exp(s_i) / sum_l exp(s_l)`` with respect to
+    ``s_j`` gives ``J_ij = a_i (delta_ij - a_j)``, that is
+    ``J = diag(a) - a a^T``. The softmax runs along the last axis; leading axes
+    are a batch, so ``weights`` of shape (..., n) gives (..., n, n). Entry
+    ``[..., i, j]`` is how fast weight i moves when score j moves.
+
+    Parameters
+    ----------
+    weights : array_like, shape (..., n)
+        Softmax weights (each row non-negative and summing to one, as
+        :func:`softmax` returns them). Rows are not renormalised here.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., n, n)
+
+    Examples
+    --------
+    >>> softmax_jacobian([0.5, 0.5])
+    array([[ 0.25, -0.25],
+           [-0.25,  0.25]])
+    >>> softmax_jacobian([1.0, 0.0])     # a saturated softmax lets nothing through
+    array([[0., 0.],
+           [0., 0.]])
+    >>> softmax_jacobian(np.full((2, 3, 4), 0.25)).shape
+    (2, 3, 4, 4)
+    """
+    a = as_float_array(weights, "weights", min_ndim=1, layout="(..., n)")
+    column = a[..., :, None]
+    return column * np.eye(a.shape[-1], dtype=a.dtype) - column * a[..., None, :]
 
 
 def _softmax_of_checked(arr: np.ndarray, axis: int, *, overwrite: bool) -> np.ndarray:

@@ -1,0 +1,216 @@
+"""Chapter 6's numbers and claims, recomputed without lib's attention.
+
+The inputs are the book's shared example inputs (``lib.example_sentence`` and
+``lib.example_projections``: inputs only, no results). Weights and outputs are
+computed by the plain-Python attention of ``tests/naive.py``; float16 and
+float32 rounding by CPython's own packing of IEEE half and single precision
+(``struct``), not by numpy. One test per claim.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+import struct
+
+import numpy as np
+import pytest
+from built_book import built_page
+from naive import naive_attention
+
+import lib
+
+CHAPTER = "chapters/06_causal_masking.html"
+FILL16 = -65504.0
+
+
+@pytest.fixture(scope="module")
+def page() -> str:
+    return html.unescape(built_page(CHAPTER))
+
+
+@pytest.fixture(scope="module")
+def qkv() -> tuple[list, list, list]:
+    _, x = lib.example_sentence()
+    w = lib.example_projections()
+    return (x @ w["w_q"]).tolist(), (x @ w["w_k"]).tolist(), (x @ w["w_v"]).tolist()
+
+
+def causal(n_q: int, n_k: int) -> list[list[bool]]:
+    return [[j <= i for j in range(n_k)] for i in range(n_q)]
+
+
+def to_float16(x: float) -> float:
+    """Round x to IEEE half precision; -inf/inf when it overflows (CPython's packer)."""
+    try:
+        return struct.unpack("<e", struct.pack("<e", x))[0]
+    except OverflowError:
+        return math.copysign(math.inf, x)
+
+
+def test_unmasked_weights_are_fairly_even_as_chapter_4_says(qkv):
+    # "like any untrained matrices they give fairly even weights"
+    _, weights = naive_attention(*qkv)
+    assert max(max(row) for row in weights) < 0.5
+    assert min(min(row) for row in weights) > 0.05
+
+
+def test_printed_row_sums_when_zeroing_after_the_softmax(page, qkv):
+    _, weights = naive_attention(*qkv)
+    expected = [sum(row[: i + 1]) for i, row in enumerate(weights)]
+    m = re.search(r"row sums when zeroing after the softmax: \[([^\]]*)\]", page)
+    assert m, "the row-sum line is missing"
+    printed = [float(v) for v in m[1].split()]
+    assert printed == pytest.approx(expected, abs=6e-4)
+    # "Every row but the last loses the weight its future keys took; row 0 keeps
+    # only the weight it gave itself."
+    assert all(s < 1 for s in expected[:-1]) and expected[-1] == pytest.approx(1)
+    assert expected[0] == pytest.approx(weights[0][0])
+
+
+def test_row_0_of_the_causal_weights_is_one_then_zeros(qkv):
+    _, weights = naive_attention(*qkv, allowed=causal(6, 6))
+    assert weights[0] == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+
+
+def test_replacement_fill_gives_uniform_weights(page):
+    m = re.search(r"\(b\) -1e9 replacing the scores: +\[([^\]]*)\]", page)
+    assert m
+    assert [float(v) for v in m[1].split()] == pytest.approx([1 / 6] * 6, abs=1e-4)
+
+
+def test_additive_fill_gives_back_the_unmasked_weights(page, qkv):
+    q, k, v = qkv
+    _, free = naive_attention(q, k, v)
+    m = re.search(r"\(c\) -1e9 added to the scores: +\[([^\]]*)\]", page)
+    assert m
+    assert [float(x) for x in m[1].split()] == pytest.approx(free[2], abs=6e-5)
+    m = re.search(r"largest difference between \(c\) and no mask: ([0-9.e+-]+)", page)
+    assert m and float(m[1]) < 1e-6
+    # Independently: in float64 the added fill shifts every score by the same
+    # amount up to rounding of about the spacing near 1e9, 2**-23.
+    assert math.ulp(1e9) == 2.0**-23
+
+
+def test_float32_spacing_near_1e9_is_64(page):
+    above = struct.unpack("<f", struct.pack("<f", 1e9))[0]
+    bits = struct.unpack("<I", struct.pack("<f", above))[0]
+    nxt = struct.unpack("<f", struct.pack("<I", bits + 1))[0]
+    assert nxt - above == 64
+    assert "spacing of float32 numbers near 1e9: 64.0" in page
+
+
+def test_float16_largest_and_gap(page):
+    largest = struct.unpack("<e", bytes.fromhex("ff7b"))[0]           # 0x7bff
+    below = struct.unpack("<e", bytes.fromhex("fe7b"))[0]             # 0x7bfe
+    assert largest == 65504 and largest - below == 32
+    assert "largest float16: 65504.0" in page
+    assert "gap from the largest float16 to the next one down: 32.0" in page
+
+
+def test_float16_minus_1e9_overflows(page):
+    assert to_float16(-1e9) == -math.inf
+    assert "np.float16(-1e9) = -inf" in page
+
+
+@pytest.mark.parametrize("score", [-1.0, -15.0, -15.9, -16.0, -20.0])
+def test_float16_score_plus_fill_printed(page, score):
+    expected = to_float16(to_float16(score) + FILL16)
+    m = re.search(rf"float16: score +{score:.1f} \+ fill = (\S+)", page)
+    assert m, f"no printed line for score {score}"
+    assert float(m[1]) == expected
+
+
+def test_float16_overflow_threshold_is_minus_16():
+    # "That happens for a score of -16 or less": scan float16 scores around -16.
+    assert to_float16(-16.0 + FILL16) == -math.inf
+    assert to_float16(to_float16(-15.99) + FILL16) == FILL16
+    for score in np.arange(-15.9, 0.0, 0.1):
+        assert to_float16(to_float16(float(score)) + FILL16) == FILL16
+    for score in np.arange(-40.0, -16.0, 0.5):
+        assert to_float16(to_float16(float(score)) + FILL16) == -math.inf
+    assert to_float16(FILL16 + FILL16) == -math.inf
+
+
+def test_scores_below_minus_16_are_almost_never_seen_at_unit_scale():
+    # P(Z < -16) for a standard normal score
+    assert 0.5 * math.erfc(16 / math.sqrt(2)) < 1e-50
+
+
+def test_future_change_leaves_earlier_outputs_exactly_unchanged(qkv):
+    _, x = lib.example_sentence()
+    w = lib.example_projections()
+    rng = np.random.default_rng(123)
+    base, _ = naive_attention(*qkv, allowed=causal(6, 6))
+    for j in range(6):
+        x2 = x.copy()
+        x2[j] = rng.normal(size=x.shape[1])
+        out, _ = naive_attention((x2 @ w["w_q"]).tolist(), (x2 @ w["w_k"]).tolist(),
+                                 (x2 @ w["w_v"]).tolist(), allowed=causal(6, 6))
+        assert out[:j] == base[:j]
+
+
+def test_kv_cache_claim_printed_and_recomputed(page):
+    _, x = lib.example_sentence()
+    w = lib.example_projections()
+
+    def outs(xs, mask):
+        return naive_attention((xs @ w["w_q"]).tolist(), (xs @ w["w_k"]).tolist(), (xs @ w["w_v"]).tolist(),
+                               allowed=mask)[0]
+
+    assert outs(x[:5], causal(5, 5)) == outs(x, causal(6, 6))[:5]
+    assert outs(x[:5], None) != outs(x, None)[:5]
+    assert "mask on : outputs of positions 0-4 unchanged after appending: True" in page
+    assert "mask off: outputs of positions 0-4 unchanged after appending: False" in page
+
+
+def test_mild_fill_leaks_and_large_fill_does_not(page, qkv):
+    q, k, v = qkv
+    scale = 1 / math.sqrt(len(q[0]))
+    row = [scale * sum(a * b for a, b in zip(q[2], k[j])) for j in range(3)]
+    top = max(row)
+    leak = math.exp(-10 - top) / (sum(math.exp(s - top) for s in row) + 3 * math.exp(-10 - top))
+    m = re.search(r"fill +-10: weights of the masked keys = \[([^\]]*)\]", page)
+    assert m
+    assert [float(x) for x in m[1].split()] == pytest.approx([leak] * 3, rel=1e-5)
+    assert "fill -1e+09: weights of the masked keys = [0. 0. 0.]" in page
+
+
+@pytest.mark.parametrize("chapter", ["05_why_divide_by_sqrt_dk", "06_causal_masking", "07_multi_head_preview"])
+def test_at_least_two_predict_then_check_blocks(chapter):
+    text = built_page(f"chapters/{chapter}.html")
+    assert text.count("Predict, then check") >= 2
+
+
+def test_fifteen_masked_entries_of_thirty_six(page):
+    assert sum(j > i for i in range(6) for j in range(6)) == 15 == 6 * 5 // 2
+    assert "permitted entries: 21  masked entries: 15" in page
+
+
+def test_fill_of_minus_1e9_underflows_in_float64():
+    # "far below the smallest float64": exp(-1e9) is 0, the smallest positive float64 is about e^-744
+    assert math.exp(-1e9) == 0.0 and math.log(5e-324) > -1e9
+
+
+def test_padded_queries_get_zero_weights_and_outputs(page):
+    _, x = lib.example_sentence()
+    w = lib.example_projections()
+    x_pad = np.vstack([np.zeros((2, x.shape[1])), x[:4]])
+    real = [False, False, True, True, True, True]
+    allowed = [[j <= i and real[j] for j in range(6)] for i in range(6)]
+    out, weights = naive_attention((x_pad @ w["w_q"]).tolist(), (x_pad @ w["w_k"]).tolist(),
+                                   (x_pad @ w["w_v"]).tolist(), allowed=allowed)
+    assert out[:2] == [[0.0, 0.0], [0.0, 0.0]] and weights[:2] == [[0.0] * 6] * 2
+    assert re.search(r"outputs of the two <pad> queries:\s*\[\[0\. 0\.\]\s*\[0\. 0\.\]\]", page)
+    assert "any NaN anywhere: False" in page
+
+
+def test_bottom_right_alignment_reproduces_the_last_rows(page, qkv):
+    q, k, v = qkv
+    full, _ = naive_attention(q, k, v, allowed=causal(6, 6))
+    top_left, _ = naive_attention(q[4:], k, v, allowed=causal(2, 6))
+    bottom_right, _ = naive_attention(q[4:], k, v, allowed=[[j <= i + 4 for j in range(6)] for i in range(2)])
+    assert np.allclose(bottom_right, full[4:]) and not np.allclose(top_left, full[4:])
+    assert re.search(r"top-left alignment reproduces rows 4 and 5: +False", page)
+    assert re.search(r"bottom-right alignment reproduces rows 4 and 5: +True", page)
