@@ -94,7 +94,7 @@ Adding an assignment (e.g. hw8)
    ``tests/test_homework_*.py`` pick the new assignment up by itself.
 """
 
-from . import hw1, hw2, hw3, hw4, hw5, hw6, hw7, hw8
+from . import hw1, hw2, hw3, hw4, hw5, hw6, hw7, hw8, hw9
 from .core import (
     CheckFailed,
     Verdict,
@@ -105,7 +105,7 @@ from .core import (
 )
 
 #: Assignment name -> its module, in course order.
-ASSIGNMENTS = {m.A.name: m for m in (hw1, hw2, hw3, hw4, hw5, hw6, hw7, hw8)}
+ASSIGNMENTS = {m.A.name: m for m in (hw1, hw2, hw3, hw4, hw5, hw6, hw7, hw8, hw9)}
 
 __all__ = [
     "ASSIGNMENTS",
@@ -122,5 +122,6 @@ __all__ = [
     "hw6",
     "hw7",
     "hw8",
+    "hw9",
     "run_cases",
 ]

@@ -17,9 +17,11 @@ blocked_attention       the same output without the full score matrix (online so
 online_softmax, online_softmax_steps    softmax from a running max and sum over blocks
 split_heads, merge_heads, multi_head_attention
 seed_toy_example, example_sentence, example_projections, SENTENCE    shared example inputs
+softmax_backward, attention_backward    gradients through the softmax and through attention
 """
 
 from .attention import attend_one_query, scaled_dot_product_attention, scaled_scores
+from .backward import attention_backward, softmax_backward
 from .blocked import blocked_attention, online_softmax, online_softmax_steps
 from .examples import SENTENCE, example_projections, example_sentence, seed_toy_example
 from .masks import causal_mask
@@ -31,6 +33,7 @@ from .softmax import softmax
 __all__ = [
     "SENTENCE",
     "attend_one_query",
+    "attention_backward",
     "blocked_attention",
     "causal_mask",
     "dot_product_scores",
@@ -45,5 +48,6 @@ __all__ = [
     "scaled_scores",
     "seed_toy_example",
     "softmax",
+    "softmax_backward",
     "split_heads",
 ]

@@ -1,0 +1,261 @@
+"""Homework 9: the backward pass of attention.
+
+Learner functions:
+
+``softmax_backward(a, grad_a)``
+    ``a`` = softmax(s) along the last axis (rows of weights; a masked entry
+    has weight 0, a row with nothing permitted is all 0) and ``grad_a`` =
+    dL/da of the same shape; returns dL/ds = a * (grad_a - rowsum(grad_a * a)).
+``attention_backward(q, k, v, grad_out, mask=None)``
+    q (..., n_q, d_k), k (..., n_k, d_k), v (..., n_k, d_v) with the same
+    leading dimensions, grad_out = dL/dO (..., n_q, d_v), mask None or
+    boolean (n_q, n_k) (True = may attend). Returns ``(dq, dk, dv)`` for
+    O = softmax(Q K^T / sqrt(d_k), masked) V, each of its input's shape;
+    float32 stays float32.
+
+Expected values come from ``lib.softmax_backward`` and
+``lib.attention_backward`` (which the tests check against central finite
+differences of ``lib.scaled_dot_product_attention``).
+
+Tolerances (see :func:`gradient_tolerances`): an entry may differ from lib's
+by ``rtol * (|expected| + S)``, where S is the largest entry of the same
+formula evaluated on absolute values (no cancellation), and rtol is
+:func:`grading._common.attention_rtol` (the weights' sensitivity to rounding
+in the logits) plus ``4 * eps * (n_q + n_k + d_k + d_v)`` (the rounding of the
+sums in the backward pass, each at most that long, in any order: einsum,
+loops or an explicit Jacobian all stay within it). A mistake (no scale, A
+instead of A^T, no row-sum term) changes the gradient by a fraction of order
+one, far above these bounds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import DTYPES, attention_rtol, describe_inputs, generator, judge_each, normal, unpack
+from .core import RTOL, Assignment, Mismatch, check_form, compare_arrays, make_case, reference
+
+A = Assignment("hw9_attention_backward", chapter="chapters/09_a_head_that_learns.md")
+
+
+def _eps(dtype) -> float:
+    return float(np.finfo(np.dtype(dtype)).eps)
+
+
+def _softmax_rtol(a: np.ndarray) -> float:
+    """rtol for dL/ds: the base tolerance of the dtype plus the rounding of one row sum."""
+    return RTOL.get(a.dtype.name, RTOL["float64"]) + 4 * _eps(a.dtype) * a.shape[-1]
+
+
+def _softmax_scale(a: np.ndarray, g: np.ndarray) -> float:
+    """S for dL/ds = a (g - sum(g a)): the same formula on absolute values."""
+    a, g = np.abs(a.astype(np.float64)), np.abs(g.astype(np.float64))
+    return max(1e-300, float((a * (g + (g * a).sum(-1, keepdims=True))).max(initial=0.0)))
+
+
+# ------------------------------------------------------------- softmax backward
+
+
+def _rows(gen: np.random.Generator, shape: tuple[int, ...], dtype, masked: bool) -> np.ndarray:
+    lib = reference()
+    s = gen.standard_normal(shape) * 2.0
+    if masked:
+        s[gen.random(shape) < 0.3] = -np.inf
+        s.reshape(-1, shape[-1])[0] = -np.inf                  # a row with nothing permitted
+    return lib.softmax(s).astype(dtype)
+
+
+def _softmax_case(a: np.ndarray, g: np.ndarray, note: str = "") -> dict:
+    label = describe_inputs(a=a, grad_a=g) + (f", {note}" if note else "")
+    return make_case("softmax_backward", a, g, label=label)
+
+
+def _softmax_visible(seed: int) -> list[dict]:
+    gen = generator(seed, 1)
+    return [
+        _softmax_case(np.array([0.5, 0.5]), np.array([1.0, 0.0]), "one row of two equal weights"),
+        _softmax_case(np.array([[0.2, 0.3, 0.5], [0.7, 0.2, 0.1]]), np.array([[1.0, -2.0, 0.5], [3.0, 3.0, 3.0]]),
+                      "the second row's grad_a is constant"),
+        _softmax_case(np.array([[0.4, 0.0, 0.6], [0.0, 0.0, 0.0]]), np.array([[1.0, 5.0, -1.0], [2.0, 1.0, 0.0]]),
+                      "a masked entry (weight 0) and a row with nothing permitted"),
+        _softmax_case(_rows(gen, (2, 3, 5), np.float32, False), normal(gen, (2, 3, 5), np.float32)),
+    ]
+
+
+def _softmax_hidden(seed: int) -> list[dict]:
+    gen = generator(seed, 2)
+    out = []
+    for i in range(8):
+        lead = ((), (3,), (2, 2))[i % 3]
+        dtype = DTYPES[(i // 2) % 2]
+        shape = (*lead, int(gen.integers(1, 6)), int(gen.integers(1, 9)))
+        a = _rows(gen, shape, dtype, masked=i % 2 == 1)
+        g = normal(gen, shape, dtype, scale=10.0 ** gen.uniform(-1, 1))
+        out.append(_softmax_case(a, g, "with masked entries and a row with nothing permitted" if i % 2 else ""))
+    return out
+
+
+def _judge_softmax(cases: list[dict], results: list[dict]) -> str:
+    lib = reference()
+
+    def one(args, kwargs, got, name):
+        a, g = args
+        expected = lib.softmax_backward(a, g)
+        check_form(got, expected, what=name)
+        try:
+            compare_arrays(got, expected, what=name, scale=_softmax_scale(a, g), rtol=_softmax_rtol(a))
+        except Mismatch as exc:
+            got64 = got.astype(np.float64)
+            if np.allclose(got64, a * g, rtol=1e-4, atol=1e-7):
+                raise Mismatch(f"{exc}. Hint: this is a * grad_a, without the row-sum term: the weights of a "
+                               "row sum to 1, so raising one lowers the others; subtract sum_j a_j grad_a_j "
+                               "from grad_a before multiplying by a") from None
+            if np.allclose(got64, g - (g * a).sum(-1, keepdims=True), rtol=1e-4, atol=1e-7):
+                raise Mismatch(f"{exc}. Hint: multiply (grad_a - rowsum(grad_a * a)) by a, entry by entry") from None
+            raise
+
+    return f"{judge_each(cases, results, one)} cases match lib.softmax_backward"
+
+
+# ------------------------------------------------------------- attention backward
+
+
+def _attention_case(q, k, v, g, mask=None, note: str = "") -> dict:
+    label = describe_inputs(q=q, k=k, v=v, grad_out=g) + (f", {note}" if note else ", no mask")
+    return make_case("attention_backward", q, k, v, g, mask, label=label)
+
+
+def _attention_visible(seed: int) -> list[dict]:
+    lib = reference()
+    gen = generator(seed, 3)
+    ex = lib.seed_toy_example()
+    q, k, v = (normal(gen, s) for s in ((4, 3), (5, 3), (5, 2)))
+    mask = gen.random((4, 5)) < 0.6
+    mask[:, 0] = True
+    mask[2] = False                                               # query 2 may attend to no key
+    q6, k6, v6 = (normal(gen, (6, d), np.float32) for d in (4, 4, 3))
+    return [
+        _attention_case(ex["q"], ex["k"], ex["v"], np.ones((1, 2)), note="seed 002's toy example, L = sum of O"),
+        _attention_case(q, k, v, normal(gen, (4, 2))),
+        _attention_case(q, k, v, normal(gen, (4, 2)), mask, note="a boolean mask; query 2 may attend to no key"),
+        _attention_case(q6, k6, v6, normal(gen, (6, 3), np.float32), np.tri(6, dtype=bool), note="causal mask"),
+    ]
+
+
+def _attention_hidden(seed: int) -> list[dict]:
+    gen = generator(seed, 4)
+    out = []
+    for i in range(8):
+        lead = ((), (2,), (2, 3))[i % 3]
+        dtype = DTYPES[(i // 2) % 2]
+        n_q, n_k = int(gen.integers(1, 8)), int(gen.integers(1, 8))
+        d_k, d_v = int(gen.integers(2, 9)), int(gen.integers(1, 6))
+        scale = 10.0 ** gen.uniform(-0.5, 0.3)
+        q, k = normal(gen, (*lead, n_q, d_k), dtype, scale), normal(gen, (*lead, n_k, d_k), dtype, scale)
+        v, g = normal(gen, (*lead, n_k, d_v), dtype), normal(gen, (*lead, n_q, d_v), dtype)
+        mask, note = None, ""
+        if i % 4 == 1:
+            mask, note = np.tri(n_q, n_k, dtype=bool), "causal mask"
+        elif i % 4 == 3:
+            mask, note = gen.random((n_q, n_k)) < 0.6, "random mask"
+        out.append(_attention_case(q, k, v, g, mask, note))
+    return out
+
+
+def gradient_tolerances(q, k, v, g, mask) -> dict[str, tuple[float, float]]:
+    """(rtol, S) for dq, dk and dv; see the module's docstring for the derivation."""
+    lib = reference()
+    _, a = lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)
+    a = a.astype(np.float64)
+    aq, ak, av, ag = (np.abs(x.astype(np.float64)) for x in (q, k, v, g))
+    factor = 1.0 / np.sqrt(q.shape[-1])
+    da = ag @ np.swapaxes(av, -1, -2)
+    ds = a * (da + (da * a).sum(-1, keepdims=True))
+    bounds = {"dq": factor * ds @ ak, "dk": factor * np.swapaxes(ds, -1, -2) @ aq, "dv": np.swapaxes(a, -1, -2) @ ag}
+    n_q, n_k, d_k, d_v = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
+    rtol = attention_rtol(q, k) + 4 * _eps(np.result_type(q, k, v, g)) * (n_q + n_k + d_k + d_v)
+    return {name: (rtol, max(1e-300, float(b.max(initial=0.0)))) for name, b in bounds.items()}
+
+
+def _attention_judge(parts: tuple[str, ...]):
+    def judge(cases: list[dict], results: list[dict]) -> str:
+        lib = reference()
+
+        def one(args, kwargs, got, name):
+            q, k, v, g, mask = args
+            expected = dict(zip(("dq", "dk", "dv"), lib.attention_backward(q, k, v, g, mask)))
+            got = dict(zip(("dq", "dk", "dv"), unpack(got, ("dq", "dk", "dv"), name)))
+            tols = gradient_tolerances(q, k, v, g, mask)
+            for part in parts:
+                what = f"{name}, {part}"
+                if isinstance(got[part], np.ndarray) and part == "dv" and got[part].shape != expected[part].shape:
+                    a = lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)[1]
+                    if got[part].shape == (a @ g).shape:
+                        raise Mismatch(f"{what} returned shape {got[part].shape}; expected {expected[part].shape}. "
+                                       "Hint: dV = A^T dO (the transpose of the weights), not A dO") from None
+                check_form(got[part], expected[part], what=what)
+                rtol, bound = tols[part]
+                try:
+                    compare_arrays(got[part], expected[part], what=what, scale=bound, rtol=rtol)
+                except Mismatch as exc:
+                    raise Mismatch(f"{exc}{_attention_hint(part, got[part], q, k, v, g, mask)}") from None
+
+        try:
+            count = judge_each(cases, results, one)
+        except Mismatch as exc:
+            if "raised" in str(exc) and "matmul" in str(exc):
+                raise Mismatch(f"{exc}. Hint: a matrix product got shapes that do not fit. With A of shape "
+                               "(n_q, n_k): dV = A^T dO is (n_k, d_v), dA = dO V^T is (n_q, n_k), dQ = dS K is "
+                               "(n_q, d_k), dK = dS^T Q is (n_k, d_k)") from None
+            raise
+        return f"{count} cases: {', '.join(parts)} match lib.attention_backward"
+
+    return judge
+
+
+def _attention_hint(part: str, got: np.ndarray, q, k, v, g, mask) -> str:
+    """Name the usual mistake that ``got`` matches, if any."""
+    lib = reference()
+    got = got.astype(np.float64)
+    q, k, v, g = (x.astype(np.float64) for x in (q, k, v, g))
+    d_k = q.shape[-1]
+    close = lambda x: np.allclose(got, x, rtol=1e-4, atol=1e-6 * max(1.0, float(np.abs(x).max(initial=0))))  # noqa: E731
+    if part in ("dq", "dk"):
+        index = ("dq", "dk").index(part)
+        if close(lib.attention_backward(q, k, v, g, mask)[index] * np.sqrt(d_k)):
+            return (". Hint: the scores are S = Q K^T / sqrt(d_k), so dQ and dK carry the factor 1/sqrt(d_k) "
+                    "of the chain rule; it is missing")
+        _, a = lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)
+        ds = a * (g @ np.swapaxes(v, -1, -2)) / np.sqrt(d_k)
+        wrong = ds @ k if part == "dq" else np.swapaxes(ds, -1, -2) @ q
+        if close(wrong):
+            return (". Hint: it matches a softmax backward without the row-sum term: "
+                    "dS = A * (dA - rowsum(dA * A)), not A * dA")
+        if part == "dk":
+            right = lib.attention_backward(q, k, v, g, mask)
+            if right[0].shape == got.shape and close(right[0]):
+                return ". Hint: this is dQ; dK = dS^T Q / sqrt(d_k)"
+    if part == "dv":
+        _, a = lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)
+        if a.shape[-1] == a.shape[-2] and close(a @ g):
+            return ". Hint: dV = A^T dO (the transpose of the weights), not A dO: key j's value is read by every query i"
+    return ""
+
+
+A.add("softmax_backward", ["softmax_backward"], points=2, cases=_softmax_visible, judge=_judge_softmax,
+      description="small rows, a constant incoming gradient, a masked entry, a row with nothing permitted, float32")
+A.add("softmax_backward_hidden", ["softmax_backward"], points=2, cases=_softmax_hidden, judge=_judge_softmax,
+      description="random weights with masked entries and empty rows, batch dimensions, float32 and float64")
+A.add("attention_dv", ["attention_backward"], points=1, cases=_attention_visible, judge=_attention_judge(("dv",)),
+      description="dV on the seed's toy example, random inputs, a mask with an empty row, a causal float32 case")
+A.add("attention_dv_hidden", ["attention_backward"], points=1, cases=_attention_hidden,
+      judge=_attention_judge(("dv",)),
+      description="dV on random sizes, batch dimensions, causal and random masks, float32 and float64")
+A.add("attention_dq_dk", ["attention_backward"], points=2, cases=_attention_visible,
+      judge=_attention_judge(("dq", "dk")),
+      description="dQ and dK on the same inputs as attention_dv")
+A.add("attention_dq_dk_hidden", ["attention_backward"], points=2, cases=_attention_hidden,
+      judge=_attention_judge(("dq", "dk")),
+      description="dQ and dK on random sizes, batch dimensions, causal and random masks, float32 and float64")
+
+A.export(globals())
