@@ -143,7 +143,8 @@ def _analyse_only(args: argparse.Namespace) -> int:
         return 2
     reports_dir = out / "reports" / args.assignment
     try:
-        analysis = item_analysis.write(db_url, course_id_of(args.course.resolve()), args.assignment, reports_dir)
+        analysis = item_analysis.write(db_url, course_id_of(args.course.resolve()), args.assignment, reports_dir,
+                                       order=item_analysis.release_order(args.course, args.assignment))
     except item_analysis.AnalysisError as exc:
         print(f"classgrader: {exc}", file=sys.stderr)
         return 2

@@ -36,7 +36,7 @@ from .grade import write_json_atomic, write_text_atomic
 # Okabe & Ito's colour-blind-safe palette (as the class histogram).
 BLUE = "#0072B2"
 TOP_MESSAGES = 3
-_NUMBER = re.compile(r"(?<![A-Za-z_])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
 class AnalysisError(RuntimeError):
@@ -81,10 +81,22 @@ def scores_from_gradebook(db_url: str, course_id: str, assignment: str,
     return points, per_student
 
 
-def messages_from_results(results_dir: Path) -> tuple[dict[str, dict[str, str]], list[str]]:
-    """(``{student: {cell: message}}``, the cells in notebook order) from the class grader's result files."""
+def release_order(course: Path, assignment: str) -> list[str]:
+    """The graded cells' ids in the order of the release notebook (``exercises/<assignment>/``)."""
+    import nbformat
+
+    order = []
+    for path in sorted((course / "exercises" / assignment).glob("*.ipynb"))[:1]:
+        for cell in nbformat.read(path, as_version=4).cells:
+            meta = cell.get("metadata", {}).get("nbgrader", {}) or {}
+            if meta.get("grade") and meta.get("grade_id"):
+                order.append(meta["grade_id"])
+    return order
+
+
+def messages_from_results(results_dir: Path) -> dict[str, dict[str, str]]:
+    """``{student: {cell: message}}`` from the class grader's result files."""
     messages: dict[str, dict[str, str]] = {}
-    order: list[str] = []
     for path in sorted(results_dir.glob("*.json")) if results_dir.is_dir() else []:
         try:
             data = json.loads(path.read_text())
@@ -93,11 +105,9 @@ def messages_from_results(results_dir: Path) -> tuple[dict[str, dict[str, str]],
         cells = data.get("cells") if isinstance(data, dict) else None
         if not isinstance(cells, dict):
             continue
-        if not order:
-            order = list(cells)
         messages[str(data.get("student", path.stem))] = {
             gid: str(c.get("message") or "") for gid, c in cells.items() if isinstance(c, dict)}
-    return messages, order
+    return messages
 
 
 def analyse(points: dict[str, float], scores: dict[str, dict[str, float]],
@@ -238,12 +248,16 @@ def csv_text(analysis: dict) -> str:
     return buf.getvalue()
 
 
-def write(db_url: str, course_id: str, assignment: str, reports_dir: Path, *, notebook: str | None = None) -> dict:
-    """Analyse from the gradebook and ``reports_dir/results``; write the report files; return the analysis."""
+def write(db_url: str, course_id: str, assignment: str, reports_dir: Path, *, notebook: str | None = None,
+          order: list[str] | None = None) -> dict:
+    """Analyse from the gradebook and ``reports_dir/results``; write the report files; return the analysis.
+
+    ``order`` lists the graded cells in notebook order (see :func:`release_order`).
+    """
     points, scores = scores_from_gradebook(db_url, course_id, assignment, notebook)
     if not scores:
         raise AnalysisError(f"the gradebook holds no submission of {assignment!r}: nothing to analyse")
-    messages, order = messages_from_results(reports_dir / "results")
+    messages = messages_from_results(reports_dir / "results")
     analysis = analyse(points, scores, messages, order, assignment=assignment)
     images = {}
     for i, it in enumerate(analysis["cells"]):

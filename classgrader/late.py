@@ -119,26 +119,23 @@ def parse_time(text: str, default_zone: dt.tzinfo, *, source: str = "the timesta
     raw = (text or "").strip()
     if not raw:
         raise TimestampError(f"{source} is empty")
-    stamp, tz = raw, None
     m = _BLACKBOARD.match(raw)
-    if m:
-        stamp = "{}-{}-{} {}:{}:{}".format(*m.groups())
-    else:
-        head, _, last = raw.rpartition(" ")
-        if head and not re.match(r"^\d", last):
-            try:
-                tz = zone(last)
-            except LatePolicyError:
-                raise TimestampError(f"{source} {raw!r} ends with an unknown time zone {last!r}") from None
-            stamp = head
-        elif head and _OFFSET.match(last):
-            tz, stamp = zone(last), head
+    stamp = "{}-{}-{} {}:{}:{}".format(*m.groups()) if m else raw
+    tz, zone_word = None, ""
+    head, _, last = stamp.rpartition(" ")
+    if head and (_OFFSET.match(last) or not re.match(r"^\d", last)):
+        stamp, zone_word = head, last  # "<date> <time> <zone>", the zone read once the date is
     try:
-        when = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00") if stamp.endswith("Z") else stamp)
+        when = dt.datetime.fromisoformat(stamp[:-1] + "+00:00" if stamp.endswith("Z") else stamp)
     except ValueError:
         raise TimestampError(
             f"{source} {raw!r} is not a date and time: expected e.g. '2026-03-01 23:59:00 UTC' "
             "or '2026-03-01T23:59:00+01:00'") from None
+    if zone_word:
+        try:
+            tz = zone(zone_word)
+        except LatePolicyError:
+            raise TimestampError(f"{source} {raw!r} ends with an unknown time zone {zone_word!r}") from None
     if when.tzinfo is not None and tz is not None:
         raise TimestampError(f"{source} {raw!r} gives its time zone twice")
     if when.tzinfo is None:

@@ -218,7 +218,8 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
         from . import item_analysis
 
         try:
-            item_analysis.write(db_url, cid, assignment, paths.reports, notebook=paths.stem)
+            item_analysis.write(db_url, cid, assignment, paths.reports, notebook=paths.stem,
+                                order=list(info.grade_cells))
         except item_analysis.AnalysisError as exc:
             log(f"classgrader: no item analysis: {exc}")
     summary["reports"] = str(paths.reports)
