@@ -372,6 +372,15 @@ def policy_for(course: Path, assignment: str, overrides: dict[str, Any] | None =
     return make_policy(assignment, settings)
 
 
+def with_gradebook_duedate(policy: Policy, duedate: dt.datetime | None) -> Policy:
+    """Without a configured deadline, nbgrader's own due date (``nbgrader db assignment add
+    --duedate``, naive UTC in the gradebook) is the deadline."""
+    if policy.deadline is not None or duedate is None:
+        return policy
+    aware = duedate.replace(tzinfo=UTC) if duedate.tzinfo is None else duedate
+    return dataclasses.replace(policy, deadline=aware)
+
+
 def annotate(result: dict, sub: Any, policy: Policy) -> bool:
     """Set ``result["late"]`` for the submission ``sub`` (an :class:`~classgrader.intake.Submission`).
 

@@ -119,6 +119,7 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
         if submissions.is_file():
             root = intake.extract_zip(submissions, Path(tmp) / "unzipped")
         known = [s.id for s in writer.gb.students]
+        policy = late.with_gradebook_duedate(policy, writer.gb.find_assignment(assignment).duedate)
         subs = intake.discover(root, assignment, info.notebook, roster=list(roster or []) + known)
         if not subs:
             raise intake.IntakeError(f"no submissions of {assignment} found in {submissions}")

@@ -138,6 +138,14 @@ def test_without_a_deadline_nothing_is_late():
     assert out["status"] == "no_deadline" and out["penalty"] == 0 and out["note"] == ""
 
 
+def test_nbgraders_own_due_date_is_the_deadline_when_none_is_configured():
+    from_gradebook = late.with_gradebook_duedate(late.make_policy("hw2", {"penalty": "1"}), dt.datetime(2026, 3, 1, 12))
+    assert from_gradebook.deadline == dt.datetime(2026, 3, 1, 12, tzinfo=UTC)  # naive UTC, as nbgrader stores it
+    assert cost(from_gradebook, "2026-03-01 12:30:00 UTC")["penalty"] == 1
+    configured = policy(penalty="1")
+    assert late.with_gradebook_duedate(configured, dt.datetime(2020, 1, 1)) is configured
+
+
 def test_lms_exports_canvas_late_marker_blackboard_date_moodle_nothing():
     p = policy(penalty="10%", timezone="Europe/Berlin")
     canvas = cost(p, None, lms_late=True)
