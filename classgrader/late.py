@@ -345,7 +345,9 @@ def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str
     capped = ""
     if policy.cap is not None and penalty > policy.cap.points(max_score):
         penalty, capped = policy.cap.points(max_score), f", capped at {policy.cap}"
-    penalty = round(min(penalty, max(raw_score, 0.0)), 6)  # as nbgrader: never below a score of 0
+    if penalty > max(raw_score, 0.0):  # as nbgrader: never below a score of 0
+        penalty, capped = max(raw_score, 0.0), capped + ", limited to the raw score"
+    penalty = round(penalty, 6)
     out.update(periods=periods, penalty=penalty, final_score=round(raw_score - penalty, 6),
                note=f"{why}: late penalty {penalty:g} point{'s' * (penalty != 1)}{capped}")
     if seconds is None:

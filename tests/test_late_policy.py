@@ -120,7 +120,7 @@ def test_the_cap_and_the_score_bound_the_penalty():
     week = cost(p, "2026-03-08 12:00:00 UTC")                       # 7 started days: 14 points, capped at 5
     assert week["periods"] == 7 and week["penalty"] == 5 and week["final_score"] == 5 and "capped" in week["note"]
     low = cost(p, "2026-03-08 12:00:00 UTC", raw=3.0)               # never below 0 (nbgrader's rule)
-    assert low["penalty"] == 3 and low["final_score"] == 0
+    assert low["penalty"] == 3 and low["final_score"] == 0 and "limited to the raw score" in low["note"]
 
 
 def test_the_deadline_zone_and_the_timestamp_zone_are_compared_as_instants():
@@ -202,3 +202,28 @@ def test_the_cli_refuses_a_bad_policy_with_a_clear_message(capsys):
                      str(Path(__file__).resolve().parents[1]), "--deadline", "soon", "--no-sandbox"])
     assert code == 2
     assert "late policy: the deadline of hw2_stable_softmax 'soon' is not a date and time" in capsys.readouterr().err
+
+
+def test_the_instructors_page_table_of_penalties_is_right():
+    """Each row of the worked table on the built instructors' page, recomputed with plain datetime
+    arithmetic: deadline 23:59 in Berlin, 1 point (10% of 10) per started day, 15 min grace, cap 5."""
+    import html
+    import math
+    import re
+
+    from built_book import built_page
+
+    page = built_page("appendix/instructors.html")
+    table = page[page.index("final score of a 10/10"):]
+    rows = re.findall(r"<tr><td><code>([^<]+)</code></td><td>([^<]*)</td><td>([^<]+)</td><td>([^<]+)</td></tr>",
+                      table)
+    assert len(rows) == 6
+    deadline = dt.datetime(2026, 3, 1, 23, 59, tzinfo=BERLIN)
+    for stamp, words, penalty, final in rows:
+        date, time, zone_name = html.unescape(stamp).split(" ")
+        when = dt.datetime.fromisoformat(f"{date} {time}").replace(
+            tzinfo=UTC if zone_name == "UTC" else BERLIN)
+        minutes_late = (when - deadline).total_seconds() / 60
+        expected = 0 if minutes_late <= 15 else min(math.ceil(minutes_late / (24 * 60)) * 1.0, 5.0)
+        assert float(penalty) == expected, (stamp, words)
+        assert float(final) == 10 - expected, stamp
