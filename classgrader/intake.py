@@ -60,7 +60,7 @@ class Submission:
     extra_files: dict[str, Path] = dataclasses.field(default_factory=dict)
     timestamp: str | None = None
     timestamp_source: str = ""  # where the timestamp came from, for messages
-    lms_late: bool = False  # the LMS marked it late without giving a time (Canvas)
+    lms_late: bool | None = None  # Canvas's verdict without a time: True = marked LATE, False = not; None: no word
 
 
 class IntakeError(ValueError):
@@ -161,26 +161,27 @@ def _nbgrader(root: Path, assignment: str, notebook: str) -> list[Submission]:
     return subs
 
 
-def lms_time(name: str) -> tuple[str | None, bool]:
+def lms_time(name: str) -> tuple[str | None, bool | None]:
     """(submission time text, marked late) that an LMS file name records.
 
     Blackboard writes the attempt's date (local time, no zone); Canvas writes
-    only ``_LATE`` for a submission after its due date; Moodle writes neither.
+    ``_LATE`` for a submission after its own due date and nothing otherwise
+    (so ``False``: Canvas did not find it late); Moodle writes neither (``None``).
 
     >>> lms_time("Homework 2_jsmith_attempt_2026-03-01-10-20-30_hw2.ipynb")
-    ('2026-03-01-10-20-30', False)
-    >>> lms_time("doejohn_LATE_222_333_hw2.ipynb")
-    (None, True)
+    ('2026-03-01-10-20-30', None)
+    >>> lms_time("doejohn_LATE_222_333_hw2.ipynb"), lms_time("smithjane_101_9001_hw2.ipynb")
+    ((None, True), (None, False))
     """
     m = BLACKBOARD.match(name)
     if m:
-        return m["stamp"], False
+        return m["stamp"], None
     if MOODLE.match(name):
-        return None, False
+        return None, None
     m = CANVAS.match(name)
     if m:
         return None, bool(re.match(r"^[^_]+?_LATE_\d+_\d+_", name, re.I))
-    return None, False
+    return None, None
 
 
 def parse_name(name: str) -> tuple[str, str, str, str] | None:
@@ -238,7 +239,7 @@ def _flat(root: Path, notebook: str) -> list[Submission]:
         renamed = not _not_renamed(original, notebook) if original else path.suffix.lower() != ".ipynb"
         named = path.name
         stamp, late = lms_time(named)
-        if stamp is None and not late and path.parent != root:  # Moodle's folder per student
+        if stamp is None and late is None and path.parent != root:  # Moodle's folder per student
             named = path.parent.name
             stamp, late = lms_time(named)
         subs.append(Submission(sid, path, original or path.name, lms, display_name=display,

@@ -10,7 +10,8 @@ Where the submission time comes from
 - **Canvas** puts ``_LATE`` in the file name of a submission it received after
   its own due date, and no time at all. Such a submission is charged one
   period (one day or one hour: the least any late submission past the grace
-  period costs), and its note says that the real time is unknown.
+  period costs), and its note says that the real time is unknown; one without
+  the marker counts as on time, as Canvas found it.
 - **Moodle**'s export has no submission time. Without a time nothing is
   charged, and the note says so; ``--timestamps FILE`` (CSV ``student_id,
   submitted_at``, e.g. made from the LMS's grading worksheet) supplies times
@@ -283,7 +284,8 @@ def read_timestamps_file(path: Path) -> dict[str, str]:
 
 
 def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str | None,
-           timestamp_source: str = "timestamp.txt", lms_late: bool = False, submitted: bool = True) -> dict:
+           timestamp_source: str = "timestamp.txt", lms_late: bool | None = None,
+           submitted: bool = True) -> dict:
     """What lateness costs one submission: a plain dict stored in its result as ``late``.
 
     Keys: ``submitted_at`` (ISO 8601 in UTC, or None), ``source`` (where the time
@@ -316,6 +318,10 @@ def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str
         out["status"] = "no_deadline"
         return out
     if when is None:
+        if lms_late is False:
+            out.update(status="on_time", source="LMS",
+                       note="the LMS did not mark it late (its export gives no time)")
+            return out
         if lms_late:
             periods = 1
             seconds = None
@@ -393,7 +399,7 @@ def annotate(result: dict, sub: Any, policy: Policy) -> bool:
     result["late"] = assess(
         policy, raw_score=float(result.get("score") or 0.0), max_score=float(result.get("max_score") or 0.0),
         timestamp=sub.timestamp, timestamp_source=sub.timestamp_source or "timestamp.txt",
-        lms_late=bool(sub.lms_late), submitted=sub.path is not None)
+        lms_late=sub.lms_late, submitted=sub.path is not None)
     return result["late"] != old
 
 

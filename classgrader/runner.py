@@ -125,7 +125,7 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
             raise intake.IntakeError(f"no submissions of {assignment} found in {submissions}")
         for sub in subs:
             if timestamps and sub.student in timestamps:
-                sub.timestamp, sub.timestamp_source, sub.lms_late = timestamps[sub.student], "--timestamps", False
+                sub.timestamp, sub.timestamp_source, sub.lms_late = timestamps[sub.student], "--timestamps", None
 
         todo, results = [], {}
         for sub in subs:

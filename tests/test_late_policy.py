@@ -150,15 +150,18 @@ def test_lms_exports_canvas_late_marker_blackboard_date_moodle_nothing():
     p = policy(penalty="10%", timezone="Europe/Berlin")
     canvas = cost(p, None, lms_late=True)
     assert canvas["status"] == "late_no_time" and canvas["penalty"] == 1 and "no time" in canvas["note"]
+    canvas_on_time = cost(p, None, lms_late=False)
+    assert canvas_on_time["status"] == "on_time" and canvas_on_time["penalty"] == 0
+    assert "did not mark it late" in canvas_on_time["note"]
     moodle = cost(p, None)
     assert moodle["status"] == "no_time" and moodle["penalty"] == 0 and "--timestamps" in moodle["note"]
     stamp, marked = intake.lms_time("Homework 2_jsmith_attempt_2026-03-02-01-00-00_hw2_stable_softmax.ipynb")
-    assert (stamp, marked) == ("2026-03-02-01-00-00", False)
+    assert (stamp, marked) == ("2026-03-02-01-00-00", None)
     bb = cost(p, stamp, timestamp_source="Blackboard")               # 01:00 Berlin = 1 h 1 min late: 1 day
     assert bb["status"] == "late" and bb["seconds_late"] == 61 * 60 and bb["penalty"] == 1
     assert intake.lms_time("doejohn_LATE_222_333_hw2_stable_softmax-1.ipynb") == (None, True)
     assert intake.lms_time("smithjane_101_9001_hw2_stable_softmax.ipynb") == (None, False)
-    assert intake.lms_time("Ada Lovelace_103_assignsubmission_file_hw2.ipynb") == (None, False)
+    assert intake.lms_time("Ada Lovelace_103_assignsubmission_file_hw2.ipynb") == (None, None)
 
 
 def test_lms_times_reach_the_submissions(tmp_path):
@@ -172,7 +175,7 @@ def test_lms_times_reach_the_submissions(tmp_path):
     assert (subs["101"].timestamp, subs["101"].lms_late) == (None, False)
     assert (subs["102"].timestamp, subs["102"].lms_late) == (None, True)
     assert subs["jsmith"].timestamp == "2026-03-02-01-00-00" and "attempt" in subs["jsmith"].timestamp_source
-    assert (subs["103"].timestamp, subs["103"].lms_late) == (None, False)
+    assert (subs["103"].timestamp, subs["103"].lms_late) == (None, None)
 
 
 def test_policy_from_the_course_config_and_a_timestamps_file(tmp_path):
