@@ -36,6 +36,7 @@ from .grade import write_json_atomic, write_text_atomic
 # Okabe & Ito's colour-blind-safe palette (as the class histogram).
 BLUE = "#0072B2"
 TOP_MESSAGES = 3
+_WARNED = re.compile(r"\s*\[it warned:[^\]]*\]")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
@@ -46,10 +47,16 @@ class AnalysisError(RuntimeError):
 def normalise_message(message: str) -> str:
     """A message with its numbers replaced by ``#``, for counting alike messages together.
 
+    The list of warnings a learner's function gave (``[it warned: ...]``) is
+    left out too: the same mistake warns differently in different code.
+
     >>> normalise_message("row 0 sums to 0.999785, not 1 (case 3 of 12)")
     'row # sums to #, not # (case # of #)'
+    >>> normalise_message("row 1 has NaN [it warned: RuntimeWarning: invalid value encountered in divide]")
+    'row # has NaN'
     """
-    return _NUMBER.sub("#", " ".join((message or "").split()))
+    text = _WARNED.sub("", " ".join((message or "").split()))
+    return _NUMBER.sub("#", text)
 
 
 def scores_from_gradebook(db_url: str, course_id: str, assignment: str,
