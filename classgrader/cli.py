@@ -1,4 +1,8 @@
-"""``./course grade ASSIGNMENT SUBMISSIONS`` (or ``python -m classgrader``)."""
+"""``./course grade ASSIGNMENT SUBMISSIONS`` (or ``python -m classgrader``).
+
+``./course grade ASSIGNMENT --analyse-only`` writes the item analysis of an
+assignment already graded (from the gradebook and the results), grading nothing.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import intake, sandbox
+from . import intake, late, sandbox
 from .grade import STATUSES, Settings, SetupError
 from .reports import summary_text
 
@@ -29,8 +33,9 @@ def parser() -> argparse.ArgumentParser:
                + ". README.md (Grading a whole class) explains them, the accepted file names and the sandbox.",
     )
     p.add_argument("assignment", help="assignment name, e.g. hw2_stable_softmax")
-    p.add_argument("submissions", type=Path,
-                   help="nbgrader's submitted/ folder (or the course folder), a flat folder, or a zip from an LMS")
+    p.add_argument("submissions", type=Path, nargs="?",
+                   help="nbgrader's submitted/ folder (or the course folder), a flat folder, or a zip from an LMS "
+                        "(not needed with --analyse-only)")
     p.add_argument("--course", type=Path, default=Path("."),
                    help="course folder with solutions/ and exercises/ (default: current folder)")
     p.add_argument("--out", type=Path, default=None,
@@ -51,6 +56,26 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-sandbox", action="store_true",
                    help="run learner code WITHOUT isolation (trusted code only, e.g. to try the tool)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    a = p.add_argument_group(
+        "after the deadline",
+        "The late policy comes from c.LatePolicy in the course's nbgrader_config.py; these options override it "
+        "for one run. A time without a zone is taken in --timezone. README.md (After the deadline) has the rules.")
+    a.add_argument("--deadline", default=None,
+                   help="this assignment's deadline, e.g. '2026-03-01 23:59' or '2026-03-01T23:59:00+01:00'")
+    a.add_argument("--timezone", default=None,
+                   help="IANA zone (e.g. Europe/Berlin) for deadlines and submission times written without a zone "
+                        "(default UTC, as nbgrader)")
+    a.add_argument("--penalty", default=None,
+                   help="penalty per started period late: points (e.g. 1) or percent of the maximum (e.g. 10%%)")
+    a.add_argument("--period", choices=sorted(late.PERIODS), default=None, help="the penalty's period (default day)")
+    a.add_argument("--grace", default=None, help="lateness that costs nothing, e.g. 15m, 2h (default 0)")
+    a.add_argument("--cap", default=None, help="the most a late submission can lose, points or percent (default none)")
+    a.add_argument("--timestamps", type=Path, default=None,
+                   help="CSV with columns student_id,submitted_at: submission times that win over the files' own "
+                        "(for a Moodle export, which records none)")
+    a.add_argument("--analyse-only", action="store_true",
+                   help="grade nothing: write the item analysis (pass rate, common messages and score histogram "
+                        "per graded cell) of what is already graded into reports/ASSIGNMENT/")
     return p
 
 
@@ -64,8 +89,22 @@ def read_roster(path: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
     from .runner import grade_class
+
+    if args.analyse_only:
+        return _analyse_only(args)
+    if args.submissions is None:
+        p.error("the submissions folder or zip is required (unless --analyse-only)")
+    try:
+        policy = late.policy_for(args.course, args.assignment, {
+            "deadline": args.deadline, "timezone": args.timezone, "penalty": args.penalty,
+            "period": args.period, "grace": args.grace, "cap": args.cap})
+        timestamps = late.read_timestamps_file(args.timestamps) if args.timestamps else None
+    except (late.LatePolicyError, OSError) as exc:
+        print(f"classgrader: late policy: {exc}", file=sys.stderr)
+        return 2
 
     settings = Settings(
         limits=sandbox.Limits(wall_seconds=args.timeout, memory_bytes=_size(args.memory)),
@@ -81,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             workers=args.workers, settings=settings,
             roster=read_roster(args.roster) if args.roster else None,
             regrade=args.regrade, progress=False if args.quiet else None,
-            log=lambda msg: print(msg, file=sys.stderr))
+            log=lambda msg: print(msg, file=sys.stderr), late_policy=policy, timestamps=timestamps)
     except KeyboardInterrupt:
         return 130
     except (SetupError, intake.IntakeError, sandbox.SandboxUnavailable) as exc:
@@ -89,6 +128,28 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(summary_text(summary))
     print(f"reports: {summary['reports']}")
+    return 0
+
+
+def _analyse_only(args: argparse.Namespace) -> int:
+    from . import gradebook, item_analysis
+    from .runner import course_id_of
+
+    out = (args.out or args.course).resolve()
+    db_url = gradebook.normalise_url(args.db_url or gradebook.sqlite_url(out / "gradebook.db"))
+    if not args.db_url and not (out / "gradebook.db").is_file():
+        print(f"classgrader: no gradebook at {out / 'gradebook.db'}: grade the assignment first, or give --db",
+              file=sys.stderr)
+        return 2
+    reports_dir = out / "reports" / args.assignment
+    try:
+        analysis = item_analysis.write(db_url, course_id_of(args.course.resolve()), args.assignment, reports_dir,
+                                       order=item_analysis.release_order(args.course, args.assignment))
+    except item_analysis.AnalysisError as exc:
+        print(f"classgrader: {exc}", file=sys.stderr)
+        return 2
+    print(item_analysis.table_text(analysis))
+    print(f"reports: {reports_dir}")
     return 0
 
 

@@ -2,7 +2,9 @@
 
 The page shows the notebook as graded: the release's text, the learner's
 answers with their (bounded) output, and under each graded test cell its
-points and what the outside comparison found. It is built from the release's
+points and what the outside comparison found. With a late penalty, the header
+shows the raw score, the penalty, the final score and why (see
+:mod:`classgrader.late`). It is built from the release's
 *student* version of the test cells, so hidden tests never appear. Everything
 the learner wrote is escaped; the learner's Markdown is rendered with raw
 HTML switched off.
@@ -14,6 +16,7 @@ import html
 
 from markdown_it import MarkdownIt
 
+from . import late
 from .grade import STATUSES
 
 _MD_RELEASE = MarkdownIt("commonmark", {"html": True})
@@ -31,11 +34,30 @@ pre { background: #f5f5f5; padding: .6rem; overflow-x: auto; white-space: pre-wr
 .pass { background: #e0f0fa; border-left: 4px solid #0072B2; }
 .fail { background: #fbe9dd; border-left: 4px solid #D55E00; }
 .note { color: #444; font-size: .9rem; }
+.late { border-left: 4px solid #D55E00; padding-left: .6rem; }
 """
 
 
 def _esc(text: str) -> str:
     return html.escape(text or "", quote=True)
+
+
+def _score_lines(result: dict) -> list[str]:
+    """The score; with a late penalty, the raw score, the penalty and why."""
+    lt = result.get("late") or {}
+    mx = result["max_score"]
+    if not lt.get("penalty"):
+        lines = [f"<p class=\"score\">Score: {result['score']:g} / {mx:g}</p>"]
+    else:
+        lines = [f"<p class=\"score\">Score: {late.final_score(result):g} / {mx:g}</p>",
+                 f"<p class=\"late\">Raw score {result['score']:g}, late penalty "
+                 f"&minus;{lt['penalty']:g}, final score {late.final_score(result):g}.</p>"]
+    if lt.get("submitted_at"):
+        lines.append(f"<p class=\"note\">Submitted at {_esc(lt['submitted_at'])} (UTC)"
+                     + (f"; deadline {_esc(lt['deadline'])} (UTC)" if lt.get("deadline") else "") + ".</p>")
+    if lt.get("note"):
+        lines.append(f"<p class=\"late\">{_esc(lt['note'][:1:].upper() + lt['note'][1:])}.</p>")
+    return lines
 
 
 def render(result: dict, nb) -> str:
@@ -46,7 +68,7 @@ def render(result: dict, nb) -> str:
         f"<title>{_esc(title)}</title><style>{CSS}</style></head><body>",
         "<header>", f"<h1>{_esc(result['assignment'])}</h1>",
         f"<p>Student: <strong>{_esc(result['student'])}</strong></p>",
-        f"<p class=\"score\">Score: {result['score']:g} / {result['max_score']:g}</p>",
+        *_score_lines(result),
         f"<p>Status: {_esc(STATUSES.get(result['status'], result['status']))}</p>",
     ]
     for note in result.get("notes", []):

@@ -140,10 +140,13 @@ class Writer:
             if sub is None:
                 sub = SubmittedAssignment(assignment=assignment_row, student=student_row)
                 db.add(sub)
-            stamp = result.get("timestamp")
+            late = result.get("late") or {}
+            if late.get("deadline"):  # nbgrader's due date: naive UTC
+                assignment_row.duedate = _naive_utc(late["deadline"])
+            stamp = late.get("submitted_at") or result.get("timestamp")
             if stamp:
                 try:
-                    sub.timestamp = api.utils.parse_utc(stamp)
+                    sub.timestamp = _naive_utc(stamp) if late.get("submitted_at") else api.utils.parse_utc(stamp)
                 except Exception:  # an unreadable timestamp.txt is not worth failing a grade
                     pass
             for nb_row in assignment_row.notebooks:
@@ -152,6 +155,8 @@ class Writer:
                     snb = SubmittedNotebook(notebook=nb_row, assignment=sub)
                     db.add(snb)
                 snb.flagged = bool(result.get("flagged")) if nb_row.name == notebook else snb.flagged
+                if nb_row.name == notebook:  # as nbgrader's AssignLatePenalties: None when not late
+                    snb.late_submission_penalty = float(late["penalty"]) if late.get("penalty") else None
                 grades = {g.cell_id: g for g in snb.grades}
                 for cell in nb_row.grade_cells:
                     grade = grades.get(cell.id) or Grade(cell_id=cell.id, notebook=snb)
@@ -174,6 +179,14 @@ class Writer:
         except BaseException:
             db.rollback()
             raise
+
+
+def _naive_utc(iso: str) -> dt.datetime:
+    """nbgrader stores times as naive UTC datetimes."""
+    when = dt.datetime.fromisoformat(iso)
+    if when.tzinfo is not None:
+        when = when.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return when
 
 
 def utcnow() -> str:

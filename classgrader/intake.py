@@ -23,7 +23,10 @@ Accepted layouts (checked in this order):
 Student ids keep letters, digits, ``.``, ``_``, ``-`` and ``@``; other
 characters become ``_``. When a student has several notebooks, the one named
 like the assignment's notebook wins, then the newest; the others are listed as
-ignored. A student on the roster (``--roster``, the gradebook's students, or
+ignored. The submission time comes from ``timestamp.txt`` (nbgrader) or the
+file name (Blackboard's attempt date; Canvas's ``_LATE`` marker says only
+*that* it was late); :mod:`classgrader.late` turns it into a penalty. A
+student on the roster (``--roster``, the gradebook's students, or
 an nbgrader folder without a notebook) with nothing submitted is *missing*.
 """
 
@@ -56,6 +59,8 @@ class Submission:
     ignored: list[str] = dataclasses.field(default_factory=list)
     extra_files: dict[str, Path] = dataclasses.field(default_factory=dict)
     timestamp: str | None = None
+    timestamp_source: str = ""  # where the timestamp came from, for messages
+    lms_late: bool | None = None  # Canvas's verdict without a time: True = marked LATE, False = not; None: no word
 
 
 class IntakeError(ValueError):
@@ -137,21 +142,46 @@ def _nbgrader(root: Path, assignment: str, notebook: str) -> list[Submission]:
         notebooks = [p for p in files if p.suffix.lower() == ".ipynb"]
         stamp = adir / "timestamp.txt"
         timestamp = stamp.read_text(errors="replace").strip()[:64] if stamp.is_file() else None
+        source = f"{sid}/{assignment}/timestamp.txt"
         if not notebooks:
             others = [p for p in files if p.name != "timestamp.txt"]
             if others:  # something was handed in, just not a notebook
                 chosen, rest = others[0], others[1:]
                 subs.append(Submission(sid, chosen, chosen.name, "nbgrader", renamed=True,
-                                       ignored=[p.name for p in rest], timestamp=timestamp))
+                                       ignored=[p.name for p in rest], timestamp=timestamp, timestamp_source=source))
             else:
-                subs.append(Submission(sid, None, "", "nbgrader", timestamp=timestamp))
+                subs.append(Submission(sid, None, "", "nbgrader", timestamp=timestamp, timestamp_source=source))
             continue
         chosen, rest = _pick(notebooks, notebook)
         extras = {p.name: p for p in files
                   if p.suffix.lower() != ".ipynb" and p.name != "timestamp.txt" and p.stat().st_size <= 10 * 1024 * 1024}
         subs.append(Submission(sid, chosen, chosen.name, "nbgrader", renamed=chosen.name != notebook,
-                               ignored=[p.name for p in rest], extra_files=extras, timestamp=timestamp))
+                               ignored=[p.name for p in rest], extra_files=extras, timestamp=timestamp,
+                               timestamp_source=source))
     return subs
+
+
+def lms_time(name: str) -> tuple[str | None, bool | None]:
+    """(submission time text, marked late) that an LMS file name records.
+
+    Blackboard writes the attempt's date (local time, no zone); Canvas writes
+    ``_LATE`` for a submission after its own due date and nothing otherwise
+    (so ``False``: Canvas did not find it late); Moodle writes neither (``None``).
+
+    >>> lms_time("Homework 2_jsmith_attempt_2026-03-01-10-20-30_hw2.ipynb")
+    ('2026-03-01-10-20-30', None)
+    >>> lms_time("doejohn_LATE_222_333_hw2.ipynb"), lms_time("smithjane_101_9001_hw2.ipynb")
+    ((None, True), (None, False))
+    """
+    m = BLACKBOARD.match(name)
+    if m:
+        return m["stamp"], None
+    if MOODLE.match(name):
+        return None, None
+    m = CANVAS.match(name)
+    if m:
+        return None, bool(re.match(r"^[^_]+?_LATE_\d+_\d+_", name, re.I))
+    return None, None
 
 
 def parse_name(name: str) -> tuple[str, str, str, str] | None:
@@ -207,6 +237,12 @@ def _flat(root: Path, notebook: str) -> list[Submission]:
         chosen_path, rest = _pick([it[0] for it in pool], notebook)
         path, display, original, lms = next(it for it in pool if it[0] == chosen_path)
         renamed = not _not_renamed(original, notebook) if original else path.suffix.lower() != ".ipynb"
+        named = path.name
+        stamp, late = lms_time(named)
+        if stamp is None and late is None and path.parent != root:  # Moodle's folder per student
+            named = path.parent.name
+            stamp, late = lms_time(named)
         subs.append(Submission(sid, path, original or path.name, lms, display_name=display,
-                               renamed=renamed, ignored=[p.name for p in rest]))
+                               renamed=renamed, ignored=[p.name for p in rest], timestamp=stamp,
+                               timestamp_source=f"the file name {named!r}" if stamp else "", lms_late=late))
     return subs

@@ -1,4 +1,10 @@
-"""The class-level outputs: grades CSV, status summary, score histogram."""
+"""The class-level outputs: grades CSV, status summary, score histogram.
+
+``score`` in ``grades.csv`` is the final score, after the late penalty (see
+:mod:`classgrader.late`); ``raw_score`` is the score before it, and
+``late_penalty`` the points taken off, so ``score = raw_score - late_penalty``
+on every row, as in ``nbgrader export``.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +13,14 @@ import csv
 import io
 from pathlib import Path
 
+from . import late
 from .grade import STATUSES, write_json_atomic, write_text_atomic
 
-CSV_COLUMNS = ["student_id", "name", "score", "max_score", "percent", "status", "flagged", "notes"]
+CSV_COLUMNS = ["student_id", "name", "score", "max_score", "percent", "status", "flagged",
+               "raw_score", "late_penalty", "submitted_at", "late", "notes"]
+LATE_WORDS = {"on_time": "on time", "in_grace": "in grace period", "late": "late",
+              "late_no_time": "late (LMS marker, no time)", "no_time": "time unknown",
+              "unreadable": "time unreadable", "no_deadline": "", "missing": ""}
 # Okabe & Ito's colour-blind-safe palette.
 BLUE, VERMILLION = "#0072B2", "#D55E00"
 
@@ -21,17 +32,27 @@ def grades_csv(results: list[dict]) -> str:
     writer.writerow(CSV_COLUMNS)
     for r in sorted(results, key=lambda r: r["student"]):
         mx = float(r.get("max_score") or 0)
-        score = float(r.get("score") or 0)
+        raw = float(r.get("score") or 0)
+        score = late.final_score(r)
+        lt = r.get("late") or {}
+        notes = list(r.get("notes", [])) + ([lt["note"]] if lt.get("note") else [])
         writer.writerow([
             r["student"], r.get("display_name") or "", f"{score:g}", f"{mx:g}",
             f"{100 * score / mx:.1f}" if mx else "", r["status"],
-            "yes" if r.get("flagged") else "", " | ".join(r.get("notes", []))[:500],
+            "yes" if r.get("flagged") else "", f"{raw:g}", f"{late.penalty_of(r):g}",
+            lt.get("submitted_at") or "", LATE_WORDS.get(lt.get("status", ""), lt.get("status", "")),
+            " | ".join(notes)[:500],
         ])
     return buf.getvalue()
 
 
-def summary(results: list[dict], *, assignment: str, seconds: float, workers: int) -> dict:
+def summary(results: list[dict], *, assignment: str, seconds: float, workers: int,
+            policy: late.Policy | None = None) -> dict:
     counts = collections.Counter(r["status"] for r in results)
+    lates = [r for r in results if (r.get("late") or {}).get("status") in ("late", "late_no_time")]
+    unknown = {(r.get("late") or {}).get("status"): [] for r in results}
+    for r in results:
+        unknown[(r.get("late") or {}).get("status")].append(r["student"])
     return {
         "assignment": assignment,
         "students": len(results),
@@ -39,6 +60,14 @@ def summary(results: list[dict], *, assignment: str, seconds: float, workers: in
         "flagged": sorted(r["student"] for r in results if r.get("flagged")),
         "mean_score": round(sum(r.get("score") or 0 for r in results) / len(results), 3) if results else None,
         "max_score": max((r.get("max_score") or 0 for r in results), default=0),
+        "mean_final_score": round(sum(late.final_score(r) for r in results) / len(results), 3) if results else None,
+        "late_policy": policy.describe() if policy is not None else None,
+        "late": sorted(r["student"] for r in lates),
+        "late_penalty_total": round(sum(late.penalty_of(r) for r in lates), 6),
+        "in_grace": sorted(unknown.get("in_grace", [])),
+        "time_unknown": sorted(unknown.get("no_time", [])),
+        "time_unreadable": {r["student"]: r["late"]["note"] for r in results
+                            if (r.get("late") or {}).get("status") == "unreadable"},
         "seconds": round(seconds, 2),
         "workers": workers,
     }
@@ -52,6 +81,18 @@ def summary_text(s: dict) -> str:
         lines.append("  flagged (in-kernel tests passed, outside comparison failed): " + ", ".join(s["flagged"]))
     if s["mean_score"] is not None:
         lines.append(f"  mean score {s['mean_score']:g} / {s['max_score']:g}")
+    if s.get("late_policy"):
+        lines.append(f"  late policy: {s['late_policy']}")
+    if s.get("late"):
+        lines.append(f"  late ({len(s['late'])}, {s['late_penalty_total']:g} points of penalties): "
+                     + ", ".join(s["late"]))
+        lines.append(f"  mean final score {s['mean_final_score']:g} / {s['max_score']:g}")
+    if s.get("in_grace"):
+        lines.append("  late within the grace period, no penalty: " + ", ".join(s["in_grace"]))
+    if s.get("time_unknown"):
+        lines.append("  no submission time recorded, no penalty computed: " + ", ".join(s["time_unknown"]))
+    for student, note in (s.get("time_unreadable") or {}).items():
+        lines.append(f"  {student}: {note}")
     return "\n".join(lines)
 
 
@@ -84,10 +125,11 @@ def histogram(results: list[dict], path: Path, *, assignment: str) -> None:
     tmp.replace(path)
 
 
-def write_all(results: list[dict], out: Path, *, assignment: str, seconds: float, workers: int) -> dict:
+def write_all(results: list[dict], out: Path, *, assignment: str, seconds: float, workers: int,
+              policy: late.Policy | None = None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "grades.csv", grades_csv(results))
-    s = summary(results, assignment=assignment, seconds=seconds, workers=workers)
+    s = summary(results, assignment=assignment, seconds=seconds, workers=workers, policy=policy)
     write_json_atomic(out / "summary.json", s)
     write_text_atomic(out / "summary.txt", summary_text(s) + "\n")
     histogram(results, out / "histogram.png", assignment=assignment)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import feedback, gradebook, intake, reports, sandbox
+from . import feedback, gradebook, intake, late, reports, sandbox
 from .grade import AssignmentInfo, Settings, grade, load_assignment, submission_key, write_json_atomic, write_text_atomic
 
 
@@ -90,14 +90,21 @@ def _same_scores(current: dict | None, result: dict) -> bool:
 def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path | None = None,
                 db_url: str | None = None, workers: int | None = None, settings: Settings | None = None,
                 roster: list[str] | None = None, regrade: bool = False, progress: bool | None = None,
-                log=print) -> dict:
-    """Grade every submission of ``assignment`` found at ``submissions``; return the summary."""
+                log=print, late_policy: late.Policy | None = None, timestamps: dict[str, str] | None = None,
+                analyse: bool = True) -> dict:
+    """Grade every submission of ``assignment`` found at ``submissions``; return the summary.
+
+    ``late_policy`` defaults to the course's (``c.LatePolicy`` in its
+    ``nbgrader_config.py``); ``timestamps`` (``{student: time}``) wins over the
+    times the submissions record. ``analyse`` also writes the item analysis.
+    """
     started = time.monotonic()
     course = course.resolve()
     out = (out or course).resolve()
     settings = settings or Settings()
     workers = max(1, workers or os.cpu_count() or 1)
     info: AssignmentInfo = load_assignment(course, assignment)
+    policy = late_policy if late_policy is not None else late.policy_for(course, assignment)
     paths = Paths(out, assignment, Path(info.notebook).stem)
     out.mkdir(parents=True, exist_ok=True)
     db_url = gradebook.normalise_url(db_url or gradebook.sqlite_url(out / "gradebook.db"))
@@ -112,9 +119,13 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
         if submissions.is_file():
             root = intake.extract_zip(submissions, Path(tmp) / "unzipped")
         known = [s.id for s in writer.gb.students]
+        policy = late.with_gradebook_duedate(policy, writer.gb.find_assignment(assignment).duedate)
         subs = intake.discover(root, assignment, info.notebook, roster=list(roster or []) + known)
         if not subs:
             raise intake.IntakeError(f"no submissions of {assignment} found in {submissions}")
+        for sub in subs:
+            if timestamps and sub.student in timestamps:
+                sub.timestamp, sub.timestamp_source, sub.lms_late = timestamps[sub.student], "--timestamps", None
 
         todo, results = [], {}
         for sub in subs:
@@ -122,9 +133,13 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
             if prev is not None and sub.path is not None and prev.get("key") == submission_key(
                     info, sub.path.read_bytes()) and prev.get("assignment") == assignment:
                 results[sub.student] = prev
-                if prev["status"] != "missing" and not _same_scores(writer.current(assignment, sub.student), prev):
+                late_changed = late.annotate(prev, sub, policy)
+                if late_changed:
+                    write_json_atomic(paths.result(sub.student), prev)
+                if prev["status"] != "missing" and (late_changed or not _same_scores(
+                        writer.current(assignment, sub.student), prev)):
                     writer.write(prev)
-                if not paths.feedback(sub.student).exists():
+                if late_changed or not paths.feedback(sub.student).exists():
                     nb = nbformat.read(paths.autograded(sub.student), as_version=4) \
                         if paths.autograded(sub.student).exists() else None
                     write_text_atomic(paths.feedback(sub.student), feedback.render(prev, nb))
@@ -148,6 +163,7 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
                 result, nb = grade(info, sub, settings, slot=slot, registry=registry)
             finally:
                 slots.put(slot)
+            late.annotate(result, sub, policy)
             if stop.is_set():
                 return None  # killed by the interrupt: not a real outcome, grade it next time
             _save(paths, result, nb)
@@ -198,7 +214,15 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
 
     ordered = [results[s.student] for s in subs if s.student in results]
     summary = reports.write_all(ordered, paths.reports, assignment=assignment,
-                                seconds=time.monotonic() - started, workers=workers)
+                                seconds=time.monotonic() - started, workers=workers, policy=policy)
+    if analyse:
+        from . import item_analysis
+
+        try:
+            item_analysis.write(db_url, cid, assignment, paths.reports, notebook=paths.stem,
+                                order=list(info.grade_cells))
+        except item_analysis.AnalysisError as exc:
+            log(f"classgrader: no item analysis: {exc}")
     summary["reports"] = str(paths.reports)
     return summary
 

@@ -275,7 +275,8 @@ def test_feedback_pages_show_scores_but_no_hidden_tests(graded, builder):
 def test_reports_csv_summary_and_histogram(graded):
     reports = graded["root"] / "reports" / ASSIGNMENT
     rows = (reports / "grades.csv").read_text().splitlines()
-    assert rows[0] == "student_id,name,score,max_score,percent,status,flagged,notes"
+    assert rows[0] == ("student_id,name,score,max_score,percent,status,flagged,"
+                       "raw_score,late_penalty,submitted_at,late,notes")
     by_id = {r.split(",")[0]: r.split(",") for r in rows[1:]}
     assert set(by_id) == set(graded["results"])
     assert by_id["solution"][2:6] == ["10", "10", "100.0", "graded"]

@@ -1,0 +1,413 @@
+"""The late-submission policy: when each notebook was handed in, and what that costs.
+
+Where the submission time comes from
+------------------------------------
+- **nbgrader** writes ``timestamp.txt`` beside each submitted notebook
+  (``submitted/<student>/<assignment>/timestamp.txt``), e.g.
+  ``2026-03-01 22:59:59.123456 UTC`` (nbgrader's ``Exchange.timestamp_format``).
+- **Blackboard** puts the attempt's date in the file name,
+  ``..._attempt_2026-03-01-22-59-59_...``, in the server's local time, with no zone.
+- **Canvas** puts ``_LATE`` in the file name of a submission it received after
+  its own due date, and no time at all. Such a submission is charged one
+  period (one day or one hour: the least any late submission past the grace
+  period costs), and its note says that the real time is unknown; one without
+  the marker counts as on time, as Canvas found it.
+- **Moodle**'s export has no submission time. Without a time nothing is
+  charged, and the note says so; ``--timestamps FILE`` (CSV ``student_id,
+  submitted_at``, e.g. made from the LMS's grading worksheet) supplies times
+  for any export and wins over what the files say.
+
+Time zones
+----------
+Every time is compared as an aware datetime. A time written without a zone
+(Blackboard's file names, a deadline such as ``2026-03-01 23:59``) is taken in
+the policy's ``timezone`` (an IANA name such as ``Europe/Berlin``; default
+``UTC``, the zone nbgrader itself assumes for a naive timestamp). The
+gradebook stores naive UTC, as nbgrader does.
+
+The penalty (nbgrader's conventions)
+------------------------------------
+As nbgrader's ``SubtractPerHour`` late-submission plugin: every *started*
+period after the deadline costs ``penalty`` (``ceil(seconds late / period)``),
+and the penalty never exceeds the raw score, so the final score is never
+negative. On top of that: a submission at the deadline exactly, or within
+``grace`` after it, costs nothing; ``cap`` bounds the penalty; ``penalty`` and
+``cap`` are points, or percent of the assignment's maximum when written
+``"10%"``. The final score is the raw score minus the penalty, and the
+gradebook holds the same penalty in nbgrader's ``late_submission_penalty``
+column, so ``nbgrader export`` gives the same final score as ``grades.csv``.
+
+Configuration, in ``nbgrader_config.py`` beside nbgrader's own settings::
+
+    c.LatePolicy.deadlines = {"hw2_stable_softmax": "2026-03-01 23:59"}
+    c.LatePolicy.timezone = "Europe/Berlin"   # for times written without a zone
+    c.LatePolicy.penalty = "10%"              # per started period; "1" = 1 point
+    c.LatePolicy.period = "day"               # or "hour"
+    c.LatePolicy.grace = "15m"                # free lateness: "0", "90s", "15m", "2h", "1d"
+    c.LatePolicy.cap = "50%"                  # the most a late submission can lose
+
+``./course grade`` options ``--deadline``, ``--penalty``, ``--period``,
+``--grace``, ``--cap``, ``--timezone`` override these for one run.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import datetime as dt
+import math
+import re
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+PERIODS = {"hour": 3600, "day": 86400}
+UTC = dt.timezone.utc
+
+
+class LatePolicyError(ValueError):
+    """The late policy cannot be used as configured; the message says which setting is wrong."""
+
+
+class TimestampError(ValueError):
+    """A submission time that cannot be read; the message quotes it and where it came from."""
+
+
+# --------------------------------------------------------------------------
+# Reading times
+# --------------------------------------------------------------------------
+
+_BLACKBOARD = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-(\d{2})-(\d{2})-(\d{2})$")
+_OFFSET = re.compile(r"^[+-]\d{2}:?\d{2}$")
+
+
+def zone(name: str) -> dt.tzinfo:
+    """The time zone called ``name``: ``UTC``, ``GMT``, ``Z``, an offset like ``+01:00``, or an IANA name.
+
+    >>> zone("UTC")
+    datetime.timezone.utc
+    >>> zone("Europe/Berlin")
+    zoneinfo.ZoneInfo(key='Europe/Berlin')
+    """
+    text = (name or "").strip()
+    if text.upper() in ("UTC", "GMT", "Z"):
+        return UTC
+    if _OFFSET.match(text):
+        sign = 1 if text[0] == "+" else -1
+        digits = text[1:].replace(":", "")
+        return dt.timezone(sign * dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
+    try:
+        return ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise LatePolicyError(
+            f"unknown time zone {name!r}: use UTC, an offset such as +01:00, or an IANA name such as "
+            "Europe/Berlin") from None
+
+
+def parse_time(text: str, default_zone: dt.tzinfo, *, source: str = "the timestamp") -> dt.datetime:
+    """An aware datetime from a submission time or deadline as people and LMSs write them.
+
+    Accepted: ISO 8601 (``2026-03-01T22:59:59+01:00``, ``...Z``), nbgrader's
+    ``2026-03-01 22:59:59.123456 UTC`` (any zone name or offset as the last
+    word), Blackboard's ``2026-03-01-22-59-59``, and each of these without a
+    zone, which is then taken in ``default_zone``.
+
+    >>> parse_time("2026-03-01 22:59:59.5 UTC", UTC).isoformat()
+    '2026-03-01T22:59:59.500000+00:00'
+    >>> parse_time("2026-03-01-23-59-00", zone("Europe/Berlin")).astimezone(UTC).isoformat()
+    '2026-03-01T22:59:00+00:00'
+    """
+    raw = (text or "").strip()
+    if not raw:
+        raise TimestampError(f"{source} is empty")
+    m = _BLACKBOARD.match(raw)
+    stamp = "{}-{}-{} {}:{}:{}".format(*m.groups()) if m else raw
+    tz, zone_word = None, ""
+    head, _, last = stamp.rpartition(" ")
+    if head and (_OFFSET.match(last) or not re.match(r"^\d", last)):
+        stamp, zone_word = head, last  # "<date> <time> <zone>", the zone read once the date is
+    try:
+        when = dt.datetime.fromisoformat(stamp[:-1] + "+00:00" if stamp.endswith("Z") else stamp)
+    except ValueError:
+        raise TimestampError(
+            f"{source} {raw!r} is not a date and time: expected e.g. '2026-03-01 23:59:00 UTC' "
+            "or '2026-03-01T23:59:00+01:00'") from None
+    if zone_word:
+        try:
+            tz = zone(zone_word)
+        except LatePolicyError:
+            raise TimestampError(f"{source} {raw!r} ends with an unknown time zone {zone_word!r}") from None
+    if when.tzinfo is not None and tz is not None:
+        raise TimestampError(f"{source} {raw!r} gives its time zone twice")
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=tz or default_zone)
+    return when
+
+
+def parse_duration(text: str | float | int, *, setting: str) -> float:
+    """Seconds from ``"0"``, ``"90s"``, ``"15m"``, ``"2h"``, ``"1d"`` (a bare number is seconds).
+
+    >>> parse_duration("15m", setting="grace")
+    900.0
+    """
+    if isinstance(text, (int, float)):
+        seconds = float(text)
+    else:
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", str(text))
+        if not m:
+            raise LatePolicyError(f"{setting} {text!r} is not a duration: write e.g. 0, 90s, 15m, 2h or 1d")
+        seconds = float(m[1]) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m[2]]
+    if not math.isfinite(seconds) or seconds < 0:
+        raise LatePolicyError(f"{setting} must be a duration of 0 or more, not {text!r}")
+    return seconds
+
+
+@dataclasses.dataclass(frozen=True)
+class Amount:
+    """Points, or a percentage of the assignment's maximum score."""
+
+    value: float
+    percent: bool
+
+    @classmethod
+    def parse(cls, text: str | float | int | None, *, setting: str) -> Amount | None:
+        if text is None or (isinstance(text, str) and not text.strip()):
+            return None
+        t = str(text).strip()
+        percent = t.endswith("%")
+        try:
+            value = float(t.rstrip("%").strip())
+        except ValueError:
+            raise LatePolicyError(f"{setting} {text!r} is not a number of points or a percentage like 10%") from None
+        if not math.isfinite(value) or value < 0:
+            raise LatePolicyError(f"{setting} must be 0 or more, not {text!r}")
+        return cls(value, percent)
+
+    def points(self, max_score: float) -> float:
+        return self.value * max_score / 100 if self.percent else self.value
+
+    def __str__(self) -> str:
+        return f"{self.value:g}%" if self.percent else f"{self.value:g} points"
+
+
+# --------------------------------------------------------------------------
+# The policy
+# --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    """One assignment's deadline and penalty. Without a deadline nothing is ever late."""
+
+    deadline: dt.datetime | None = None
+    timezone: dt.tzinfo = UTC
+    penalty: Amount = Amount(0.0, False)
+    period: str = "day"
+    grace_seconds: float = 0.0
+    cap: Amount | None = None
+
+    def describe(self) -> str:
+        if self.deadline is None:
+            return "no deadline set: no late penalty"
+        text = (f"deadline {self.deadline.isoformat()}; {self.penalty} per started {self.period} late")
+        if self.grace_seconds:
+            text += f" after a grace period of {_human(self.grace_seconds)}"
+        if self.cap is not None:
+            text += f", at most {self.cap}"
+        return text
+
+
+SETTINGS = ("deadline", "deadlines", "timezone", "penalty", "period", "grace", "cap")
+
+
+def make_policy(assignment: str, settings: dict[str, Any]) -> Policy:
+    """A :class:`Policy` from plain settings (``c.LatePolicy.*`` and the command line).
+
+    ``deadline`` (for this run) wins over ``deadlines[assignment]``.
+    """
+    unknown = sorted(set(settings) - set(SETTINGS))
+    if unknown:
+        raise LatePolicyError(f"unknown late-policy setting(s) {', '.join(unknown)}; known: {', '.join(SETTINGS)}")
+    tz = zone(settings.get("timezone") or "UTC")
+    deadlines = settings.get("deadlines") or {}
+    if not isinstance(deadlines, dict):
+        raise LatePolicyError("LatePolicy.deadlines must map assignment names to deadlines, e.g. "
+                              "{'hw2_stable_softmax': '2026-03-01 23:59'}")
+    text = settings.get("deadline") or deadlines.get(assignment)
+    deadline = None
+    if text:
+        try:
+            deadline = parse_time(str(text), tz, source=f"the deadline of {assignment}")
+        except TimestampError as exc:
+            raise LatePolicyError(str(exc)) from None
+    period = str(settings.get("period") or "day").strip().lower().removeprefix("per ")
+    if period not in PERIODS:
+        raise LatePolicyError(f"LatePolicy.period must be 'day' or 'hour', not {settings.get('period')!r}")
+    penalty = Amount.parse(settings.get("penalty"), setting="LatePolicy.penalty") or Amount(0.0, False)
+    return Policy(deadline=deadline, timezone=tz, penalty=penalty, period=period,
+                  grace_seconds=parse_duration(settings.get("grace") or 0, setting="LatePolicy.grace"),
+                  cap=Amount.parse(settings.get("cap"), setting="LatePolicy.cap"))
+
+
+def settings_from_config(course: Path) -> dict[str, Any]:
+    """The ``c.LatePolicy`` section of the course's ``nbgrader_config.py`` (empty if none)."""
+    cfg = course / "nbgrader_config.py"
+    if not cfg.is_file():
+        return {}
+    from traitlets.config.loader import PyFileConfigLoader
+
+    loaded = PyFileConfigLoader(cfg.name, path=str(course)).load_config()
+    section = loaded.get("LatePolicy", {})
+    return {k: v for k, v in dict(section).items()}
+
+
+def read_timestamps_file(path: Path) -> dict[str, str]:
+    """``{student: submitted_at}`` from a CSV with a header naming ``student_id`` and ``submitted_at``."""
+    from .intake import safe_id
+
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        rows = list(csv.reader(fh))
+    if not rows:
+        raise LatePolicyError(f"{path} is empty: expected a header 'student_id,submitted_at' and one row per student")
+    header = [h.strip().lower() for h in rows[0]]
+    try:
+        sid, when = header.index("student_id"), header.index("submitted_at")
+    except ValueError:
+        raise LatePolicyError(f"{path}: the first row must name the columns student_id and submitted_at, "
+                              f"not {rows[0]}") from None
+    return {safe_id(r[sid]): r[when].strip() for r in rows[1:] if len(r) > max(sid, when) and r[sid].strip()}
+
+
+# --------------------------------------------------------------------------
+# Assessing one submission
+# --------------------------------------------------------------------------
+
+
+def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str | None,
+           timestamp_source: str = "timestamp.txt", lms_late: bool | None = None,
+           submitted: bool = True) -> dict:
+    """What lateness costs one submission: a plain dict stored in its result as ``late``.
+
+    Keys: ``submitted_at`` (ISO 8601 in UTC, or None), ``source`` (where the time
+    came from), ``deadline`` (ISO, or None), ``seconds_late`` (0 when on time),
+    ``periods`` (started periods charged), ``penalty`` (points), ``raw_score``,
+    ``final_score``, ``status`` (``on_time``, ``in_grace``, ``late``,
+    ``late_no_time``, ``no_time``, ``unreadable``, ``no_deadline``, ``missing``)
+    and ``note`` (a sentence for the CSV, the summary and the feedback page).
+    """
+    out: dict[str, Any] = {
+        "submitted_at": None, "source": timestamp_source if timestamp else None,
+        "deadline": policy.deadline.astimezone(UTC).isoformat() if policy.deadline else None,
+        "seconds_late": 0.0, "periods": 0, "penalty": 0.0,
+        "raw_score": raw_score, "final_score": raw_score, "status": "", "note": "",
+    }
+    if not submitted:
+        out.update(status="missing", source=None)
+        return out
+    when = None
+    if timestamp:
+        try:
+            when = parse_time(timestamp, policy.timezone, source=f"the submission time in {timestamp_source}")
+            out["submitted_at"] = when.astimezone(UTC).isoformat()
+        except TimestampError as exc:
+            if policy.deadline is not None:  # without a deadline the time does not matter
+                out.update(status="unreadable",
+                           note=f"{exc}; no late penalty was computed: check this submission's time by hand")
+                return out
+    if policy.deadline is None:
+        out["status"] = "no_deadline"
+        return out
+    if when is None:
+        if lms_late is False:
+            out.update(status="on_time", source="LMS",
+                       note="the LMS did not mark it late (its export gives no time)")
+            return out
+        if lms_late:
+            periods = 1
+            seconds = None
+            out["status"] = "late_no_time"
+            why = ("the LMS marked it LATE but its export gives no time: charged one "
+                   f"{policy.period}, the least a late submission costs")
+        else:
+            out.update(status="no_time",
+                       note="the export records no submission time: no late penalty was computed "
+                            "(give times with --timestamps)")
+            return out
+    else:
+        seconds = (when - policy.deadline).total_seconds()
+        if seconds <= 0:
+            out["status"] = "on_time"
+            return out
+        out["seconds_late"] = seconds
+        if seconds <= policy.grace_seconds:
+            out.update(status="in_grace",
+                       note=f"submitted {_human(seconds)} after the deadline, within the grace period "
+                            f"of {_human(policy.grace_seconds)}: no penalty")
+            return out
+        periods = math.ceil(seconds / PERIODS[policy.period])
+        out["status"] = "late"
+        why = f"submitted {_human(seconds)} after the deadline ({periods} started {policy.period}{'s' * (periods != 1)})"
+    penalty = periods * policy.penalty.points(max_score)
+    capped = ""
+    if policy.cap is not None and penalty > policy.cap.points(max_score):
+        penalty, capped = policy.cap.points(max_score), f", capped at {policy.cap}"
+    if penalty > max(raw_score, 0.0):  # as nbgrader: never below a score of 0
+        penalty, capped = max(raw_score, 0.0), capped + ", limited to the raw score"
+    penalty = round(penalty, 6)
+    out.update(periods=periods, penalty=penalty, final_score=round(raw_score - penalty, 6),
+               note=f"{why}: late penalty {penalty:g} point{'s' * (penalty != 1)}{capped}")
+    if seconds is None:
+        out["seconds_late"] = None
+    return out
+
+
+def _human(seconds: float) -> str:
+    """``90 -> '1 min 30 s'``, ``93784 -> '1 d 2 h 3 min'`` (seconds only below an hour)."""
+    s = int(round(seconds))
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    parts = [f"{d} d"] * bool(d) + [f"{h} h"] * bool(h) + [f"{m} min"] * bool(m)
+    if not d and not h:
+        parts += [f"{s} s"] * bool(s)
+    return " ".join(parts) or "0 s"
+
+
+def policy_for(course: Path, assignment: str, overrides: dict[str, Any] | None = None) -> Policy:
+    """The course's policy (``c.LatePolicy`` in ``nbgrader_config.py``) with ``overrides`` on top."""
+    settings = settings_from_config(course)
+    settings.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    return make_policy(assignment, settings)
+
+
+def with_gradebook_duedate(policy: Policy, duedate: dt.datetime | None) -> Policy:
+    """Without a configured deadline, nbgrader's own due date (``nbgrader db assignment add
+    --duedate``, naive UTC in the gradebook) is the deadline."""
+    if policy.deadline is not None or duedate is None:
+        return policy
+    aware = duedate.replace(tzinfo=UTC) if duedate.tzinfo is None else duedate
+    return dataclasses.replace(policy, deadline=aware)
+
+
+def annotate(result: dict, sub: Any, policy: Policy) -> bool:
+    """Set ``result["late"]`` for the submission ``sub`` (an :class:`~classgrader.intake.Submission`).
+
+    Returns True when it changed (a new deadline, penalty or timestamp), so a
+    cached result can be written again.
+    """
+    old = result.get("late")
+    result["late"] = assess(
+        policy, raw_score=float(result.get("score") or 0.0), max_score=float(result.get("max_score") or 0.0),
+        timestamp=sub.timestamp, timestamp_source=sub.timestamp_source or "timestamp.txt",
+        lms_late=sub.lms_late, submitted=sub.path is not None)
+    return result["late"] != old
+
+
+def final_score(result: dict) -> float:
+    """The score after the late penalty (the raw score when no policy applies)."""
+    late = result.get("late") or {}
+    return float(late.get("final_score", result.get("score") or 0.0))
+
+
+def penalty_of(result: dict) -> float:
+    return float((result.get("late") or {}).get("penalty") or 0.0)

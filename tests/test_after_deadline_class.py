@@ -1,0 +1,204 @@
+"""After the deadline, end to end: a class of hw2 with submission times, graded by the class grader.
+
+Seven students hand in the instructor's answers (full marks) or the blank
+release (zero) at known times. The policy: deadline 2026-03-01 23:59 in
+Berlin (22:59 UTC), 10% of the maximum per started day, 15 minutes' grace,
+at most 30%. Each student's penalty below is worked out by hand from those
+rules. The tests check grades.csv, the summary, the feedback pages, the
+gradebook (and ``nbgrader export`` reading it), a second run with the
+deadline moved, and the item analysis, whose numbers are recomputed from
+what each fixture is known to score.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from fixtures.class_grading.builder import Builder
+from test_class_grading import LIMITS, needs_sandbox, quiet
+
+from classgrader import cli, item_analysis, late
+from classgrader.grade import Settings
+from classgrader.runner import grade_class
+
+REPO = Path(__file__).resolve().parent.parent
+ASSIGNMENT = "hw2_stable_softmax"
+POLICY = {"deadline": "2026-03-01 23:59", "timezone": "Europe/Berlin", "penalty": "10%", "period": "day",
+          "grace": "15m", "cap": "30%"}
+
+# student -> (fixture, timestamp.txt or None, expected raw score, expected penalty, late status)
+CLASS = {
+    "on_time": ("solution", "2026-03-01 22:00:00.000000 UTC", 10, 0, "on_time"),
+    "at_deadline": ("solution", "2026-03-01 23:59:00 Europe/Berlin", 10, 0, "on_time"),
+    "in_grace": ("solution", "2026-03-01 23:05:00.5 UTC", 10, 0, "in_grace"),          # 6 min late
+    "two_days": ("solution", "2026-03-03 12:00:00 UTC", 10, 2, "late"),                # 37 h: 2 days
+    "capped": ("solution", "2026-03-20 00:00:00 UTC", 10, 3, "late"),                  # 19 days: cap 3
+    "late_blank": ("blank", "2026-03-02 12:00:00 UTC", 0, 0, "late"),                  # never below 0
+    "bad_stamp": ("solution", "whenever I felt like it", 10, 0, "unreadable"),
+    "no_stamp": ("solution", None, 10, 0, "no_time"),
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("after_deadline")
+    builder = Builder(REPO, ASSIGNMENT)
+    for student, (fixture, stamp, *_) in CLASS.items():
+        name, data = builder.build(fixture)
+        folder = root / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        (folder / name).write_bytes(data)
+        if stamp is not None:
+            (folder / "timestamp.txt").write_text(stamp + "\n")
+    settings = Settings(limits=LIMITS, kernel_record=False)
+    policy = late.make_policy(ASSIGNMENT, POLICY)
+    summary = grade_class(REPO, ASSIGNMENT, root / "submitted", out=root, workers=2, settings=settings,
+                          progress=False, log=quiet, late_policy=policy)
+    reports = root / "reports" / ASSIGNMENT
+    rows = {r["student_id"]: r for r in csv.DictReader(io.StringIO((reports / "grades.csv").read_text()))}
+    return {"root": root, "summary": summary, "rows": rows, "reports": reports, "settings": settings}
+
+
+@needs_sandbox
+def test_grades_csv_shows_raw_score_penalty_and_final_score(graded):
+    rows = graded["rows"]
+    assert set(rows) == set(CLASS)
+    for student, (_, _, raw, penalty, status) in CLASS.items():
+        row = rows[student]
+        assert float(row["raw_score"]) == raw, student
+        assert float(row["late_penalty"]) == penalty, student
+        assert float(row["score"]) == raw - penalty, student
+        assert float(row["percent"]) == pytest.approx(10 * (raw - penalty)), student
+        assert row["late"] == {"on_time": "on time", "in_grace": "in grace period", "late": "late",
+                               "unreadable": "time unreadable", "no_time": "time unknown"}[status], student
+    assert rows["two_days"]["submitted_at"] == "2026-03-03T12:00:00+00:00"
+    assert "1 d 13 h 1 min after the deadline (2 started days): late penalty 2 points" in rows["two_days"]["notes"]
+    assert "capped at 30%" in rows["capped"]["notes"]
+    assert "'whenever I felt like it' is not a date and time" in rows["bad_stamp"]["notes"]
+    assert "bad_stamp/hw2_stable_softmax/timestamp.txt" in rows["bad_stamp"]["notes"]
+    assert "records no submission time" in rows["no_stamp"]["notes"]
+
+
+@needs_sandbox
+def test_the_summary_lists_the_late_and_the_unknown(graded):
+    s = json.loads((graded["reports"] / "summary.json").read_text())
+    assert s["late"] == ["capped", "late_blank", "two_days"]
+    assert s["late_penalty_total"] == 5
+    assert s["in_grace"] == ["in_grace"] and s["time_unknown"] == ["no_stamp"]
+    assert list(s["time_unreadable"]) == ["bad_stamp"]
+    assert s["mean_final_score"] == pytest.approx((7 * 10 - 5) / 8)
+    assert s["late_policy"].startswith("deadline 2026-03-01T23:59:00+01:00; 10% per started day late")
+    text = (graded["reports"] / "summary.txt").read_text()
+    assert "late (3, 5 points of penalties): capped, late_blank, two_days" in text
+
+
+@needs_sandbox
+def test_the_feedback_page_explains_the_penalty(graded):
+    page = (graded["root"] / "feedback" / "two_days" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    assert "Score: 8 / 10" in page
+    assert "Raw score 10, late penalty &minus;2, final score 8." in page
+    assert "Submitted at 2026-03-03T12:00:00+00:00 (UTC); deadline 2026-03-01T22:59:00+00:00 (UTC)." in page
+    on_time = (graded["root"] / "feedback" / "on_time" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    assert "Score: 10 / 10" in on_time and "late penalty" not in on_time
+
+
+def gradebook_rows(root: Path) -> dict[str, dict]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", course_id="sdpa-course") as gb:
+        duedate = gb.find_assignment(ASSIGNMENT).duedate
+        out = {}
+        for sub in gb.assignment_submissions(ASSIGNMENT):
+            nb = sub.notebooks[0]
+            out[sub.student_id] = {"raw": sub.score, "penalty": sub.late_submission_penalty,
+                                   "timestamp": sub.timestamp, "duedate": duedate,
+                                   "nb_penalty": nb.late_submission_penalty}
+        return out
+
+
+@needs_sandbox
+def test_the_gradebook_holds_the_same_penalty_and_nbgrader_export_agrees(graded):
+    import datetime as dt
+
+    root = graded["root"]
+    rows = gradebook_rows(root)
+    assert set(rows) == set(CLASS)
+    for student, (_, _, raw, penalty, _) in CLASS.items():
+        assert rows[student]["raw"] == raw and rows[student]["penalty"] == penalty, student
+        assert rows[student]["duedate"] == dt.datetime(2026, 3, 1, 22, 59)  # naive UTC, as nbgrader
+    assert rows["two_days"]["timestamp"] == dt.datetime(2026, 3, 3, 12, 0)
+    assert rows["on_time"]["nb_penalty"] is None  # as nbgrader's AssignLatePenalties
+    from grading.nbgrader_tools import run_nbgrader_batch
+
+    shutil.copy(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
+    run_nbgrader_batch([["export", f"--db=sqlite:///{root / 'gradebook.db'}", f"--to={root / 'nbgrader.csv'}"]],
+                       cwd=root)
+    exported = {r["student_id"]: r for r in csv.DictReader(io.StringIO((root / "nbgrader.csv").read_text()))}
+    for student, row in graded["rows"].items():
+        assert float(exported[student]["score"]) == float(row["score"]), student
+        assert float(exported[student]["late_submission_penalty"]) == float(row["late_penalty"]), student
+
+
+@needs_sandbox
+def test_moving_the_deadline_reprices_without_regrading(graded, tmp_path):
+    root = graded["root"]
+    moved = dict(POLICY, deadline="2026-03-31 23:59")
+    messages = []
+    grade_class(REPO, ASSIGNMENT, root / "submitted", out=root, workers=2, settings=graded["settings"],
+                progress=False, log=messages.append, late_policy=late.make_policy(ASSIGNMENT, moved))
+    assert any(f"{len(CLASS)} of {len(CLASS)} submissions already graded and unchanged" in m for m in messages)
+    rows = {r["student_id"]: r for r in csv.DictReader(io.StringIO((graded["reports"] / "grades.csv").read_text()))}
+    assert {s: float(r["late_penalty"]) for s, r in rows.items()} == {s: 0.0 for s in CLASS}
+    assert all(r["penalty"] == 0 for r in gradebook_rows(root).values())
+    page = (root / "feedback" / "two_days" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    assert "Score: 10 / 10" in page and "late penalty" not in page
+    # and back, so that the other tests of this module see the first policy whatever their order
+    grade_class(REPO, ASSIGNMENT, root / "submitted", out=root, workers=2, settings=graded["settings"],
+                progress=False, log=quiet, late_policy=late.make_policy(ASSIGNMENT, POLICY))
+    assert gradebook_rows(root)["two_days"]["penalty"] == 2
+
+
+@needs_sandbox
+def test_item_analysis_matches_the_fixtures_known_scores(graded, capsys):
+    """Every fixture but the blank release earns full marks on every cell; the blank earns none."""
+    reports = graded["reports"]
+    analysis = json.loads((reports / "item_analysis.json").read_text())
+    fixtures = [fixture for fixture, *_ in CLASS.values()]
+    n, blanks = len(fixtures), fixtures.count("blank")
+    points = {"softmax_basic": 2, "softmax_large": 2, "softmax_masked": 2, "softmax_hidden": 4}
+    assert [c["cell"] for c in analysis["cells"]] == list(points)
+    for item in analysis["cells"]:
+        assert item["students"] == n and item["points"] == points[item["cell"]]
+        assert item["full"] == n - blanks and item["zero"] == blanks and item["partial"] == 0
+        assert item["pass_rate"] == pytest.approx((n - blanks) / n)
+        assert item["mean"] == pytest.approx(points[item["cell"]] * (n - blanks) / n)
+        assert sum(m["count"] for m in item["messages"]) == blanks
+        assert "NotImplementedError" in item["messages"][0]["example"]
+    page = (reports / "item_analysis.html").read_text()
+    for i, cell in enumerate(points):
+        png = reports / "item_analysis" / f"item_{i + 1:02d}_{cell}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        alt = (f"Histogram of the scores on {cell} ({points[cell]} points) of {n} submissions: "
+               f"{n - blanks} with full marks, 0 with part of the points, {blanks} with none")
+        assert f'src="item_analysis/{png.name}" alt="{alt}' in page
+    # on its own, from the gradebook, with the same numbers
+    before = (reports / "item_analysis.json").read_text()
+    (reports / "item_analysis.json").unlink()
+    assert cli.main([ASSIGNMENT, "--analyse-only", "--course", str(REPO), "--out", str(graded["root"])]) == 0
+    out = capsys.readouterr().out
+    assert json.loads((reports / "item_analysis.json").read_text()) == json.loads(before)
+    assert f"softmax_hidden                    4        {round(100 * (n - blanks) / n)}%" in out
+
+
+def test_analyse_only_without_a_gradebook_says_so(tmp_path, capsys):
+    assert cli.main([ASSIGNMENT, "--analyse-only", "--course", str(REPO), "--out", str(tmp_path)]) == 2
+    assert "no gradebook at" in capsys.readouterr().err
+    with pytest.raises(item_analysis.AnalysisError, match="no assignment 'hw9'"):
+        from classgrader import gradebook
+
+        item_analysis.write(gradebook.sqlite_url(tmp_path / "gb.db"), "sdpa-course", "hw9", tmp_path)
