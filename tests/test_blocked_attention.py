@@ -202,13 +202,13 @@ def test_causal_skips_key_blocks_in_the_future(monkeypatch):
     # block of keys j0.. is computed for the block of queries ..i1 only if
     # some key in it is not in the future of every query, i.e. j0 < i1.
     seen = []
-    real = lib.blocked._raw_scaled_scores
+    real = lib.blocked._tile_scores
 
-    def recording(qa, ka, factor, shapes):
-        seen.append((qa.shape[-2], ka.shape[-2]))
-        return real(qa, ka, factor, shapes)
+    def recording(qa, ka, checked, shapes):
+        seen.append((qa.shape[-2], ka.shape[-1]))
+        return real(qa, ka, checked, shapes)
 
-    monkeypatch.setattr(lib.blocked, "_raw_scaled_scores", recording)
+    monkeypatch.setattr(lib.blocked, "_tile_scores", recording)
     rng = np.random.default_rng(7)
     q, k, v = (rng.normal(size=(16, 2)) for _ in range(3))
     lib.blocked_attention(q, k, v, block_size=4)
