@@ -320,3 +320,74 @@ def test_the_committed_benchmark_results_meet_the_targets():
     assert blk["traced_extra_bytes"] <= ref["traced_extra_bytes"] / 16
     assert memory["summary"]["16384"]["blocked_over_reference_extra_memory"] == pytest.approx(
         blk["traced_extra_bytes"] / ref["traced_extra_bytes"])
+    # The machine's caches and the tile chosen from them are recorded.
+    machine = data["machine"]
+    assert machine["caches"] and all(size > 0 for size in machine["caches"].values())
+    l2 = machine["caches"].get("L2", lib.tiles.DEFAULT_L2_BYTES)
+    assert speed["tile"] == lib.tiles.choose_tile(1024, 1024, 64, 64, 4, heads=16, budget_bytes=l2 // 2)._asdict()
+    sides = [p["side"] for p in data["tile_curve"]["points"]]
+    assert sides[0] == "chosen" and len(sides) >= 5
+
+
+# --- Tiles chosen from the cache (lib.tiles) ---------------------------------
+
+import lib.tiles  # noqa: E402
+
+
+def fake_sysfs(root: Path, entries: list[tuple[str, str, str]]) -> Path:
+    for i, (level, kind, size) in enumerate(entries):
+        index = root / f"index{i}"
+        index.mkdir(parents=True)
+        (index / "level").write_text(level + "\n")
+        (index / "type").write_text(kind + "\n")
+        (index / "size").write_text(size + "\n")
+    return root
+
+
+def test_cache_sizes_are_read_from_sysfs(tmp_path):
+    root = fake_sysfs(tmp_path / "cache", [("1", "Data", "48K"), ("1", "Instruction", "32K"),
+                                           ("2", "Unified", "2048K"), ("3", "Unified", "260M")])
+    sizes = lib.tiles.cache_sizes(root)
+    assert sizes["L1d"] == 48 * 1024 and sizes["L2"] == 2 * 2**20 and sizes["L3"] == 260 * 2**20
+
+
+def test_an_unreported_l2_falls_back_to_the_default(monkeypatch):
+    monkeypatch.setattr(lib.tiles, "cache_sizes", lambda root=None: {})
+    assert lib.tiles.tile_budget_bytes() == lib.tiles.DEFAULT_L2_BYTES // 2
+    assert lib.tiles.tile_budget_bytes(4 * 2**20) == 2 * 2**20
+    with pytest.raises(ValueError, match="l2_bytes must be 1 or more; got 0"):
+        lib.tiles.tile_budget_bytes(0)
+
+
+@given(st.integers(1, 5000), st.integers(1, 5000), st.integers(1, 256), st.integers(1, 256),
+       st.sampled_from([4, 8]), st.integers(1, 64), st.integers(2**14, 2**24))
+def test_the_chosen_tile_fits_the_budget(n_q, n_k, d_k, d_v, itemsize, heads, budget):
+    tile = lib.tiles.choose_tile(n_q, n_k, d_k, d_v, itemsize, heads=heads, budget_bytes=budget)
+    assert 1 <= tile.rows <= n_q and 1 <= tile.cols <= n_k and 1 <= tile.heads <= heads
+    # The bytes one step touches: scores, and the slices of Q, K, V and the output.
+    step = tile.heads * itemsize * (tile.rows * tile.cols + tile.rows * (d_k + d_v) + tile.cols * (d_k + d_v))
+    smallest = min(n_q, lib.tiles.MIN_SIDE) == tile.rows or min(n_k, lib.tiles.MIN_SIDE) == tile.cols
+    assert step <= budget or (tile.heads == 1 and smallest), tile
+    # Balanced blocks: the side is n over the number of blocks, rounded up, so
+    # the last block is never much shorter than the others.
+    for n, side in ((n_q, tile.rows), (n_k, tile.cols)):
+        assert side == math.ceil(n / math.ceil(n / side))
+
+
+def test_a_larger_cache_gets_larger_tiles():
+    sides = [lib.tiles.choose_tile(4096, 4096, 64, 64, 4, budget_bytes=b).rows for b in (2**18, 2**20, 2**22)]
+    assert sides[0] < sides[1] < sides[2]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tiles_chosen_from_a_small_cache_give_the_reference_s_output(monkeypatch, causal, dtype):
+    # A 64 KiB budget forces many tiles, ragged ones and heads grouped per step.
+    monkeypatch.setattr(lib.tiles, "tile_budget_bytes", lambda l2_bytes=None: 2**16)
+    rng = np.random.default_rng(9)
+    q = rng.normal(size=(3, 2, 300, 8)).astype(dtype)
+    k, v = (rng.normal(size=(2, 250, 8)).astype(dtype) for _ in range(2))
+    mask = rng.random((300, 250)) < 0.9
+    tile = lib.tiles.choose_tile(300, 250, 8, 8, np.dtype(dtype).itemsize, heads=2)
+    assert tile.rows < 300 and tile.cols < 250
+    assert_same_as_reference(q, k, v, mask, is_causal=causal, block_size=None)
