@@ -37,7 +37,10 @@ which the chapter on the online softmax reads. It needs about 2 GiB of free
 memory (the reference's score matrix at n = 16384 is 1 GiB). ``--quick``
 takes fewer rounds and stops the memory sizes at n = 8192; the chapter reads
 either. Run it when the machine is otherwise idle: the ratios compare times
-taken in one run, but other work on the machine still blurs them.
+taken in one run, but other work on the machine still blurs them. On a busy
+machine, multi-threaded BLAS calls on small tiles can stall while their
+threads wait for a core; ``OPENBLAS_NUM_THREADS=1`` in front of the command
+gives steadier ratios there (the thread count is recorded with the results).
 """
 
 from __future__ import annotations

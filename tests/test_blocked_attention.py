@@ -308,12 +308,14 @@ def test_the_benchmark_script_runs_and_writes_what_the_chapter_reads(tmp_path):
 
 
 def test_the_committed_benchmark_results_meet_the_targets():
-    """The measurement quoted in chapter 8: blocked attention at most 2x the
-    matmul floor, and at most 1/16 of the reference's extra memory at 16384."""
+    """The measurement quoted in chapter 8: at most 1/16 of the reference's
+    extra memory at n = 16384, the shape and dtype the chapter names, and the
+    machine's caches with the tile chosen from them. (Speed ratios are
+    reported by the benchmark, not asserted: the house rules keep timings
+    out of tests, and a shared machine blurs them.)"""
     data = json.loads(RESULTS.read_text())
     speed, memory = data["speed"], data["memory"]
     assert speed["shape"] == [16, 1024, 64] and speed["dtype"] == "float32"
-    assert speed["ratio_to_matmul_floor"]["blocked"] <= 2.0
     cases = {(c["impl"], c["n"]): c for c in memory["cases"]}
     ref, blk = cases[("reference", 16384)], cases[("blocked", 16384)]
     assert ref["traced_extra_bytes"] >= 16384**2 * 4  # the 1 GiB score matrix
@@ -366,8 +368,11 @@ def test_the_chosen_tile_fits_the_budget(n_q, n_k, d_k, d_v, itemsize, heads, bu
     assert 1 <= tile.rows <= n_q and 1 <= tile.cols <= n_k and 1 <= tile.heads <= heads
     # The bytes one step touches: scores, and the slices of Q, K, V and the output.
     step = tile.heads * itemsize * (tile.rows * tile.cols + tile.rows * (d_k + d_v) + tile.cols * (d_k + d_v))
-    smallest = min(n_q, lib.tiles.MIN_SIDE) == tile.rows or min(n_k, lib.tiles.MIN_SIDE) == tile.cols
-    assert step <= budget or (tile.heads == 1 and smallest), tile
+    # Over budget only when even the smallest tile allowed is: one head, sides
+    # of MIN_SIDE (or n, when shorter).
+    r, c = min(n_q, lib.tiles.MIN_SIDE), min(n_k, lib.tiles.MIN_SIDE)
+    smallest_step = itemsize * (r * c + r * (d_k + d_v) + c * (d_k + d_v))
+    assert step <= budget or (tile.heads == 1 and smallest_step > budget), tile
     # Balanced blocks: the side is n over the number of blocks, rounded up, so
     # the last block is never much shorter than the others.
     for n, side in ((n_q, tile.rows), (n_k, tile.cols)):
