@@ -133,8 +133,10 @@ def built_page_source() -> str:
 
 
 def test_rounding_differences_and_machine_epsilon(page_text):
-    assert f"float64: machine epsilon {2.0**-52:.1e}" in page_text
-    assert f"float32: machine epsilon {2.0**-23:.1e}" in page_text
+    source = built_page_source()
+    for bits, eps in ((52, 2.0**-52), (23, 2.0**-23)):
+        mantissa, exponent = f"{eps:.1e}".split("e")
+        assert f"$2^{{-{bits}}} \\approx {mantissa} \\times 10^{{{int(exponent)}}}$" in source, bits
     found = re.findall(r"(float64|float32), causal=\w+\s*, block_size=\s*\d+: largest difference ([0-9.e+-]+)", page_text)
     assert len(found) == 12
     for dtype, diff in found:
