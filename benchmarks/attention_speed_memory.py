@@ -14,19 +14,33 @@ with like:
    cross-check, with the growth of the process's peak resident memory;
 3. where PyTorch is installed, ``torch.nn.functional.scaled_dot_product_attention``
    on the CPU on the same inputs, side by side. PyTorch is optional and not
-   a dependency of the course; without it this part is skipped.
+   a dependency of the course; without it this part is skipped;
+4. where the reference's time goes: each of its passes over the whole score
+   matrix (scale, max, subtract, exp, sum, divide) and its two products,
+   timed alone with plain numpy; and the same elementwise passes over one
+   cache-sized tile, repeated until they have covered as many scores;
+5. the tile-size curve: blocked attention with tiles from 32 x 32 to the
+   whole matrix, against the same floor, beside the tile chosen from the cache.
+
+The machine's processor and cache sizes are recorded with the results.
 
 Timings are the best of several repeats, taken in turns (one call of each
 contender per round) so that a busy moment on the machine hurts all alike.
 
 Run it from the repository root with the course's environment:
 
-    .venv/bin/python benchmarks/attention_speed_memory.py
+    .venv/bin/python benchmarks/attention_speed_memory.py           # about 3 minutes
+    .venv/bin/python benchmarks/attention_speed_memory.py --quick   # about 1 minute
 
 It prints a table and writes ``benchmarks/results/attention_speed_memory.json``,
-which the chapter on the online softmax reads. The run takes a few minutes and
-needs about 2 GiB of free memory (the reference's score matrix at n = 16384 is
-1 GiB).
+which the chapter on the online softmax reads. It needs about 2 GiB of free
+memory (the reference's score matrix at n = 16384 is 1 GiB). ``--quick``
+takes fewer rounds and stops the memory sizes at n = 8192; the chapter reads
+either. Run it when the machine is otherwise idle: the ratios compare times
+taken in one run, but other work on the machine still blurs them. On a busy
+machine, multi-threaded BLAS calls on small tiles can stall while their
+threads wait for a core; ``OPENBLAS_NUM_THREADS=1`` in front of the command
+gives steadier ratios there (the thread count is recorded with the results).
 """
 
 from __future__ import annotations
@@ -50,6 +64,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing the course
 
 import lib  # noqa: E402
+import lib.tiles  # noqa: E402
 
 try:
     import torch
@@ -61,6 +76,8 @@ SPEED_SHAPE = (16, 1024, 64)
 MEMORY_SIZES = (1024, 2048, 4096, 8192, 16384)
 D = 64
 IMPLS = ("reference", "blocked", "torch")
+CURVE_SIDES = (32, 64, 128, 256, 512, 1024)
+PASSES = ("scale", "max", "subtract", "exp", "sum", "divide")
 
 
 def make_inputs(shape: tuple[int, ...], seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -119,10 +136,11 @@ def measure_speed(shape: tuple[int, ...], repeats: int) -> dict:
     seconds = best_times(calls, repeats, "speed")
     seconds["matmul_floor"] = seconds["qk_matmul"] + seconds["pv_matmul"]
     contenders = [name for name in seconds if name not in ("qk_matmul", "pv_matmul", "matmul_floor")]
+    tile = lib.tiles.choose_tile(shape[-2], shape[-2], shape[-1], shape[-1], 4, heads=_heads(shape))
     result = {
         "shape": list(shape),
         "dtype": "float32",
-        "block_size": lib.blocked.DEFAULT_BLOCK_SIZE,
+        "tile": tile._asdict(),
         "repeats": repeats,
         "seconds": seconds,
         "ratio_to_matmul_floor": {name: seconds[name] / seconds["matmul_floor"] for name in contenders},
@@ -133,6 +151,105 @@ def measure_speed(shape: tuple[int, ...], repeats: int) -> dict:
             for name in contenders
         }
     return result
+
+
+def _heads(shape: tuple[int, ...]) -> int:
+    heads = 1
+    for size in shape[:-2]:
+        heads *= size
+    return heads
+
+
+def elementwise_passes(raw: np.ndarray, factor: np.float32) -> dict[str, Callable[[], object]]:
+    """The reference's passes between its two products, each alone, on ``raw`` scores.
+
+    Each pass reads the array it would read in the reference (the raw
+    scores, the scaled ones, the shifted ones or the exponentials), prepared
+    once, and writes into a buffer of the same size: no pass changes its
+    own input, so every round times the same work on the same values.
+    """
+    scaled = raw * factor
+    row_max = scaled.max(axis=-1, keepdims=True)
+    shifted = scaled - row_max
+    exps = np.exp(shifted)
+    row_sum = exps.sum(axis=-1, keepdims=True)
+    buffer = np.empty_like(raw)
+    return {
+        "scale": lambda: np.multiply(raw, factor, out=buffer),
+        "max": lambda: scaled.max(axis=-1, keepdims=True),
+        "subtract": lambda: np.subtract(scaled, row_max, out=buffer),
+        "exp": lambda: np.exp(shifted, out=buffer),
+        "sum": lambda: exps.sum(axis=-1, keepdims=True),
+        "divide": lambda: np.divide(exps, row_sum, out=buffer),
+    }
+
+
+def measure_passes(shape: tuple[int, ...], repeats: int) -> dict:
+    """Where the reference's time goes, pass by pass, and the same passes in cache.
+
+    ``whole``: each pass over the whole score matrix (heads x n x n), as the
+    reference makes it. ``tiled``: the same pass over one tile of the size
+    blocked attention chooses from the cache, repeated until it has covered
+    as many scores, so the two columns compare the same work. (Each pass
+    writes a buffer beside its input, so the tiled passes use two tiles of
+    cache.)
+    """
+    q, k, v = make_inputs(shape)
+    factor = np.float32(1 / np.sqrt(shape[-1]))
+    s = q @ np.swapaxes(k, -1, -2)
+    p = lib.softmax(s * factor)
+    tile = lib.tiles.choose_tile(shape[-2], shape[-2], shape[-1], shape[-1], 4, heads=_heads(shape))
+    t = s[: tile.heads, : tile.rows, : tile.cols].copy()  # shape is (heads, n, d)
+    copies = max(1, round(s.size / t.size))
+    whole_calls = elementwise_passes(s, factor)
+    tile_calls = elementwise_passes(t, factor)
+    calls: dict[str, Callable[[], object]] = {
+        "qk_matmul": lambda: q @ np.swapaxes(k, -1, -2),
+        "pv_matmul": lambda: p @ v,
+    }
+    for name in PASSES:
+        calls[f"{name}"] = whole_calls[name]
+        calls[f"{name}_tiled"] = lambda call=tile_calls[name]: [call() for _ in range(copies)]
+    seconds = best_times(calls, repeats, "passes")
+    return {
+        "shape": list(shape),
+        "tile": tile._asdict(),
+        "tile_bytes": int(t.nbytes),
+        "score_matrix_bytes": int(s.nbytes),
+        "tiles_per_matrix": copies,
+        "seconds": {
+            "products": {"qk_matmul": seconds["qk_matmul"], "pv_matmul": seconds["pv_matmul"]},
+            "whole": {name: seconds[name] for name in PASSES},
+            # Scaled to as many scores as the whole matrix holds (copies x tile
+            # is within half a tile of it).
+            "tiled": {name: seconds[f"{name}_tiled"] * s.size / (copies * t.size) for name in PASSES},
+        },
+    }
+
+
+def measure_tile_curve(shape: tuple[int, ...], repeats: int, sides: tuple[int, ...]) -> dict:
+    """Blocked attention's time for tiles of several sides, against the floor."""
+    q, k, v = make_inputs(shape)
+    kt = np.swapaxes(k, -1, -2)
+    p = lib.softmax(q @ kt * np.float32(1 / np.sqrt(shape[-1])))
+    calls: dict[str, Callable[[], object]] = {"qk_matmul": lambda: q @ kt, "pv_matmul": lambda: p @ v}
+    calls["chosen"] = lambda: lib.blocked_attention(q, k, v)
+    for side in sides:
+        calls[str(side)] = lambda side=side: lib.blocked_attention(q, k, v, block_size=side)
+    seconds = best_times(calls, repeats, "tile sizes")
+    floor = seconds["qk_matmul"] + seconds["pv_matmul"]
+    n, d, heads = shape[-2], shape[-1], _heads(shape)
+    points = []
+    for name in ("chosen", *map(str, sides)):
+        tile = lib.tiles.choose_tile(n, n, d, d, 4, heads=heads, side=None if name == "chosen" else int(name))
+        points.append({
+            "side": name,
+            "tile": tile._asdict(),
+            "tile_bytes": tile.heads * tile.rows * tile.cols * 4,
+            "seconds": seconds[name],
+            "ratio_to_matmul_floor": seconds[name] / floor,
+        })
+    return {"shape": list(shape), "matmul_floor_seconds": floor, "points": points}
 
 
 def _status_bytes(field: str) -> int | None:
@@ -223,6 +340,8 @@ def machine() -> dict:
         "blas": _blas(),
         "environment": {key: val for key, val in os.environ.items() if key.startswith(("OPENBLAS_", "OMP_", "MKL_"))},
         "torch": None if torch is None else {"version": torch.__version__, "threads": torch.get_num_threads()},
+        "caches": lib.tiles.cache_sizes(),
+        "tile_budget_bytes": lib.tiles.tile_budget_bytes(),
     }
     try:
         from threadpoolctl import threadpool_info
@@ -259,7 +378,9 @@ def print_table(results: dict) -> None:
     speed = results["speed"]
     s, r = speed["seconds"], speed["ratio_to_matmul_floor"]
     shape = "x".join(map(str, speed["shape"]))
-    print(f"\n1. speed, float32 {shape}, best of {speed['repeats']} (block size {speed['block_size']})")
+    tile = speed["tile"]
+    print(f"\n1. speed, float32 {shape}, best of {speed['repeats']} "
+          f"(tiles of {tile['rows']} x {tile['cols']} scores, {tile['heads']} head(s) a step)")
     print(f"   {'':22s}{'ms':>9s}{'x floor':>9s}" + (f"{'x torch':>9s}" if "ratio_to_torch" in speed else ""))
     for name in ("qk_matmul", "pv_matmul", "matmul_floor"):
         print(f"   {name:22s}{s[name] * 1e3:9.1f}")
@@ -275,6 +396,24 @@ def print_table(results: dict) -> None:
         print(f"   {c['impl']:10s}{c['n']:7d}{c['seconds']:9.3f}{traced:>12s}{rss:>10s}")
     for n, ratio in memory["summary"].items():
         print(f"   n = {n}: blocked / reference extra memory = 1/{1 / ratio['blocked_over_reference_extra_memory']:.0f}")
+    passes = results["passes"]
+    caches = ", ".join(f"{key} {val / 2**10:.0f} KiB" for key, val in results["machine"]["caches"].items()) or "unknown"
+    print(f"\n4. the reference's passes over its {passes['score_matrix_bytes'] / 2**20:.0f} MiB score matrix, "
+          f"and the same passes over {passes['tiles_per_matrix']} tiles of {passes['tile_bytes'] / 2**10:.0f} KiB "
+          f"(caches: {caches})")
+    print(f"   {'pass':12s}{'whole ms':>10s}{'tiled ms':>10s}")
+    for name, sec in passes["seconds"]["products"].items():
+        print(f"   {name:12s}{sec * 1e3:10.1f}")
+    for name in PASSES:
+        whole, tiled = passes["seconds"]["whole"][name], passes["seconds"]["tiled"][name]
+        print(f"   {name:12s}{whole * 1e3:10.1f}{tiled * 1e3:10.1f}")
+    curve = results["tile_curve"]
+    print("\n5. blocked attention against the tile side (same shape, same floor)")
+    print(f"   {'side':8s}{'tile':>16s}{'KiB':>9s}{'ms':>9s}{'x floor':>9s}")
+    for point in curve["points"]:
+        tile = point["tile"]
+        print(f"   {point['side']:8s}{tile['heads']:>5d} x {tile['rows']:>4d} x {tile['cols']:<4d}"
+              f"{point['tile_bytes'] / 2**10:9.0f}{point['seconds'] * 1e3:9.1f}{point['ratio_to_matmul_floor']:9.2f}")
     print()
     if results["machine"]["torch"] is None:
         print("3. PyTorch is not installed: its comparison was skipped (it is optional).")
@@ -286,6 +425,8 @@ def print_table(results: dict) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=15, help="rounds of the speed measurement (default 15)")
+    parser.add_argument("--quick", action="store_true",
+                        help="5 rounds, memory up to n = 8192 (about a minute instead of three)")
     parser.add_argument("--speed-shape", type=int, nargs=3, default=SPEED_SHAPE, metavar=("B", "N", "D"))
     parser.add_argument("--memory-sizes", type=int, nargs="+", default=MEMORY_SIZES, metavar="N")
     parser.add_argument("--output", type=Path, default=RESULTS, help="where to write the JSON results")
@@ -299,14 +440,21 @@ def main(argv: list[str] | None = None) -> None:
 
     if torch is None:
         print("note: PyTorch is not installed; the comparison with it is skipped (it is optional).")
+    if args.quick:
+        args.repeats = min(args.repeats, 5)
+        args.memory_sizes = [n for n in args.memory_sizes if n <= 8192] or args.memory_sizes
     started = time.time()
+    shape = tuple(args.speed_shape)
     results = {
         "generated_by": "benchmarks/attention_speed_memory.py",
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine(),
-        "speed": measure_speed(tuple(args.speed_shape), args.repeats),
+        "speed": measure_speed(shape, args.repeats),
+        "passes": measure_passes(shape, args.repeats),
+        "tile_curve": measure_tile_curve(shape, max(3, args.repeats // 2), CURVE_SIDES),
         "memory": measure_memory(tuple(args.memory_sizes), args.speed_shape[2]),
     }
+    results["quick"] = args.quick
     results["run_seconds"] = round(time.time() - started, 1)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(results, indent=2) + "\n")

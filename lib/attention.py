@@ -89,23 +89,48 @@ def scaled_scores(
 def _raw_scaled_scores(
     qa: np.ndarray, ka: np.ndarray, factor: float, shapes: tuple[tuple[int, ...], ...] | None = None
 ) -> np.ndarray:
-    """``qa @ ka^T * factor`` as a fresh array, or a clear error if it overflows.
+    """``(qa * factor) @ ka^T`` as a fresh array, or a clear error if it overflows.
 
-    ``qa`` and ``ka`` are checked arrays, or blocks of rows of them; then
-    ``shapes`` gives the shapes of the whole q and k for the error message.
+    Scaling the ``n_q x d_k`` queries gives the same scores as scaling the
+    ``n_q x n_k`` scores (up to rounding) and saves a pass over the largest
+    array. ``qa`` and ``ka`` are checked arrays, or blocks of rows of them;
+    then ``shapes`` gives the shapes of the whole q and k for the error message.
     """
-    q_shape, k_shape = shapes or (qa.shape, ka.shape)
+    if _scores_cannot_overflow(qa, ka, factor):
+        return (qa * factor) @ np.swapaxes(ka, -1, -2)
     with np.errstate(over="ignore", invalid="ignore"):
-        scores = qa @ np.swapaxes(ka, -1, -2)
-        scores *= factor
+        scores = (qa * factor) @ np.swapaxes(ka, -1, -2)
     # min and max see any inf or NaN without building a boolean array as
     # large as the scores (the scores can be the biggest array in memory).
     if scores.size and not (np.isfinite(scores.min()) and np.isfinite(scores.max())):
-        raise ValueError(
-            "the scores q.k * scale overflow the floating-point range of "
-            f"{scores.dtype}; rescale q and k (q has shape {q_shape}, k has shape {k_shape})"
-        )
+        raise _overflow_error(scores.dtype, *(shapes or (qa.shape, ka.shape)))
     return scores
+
+
+def _scores_cannot_overflow(qa: np.ndarray, ka: np.ndarray, factor: float) -> bool:
+    """True when no score ``(q_i * factor) . k_j`` can overflow, from a bound.
+
+    Every term of the dot product, and every partial sum, is at most
+    ``d_k * max|q| * |factor| * max|k|`` in size (and ``max|q| * |factor|``
+    bounds the scaled queries). When that bound is far below the largest
+    float, the scores need no check: a few passes over Q and K (n x d_k
+    numbers) replace two over the scores (n_q x n_k). Python floats hold
+    the bound, so it cannot overflow itself (it becomes ``inf``: False).
+    """
+    if qa.size == 0 or ka.size == 0:
+        return True
+    top_q = max(float(qa.max()), -float(qa.min()))
+    top_k = max(float(ka.max()), -float(ka.min()))
+    bound = qa.shape[-1] * top_q * abs(factor) * max(top_k, 1.0)
+    return bound < float(np.finfo(np.result_type(qa, ka)).max) / 4
+
+
+def _overflow_error(dtype: np.dtype, q_shape: tuple[int, ...], k_shape: tuple[int, ...]) -> ValueError:
+    """The error for scores that overflow, naming the shapes of q and k."""
+    return ValueError(
+        "the scores q.k * scale overflow the floating-point range of "
+        f"{dtype}; rescale q and k (q has shape {q_shape}, k has shape {k_shape})"
+    )
 
 
 def _apply_mask(scores: np.ndarray, mask: np.ndarray | None, allowed: np.ndarray | None) -> None:

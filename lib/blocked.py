@@ -18,29 +18,32 @@ computed against the old maximum; multiplying ``l`` and ``acc`` by
 After the last block ``acc / l`` is exactly the softmax-weighted sum of the
 values: the same output as the reference, up to rounding.
 
-Queries are taken in blocks too, so at most one block of scores,
-``block_size`` queries by ``block_size`` keys (per batch entry), exists at a
-time. Under ``is_causal`` the key blocks that lie entirely in the future of
-a query block are never computed.
+Queries are taken in blocks too, so at most one tile of scores, ``B_r``
+queries by ``B_c`` keys (per batch entry), exists at a time. The tile is
+chosen from the processor's cache (:mod:`lib.tiles`): every elementwise pass
+over it (maximum, subtraction, exponential, sum) then reads and writes the
+cache instead of main memory. Under ``is_causal`` the tiles of keys that lie
+entirely in the future of a block of queries are never computed.
 """
 
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ._checks import as_float_array, broadcast_batch, check_mask
-from .attention import _apply_mask, _check_qk, _check_scale, _check_v, _raw_scaled_scores
+from .attention import _apply_mask, _check_qk, _check_scale, _check_v, _overflow_error, _scores_cannot_overflow
 from .attention import scaled_dot_product_attention
+from .tiles import Tile, choose_tile
 
 __all__ = ["DEFAULT_BLOCK_SIZE", "OnlineSoftmaxStep", "online_softmax_steps", "online_softmax", "blocked_attention"]
 
 DEFAULT_BLOCK_SIZE = 512
-"""Queries and keys per block: big enough that the matrix products are few
-and fast, small enough that one block of scores (512 x 512 float32 = 1 MiB
-per head) stays in the processor's cache."""
+"""Entries per block of :func:`online_softmax` and :func:`online_softmax_steps`
+(blocked attention chooses its tiles from the cache instead)."""
 
 
 class OnlineSoftmaxStep(NamedTuple):
@@ -162,24 +165,28 @@ def blocked_attention(
     *,
     is_causal: bool = False,
     scale: float | None = None,
-    block_size: int = DEFAULT_BLOCK_SIZE,
+    block_size: int | None = None,
 ) -> np.ndarray:
     """Scaled dot-product attention without the full score matrix.
 
     Computes what :func:`~lib.attention.scaled_dot_product_attention`
     computes (same arguments, same conventions, same errors; no weights to
-    return, since they are never stored) with the online softmax: queries and
-    keys go in blocks of ``block_size``, and for each block of queries a
-    running maximum, a running sum and a running weighted sum of values are
-    carried from one block of keys to the next.
+    return, since they are never stored) with the online softmax: the score
+    matrix is cut into tiles of queries by keys (FlashAttention's
+    ``B_r x B_c`` tiles), and for each block of queries a running maximum, a
+    running sum and a running weighted sum of values are carried from one
+    tile of keys to the next.
 
     Parameters
     ----------
     q, k, v, mask, is_causal, scale
         As for :func:`~lib.attention.scaled_dot_product_attention`.
-    block_size : int
-        Queries and keys per block (1 or more). At most ``block_size**2``
-        scores per batch entry exist at a time.
+    block_size : int, optional
+        Queries and keys per tile (1 or more): at most ``block_size**2``
+        scores per batch entry exist at a time. By default the tile is
+        chosen from the processor's cache (:func:`lib.tiles.choose_tile`),
+        so that every pass over it runs in the cache. Either way, several
+        batch entries share a step when their tiles together fit the cache.
 
     Returns
     -------
@@ -203,41 +210,102 @@ def blocked_attention(
     n_q, n_k = qa.shape[-2], ka.shape[-2]
     scores_shape = (*batch, n_q, n_k)
     if mask is not None:
-        # A view with the scores' shape, so that blocks of it can be sliced.
-        mask = np.broadcast_to(check_mask(mask, scores_shape), scores_shape)
+        mask = check_mask(mask, scores_shape)
     va = _check_v(v, qa, ka)
-    size = _block_size(block_size)
+    side = None if block_size is None else _block_size(block_size)
 
+    d_k, d_v = qa.shape[-1], va.shape[-1]
     score_dtype = np.result_type(qa, ka)
-    out_lead = np.broadcast_shapes(batch, va.shape[:-2])
-    out = np.empty((*out_lead, n_q, va.shape[-1]), dtype=np.result_type(score_dtype, va))
-    for i0 in range(0, n_q, size):
-        i1 = min(i0 + size, n_q)
-        # Under the causal mask, query i sees keys 0..i: no key from i1 on.
-        n_seen = min(n_k, i1) if is_causal else n_k
-        m = np.full((*batch, i1 - i0, 1), -np.inf, dtype=score_dtype)
-        total = np.zeros_like(m)
-        acc = np.zeros((*out_lead, i1 - i0, va.shape[-1]), dtype=out.dtype)
-        for j0 in range(0, n_seen, size):
-            j1 = min(j0 + size, n_seen)
-            s = _raw_scaled_scores(qa[..., i0:i1, :], ka[..., j0:j1, :], factor, (qa.shape, ka.shape))
-            # Keys past the diagonal of this block: key j is allowed when j <= i.
-            allowed = np.tri(i1 - i0, j1 - j0, i0 - j0, dtype=bool) if is_causal and j1 - 1 > i0 else None
-            _apply_mask(s, None if mask is None else mask[..., i0:i1, j0:j1], allowed)
-            m_block = s.max(axis=-1, keepdims=True)
-            if np.isposinf(m_block).any():
-                # A float mask pushed a score to +inf: the reference refuses
-                # this input, so let it raise its error.
-                scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, scale=scale)
-            m, shift, rescale = _merge_max(m, m_block)
-            s -= shift
-            np.exp(s, out=s)  # s now holds exp(score - m_new)
-            total *= rescale
-            total += s.sum(axis=-1, keepdims=True)
-            acc *= rescale
-            acc += s @ va[..., j0:j1, :]
-            del s  # free this block of scores before the next one is computed
-        # A query that saw no permitted key has total 0 and acc 0: output 0.
-        total[total == 0] = 1
-        np.divide(acc, total, out=out[..., i0:i1, :])
-    return out
+    lead = np.broadcast_shapes(batch, va.shape[:-2]) or (1,)  # at least one batch axis
+    out = np.zeros((*lead, n_q, d_v), dtype=np.result_type(score_dtype, va))
+    if out.size == 0 or n_k == 0:
+        return out.reshape((*np.broadcast_shapes(batch, va.shape[:-2]), n_q, d_v))
+    # Views with the output's leading shape: a batch entry (head) of each is
+    # indexed alike, and nothing is copied.
+    views = [np.broadcast_to(a, (*lead, *a.shape[-2:])) for a in (qa, ka, va)]
+    if mask is not None:
+        views.append(np.broadcast_to(mask, (*lead, n_q, n_k)))
+    tile = choose_tile(n_q, n_k, d_k, d_v, score_dtype.itemsize, heads=lead[-1], side=side)
+    head_step = _HeadStep(
+        factor, is_causal, tile, checked=not _scores_cannot_overflow(qa, ka, factor),
+        shapes=(qa.shape, ka.shape),
+        refuse=lambda: scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, scale=scale),
+    )
+    for outer in np.ndindex(*lead[:-1]):
+        for h0 in range(0, lead[-1], tile.heads):
+            heads = (*outer, slice(h0, h0 + tile.heads))
+            head_step.run(*(a[heads] for a in views[:3]), None if mask is None else views[3][heads], out[heads])
+    return out.reshape((*np.broadcast_shapes(batch, va.shape[:-2]), n_q, d_v))
+
+
+class _HeadStep(NamedTuple):
+    """Blocked attention for a group of heads, tile by tile."""
+
+    factor: float
+    is_causal: bool
+    tile: Tile
+    checked: bool  # check each tile of scores for overflow (the bound did not rule it out)
+    shapes: tuple[tuple[int, ...], tuple[int, ...]]  # of the whole q and k, for the error message
+    refuse: Callable[[], object]  # raises the reference's error for a score of +inf
+
+    def run(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None, out: np.ndarray) -> None:
+        """Write ``attention(q, k, v)`` of shape (heads, n_q, d_v) into ``out``."""
+        n_q, n_k = q.shape[-2], k.shape[-2]
+        rows, cols = self.tile.rows, self.tile.cols
+        k_t = np.swapaxes(k, -1, -2)
+        for i0 in range(0, n_q, rows):
+            i1 = min(i0 + rows, n_q)
+            # Scale this block of queries once, for every tile of keys.
+            q_block = _scaled(q[..., i0:i1, :], self.factor, self.checked)
+            # Under the causal mask, query i sees keys 0..i: no key from i1 on.
+            n_seen = min(n_k, i1) if self.is_causal else n_k
+            m = total = acc = None
+            for j0 in range(0, n_seen, cols):
+                j1 = min(j0 + cols, n_seen)
+                s = _tile_scores(q_block, k_t[..., j0:j1], self.checked, self.shapes)
+                # Keys past the diagonal of this tile: key j is allowed when j <= i.
+                allowed = np.tri(i1 - i0, j1 - j0, i0 - j0, dtype=bool) if self.is_causal and j1 - 1 > i0 else None
+                if mask is not None or allowed is not None:
+                    _apply_mask(s, None if mask is None else mask[..., i0:i1, j0:j1], allowed)
+                m_tile = s.max(axis=-1, keepdims=True)
+                if mask is not None and np.isposinf(m_tile).any():
+                    self.refuse()  # a float mask pushed a score to +inf: the reference's error
+                if m is None:  # the first tile: nothing to rescale yet
+                    m = m_tile
+                    s -= np.where(np.isneginf(m), np.zeros_like(m), m)
+                    np.exp(s, out=s)  # s now holds exp(score - m)
+                    total = s.sum(axis=-1, keepdims=True)
+                    acc = s @ v[..., j0:j1, :]
+                else:
+                    m, shift, rescale = _merge_max(m, m_tile)
+                    s -= shift
+                    np.exp(s, out=s)
+                    total *= rescale
+                    total += s.sum(axis=-1, keepdims=True)
+                    acc *= rescale
+                    acc += s @ v[..., j0:j1, :]
+                del s  # free this tile of scores before the next one is computed
+            # A query that saw no permitted key has total 0 and acc 0: output 0.
+            total[total == 0] = 1
+            np.divide(acc, total, out=out[..., i0:i1, :])
+
+
+def _scaled(q_block: np.ndarray, factor: float, checked: bool) -> np.ndarray:
+    """``q_block * factor``; overflow is left to the check of the scores."""
+    if not checked:
+        return q_block * factor
+    with np.errstate(over="ignore", invalid="ignore"):
+        return q_block * factor
+
+
+def _tile_scores(
+    q_block: np.ndarray, k_t: np.ndarray, checked: bool, shapes: tuple[tuple[int, ...], tuple[int, ...]]
+) -> np.ndarray:
+    """One tile of scaled scores, ``q_block @ k_t``, checked for overflow if asked."""
+    if not checked:
+        return q_block @ k_t
+    with np.errstate(over="ignore", invalid="ignore"):
+        s = q_block @ k_t
+    if s.size and not (np.isfinite(s.min()) and np.isfinite(s.max())):
+        raise _overflow_error(s.dtype, *shapes)
+    return s

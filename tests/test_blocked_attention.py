@@ -202,13 +202,13 @@ def test_causal_skips_key_blocks_in_the_future(monkeypatch):
     # block of keys j0.. is computed for the block of queries ..i1 only if
     # some key in it is not in the future of every query, i.e. j0 < i1.
     seen = []
-    real = lib.blocked._raw_scaled_scores
+    real = lib.blocked._tile_scores
 
-    def recording(qa, ka, factor, shapes):
-        seen.append((qa.shape[-2], ka.shape[-2]))
-        return real(qa, ka, factor, shapes)
+    def recording(qa, ka, checked, shapes):
+        seen.append((qa.shape[-2], ka.shape[-1]))
+        return real(qa, ka, checked, shapes)
 
-    monkeypatch.setattr(lib.blocked, "_raw_scaled_scores", recording)
+    monkeypatch.setattr(lib.blocked, "_tile_scores", recording)
     rng = np.random.default_rng(7)
     q, k, v = (rng.normal(size=(16, 2)) for _ in range(3))
     lib.blocked_attention(q, k, v, block_size=4)
@@ -308,15 +308,91 @@ def test_the_benchmark_script_runs_and_writes_what_the_chapter_reads(tmp_path):
 
 
 def test_the_committed_benchmark_results_meet_the_targets():
-    """The measurement quoted in chapter 8: blocked attention at most 2x the
-    matmul floor, and at most 1/16 of the reference's extra memory at 16384."""
+    """The measurement quoted in chapter 8: at most 1/16 of the reference's
+    extra memory at n = 16384, the shape and dtype the chapter names, and the
+    machine's caches with the tile chosen from them. (Speed ratios are
+    reported by the benchmark, not asserted: the house rules keep timings
+    out of tests, and a shared machine blurs them.)"""
     data = json.loads(RESULTS.read_text())
     speed, memory = data["speed"], data["memory"]
     assert speed["shape"] == [16, 1024, 64] and speed["dtype"] == "float32"
-    assert speed["ratio_to_matmul_floor"]["blocked"] <= 2.0
     cases = {(c["impl"], c["n"]): c for c in memory["cases"]}
     ref, blk = cases[("reference", 16384)], cases[("blocked", 16384)]
     assert ref["traced_extra_bytes"] >= 16384**2 * 4  # the 1 GiB score matrix
     assert blk["traced_extra_bytes"] <= ref["traced_extra_bytes"] / 16
     assert memory["summary"]["16384"]["blocked_over_reference_extra_memory"] == pytest.approx(
         blk["traced_extra_bytes"] / ref["traced_extra_bytes"])
+    # The machine's caches and the tile chosen from them are recorded.
+    machine = data["machine"]
+    assert machine["caches"] and all(size > 0 for size in machine["caches"].values())
+    l2 = machine["caches"].get("L2", lib.tiles.DEFAULT_L2_BYTES)
+    assert speed["tile"] == lib.tiles.choose_tile(1024, 1024, 64, 64, 4, heads=16, budget_bytes=l2 // 2)._asdict()
+    sides = [p["side"] for p in data["tile_curve"]["points"]]
+    assert sides[0] == "chosen" and len(sides) >= 5
+
+
+# --- Tiles chosen from the cache (lib.tiles) ---------------------------------
+
+import lib.tiles  # noqa: E402
+
+
+def fake_sysfs(root: Path, entries: list[tuple[str, str, str]]) -> Path:
+    for i, (level, kind, size) in enumerate(entries):
+        index = root / f"index{i}"
+        index.mkdir(parents=True)
+        (index / "level").write_text(level + "\n")
+        (index / "type").write_text(kind + "\n")
+        (index / "size").write_text(size + "\n")
+    return root
+
+
+def test_cache_sizes_are_read_from_sysfs(tmp_path):
+    root = fake_sysfs(tmp_path / "cache", [("1", "Data", "48K"), ("1", "Instruction", "32K"),
+                                           ("2", "Unified", "2048K"), ("3", "Unified", "260M")])
+    sizes = lib.tiles.cache_sizes(root)
+    assert sizes["L1d"] == 48 * 1024 and sizes["L2"] == 2 * 2**20 and sizes["L3"] == 260 * 2**20
+
+
+def test_an_unreported_l2_falls_back_to_the_default(monkeypatch):
+    monkeypatch.setattr(lib.tiles, "cache_sizes", lambda root=None: {})
+    assert lib.tiles.tile_budget_bytes() == lib.tiles.DEFAULT_L2_BYTES // 2
+    assert lib.tiles.tile_budget_bytes(4 * 2**20) == 2 * 2**20
+    with pytest.raises(ValueError, match="l2_bytes must be 1 or more; got 0"):
+        lib.tiles.tile_budget_bytes(0)
+
+
+@given(st.integers(1, 5000), st.integers(1, 5000), st.integers(1, 256), st.integers(1, 256),
+       st.sampled_from([4, 8]), st.integers(1, 64), st.integers(2**14, 2**24))
+def test_the_chosen_tile_fits_the_budget(n_q, n_k, d_k, d_v, itemsize, heads, budget):
+    tile = lib.tiles.choose_tile(n_q, n_k, d_k, d_v, itemsize, heads=heads, budget_bytes=budget)
+    assert 1 <= tile.rows <= n_q and 1 <= tile.cols <= n_k and 1 <= tile.heads <= heads
+    # The bytes one step touches: scores, and the slices of Q, K, V and the output.
+    step = tile.heads * itemsize * (tile.rows * tile.cols + tile.rows * (d_k + d_v) + tile.cols * (d_k + d_v))
+    # Over budget only when even the smallest tile allowed is: one head, sides
+    # of MIN_SIDE (or n, when shorter).
+    r, c = min(n_q, lib.tiles.MIN_SIDE), min(n_k, lib.tiles.MIN_SIDE)
+    smallest_step = itemsize * (r * c + r * (d_k + d_v) + c * (d_k + d_v))
+    assert step <= budget or (tile.heads == 1 and smallest_step > budget), tile
+    # Balanced blocks: the side is n over the number of blocks, rounded up, so
+    # the last block is never much shorter than the others.
+    for n, side in ((n_q, tile.rows), (n_k, tile.cols)):
+        assert side == math.ceil(n / math.ceil(n / side))
+
+
+def test_a_larger_cache_gets_larger_tiles():
+    sides = [lib.tiles.choose_tile(4096, 4096, 64, 64, 4, budget_bytes=b).rows for b in (2**18, 2**20, 2**22)]
+    assert sides[0] < sides[1] < sides[2]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tiles_chosen_from_a_small_cache_give_the_reference_s_output(monkeypatch, causal, dtype):
+    # A 64 KiB budget forces many tiles, ragged ones and heads grouped per step.
+    monkeypatch.setattr(lib.tiles, "tile_budget_bytes", lambda l2_bytes=None: 2**16)
+    rng = np.random.default_rng(9)
+    q = rng.normal(size=(3, 2, 300, 8)).astype(dtype)
+    k, v = (rng.normal(size=(2, 250, 8)).astype(dtype) for _ in range(2))
+    mask = rng.random((300, 250)) < 0.9
+    tile = lib.tiles.choose_tile(300, 250, 8, 8, np.dtype(dtype).itemsize, heads=2)
+    assert tile.rows < 300 and tile.cols < 250
+    assert_same_as_reference(q, k, v, mask, is_causal=causal, block_size=None)

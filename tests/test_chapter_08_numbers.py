@@ -78,3 +78,159 @@ def test_the_page_quotes_the_committed_benchmark_results(page_text):
     memory = data["memory"]["summary"]["16384"]["blocked_over_reference_extra_memory"]
     assert f"1/{1 / memory:.0f} (at n = 16384)" in page_text
     assert data["date"] in page_text
+
+
+def committed() -> dict:
+    return json.loads(RESULTS.read_text())
+
+
+def test_the_score_matrix_against_q_k_v_and_o_is_computed(page_text):
+    # n^2 scores against 4 n d numbers: the ratio is n / (4 d), not a constant.
+    d = 64
+    for n in (1024, 4096, 16384):
+        ratio = n * n / (4 * n * d)
+        assert re.search(rf"\b{n}\s+{4 * n * d * 4 / 2**20:.0f} MiB\s+{n * n * 4 / 2**20:.0f} MiB\s+{ratio:.0f}x", page_text), n
+    assert f"At n = 16384 the score matrix is {16384 / (4 * d):.0f} times the size of Q, K, V and O together" in page_text
+    assert "256 times larger" not in page_text
+    # The dropdown's figures.
+    source = built_page_source()
+    assert f"{1024 // (4 * d)} at $n = 1024$, {16384 // (4 * d)} at $n = 16384$" in source
+    assert f"$n / d = {16384 // d}$ times the size of $Q$ alone at $n = 16384$" in source
+    # The introduction: 16384^2 numbers, 4 bytes each.
+    assert f"$n^2 \\approx {16384**2 / 1e6:.0f}$ million" in source
+    assert 16384**2 * 4 == 2**30 and "that is 1 GiB" in source
+
+
+def test_the_causal_tile_counts(page_text):
+    n, size = 16, 4
+    blocks = n // size
+    computed = sum(1 for r in range(blocks) for c in range(blocks) if c * size <= r * size + size - 1)
+    assert f"tiles computed: {computed} of {blocks * blocks}, skipped: {blocks * blocks - computed}" in page_text
+    diagonal = sum(1 for i in range(size) for j in range(size) if j <= i) / size**2
+    assert f"permitted share of a diagonal tile: {diagonal:.4f}" in page_text
+    assert f"{sum(range(1, size + 1))} of its {size * size} scores are permitted, {diagonal:.3f}" in built_page_source()
+    for b in (4, 16, 64, 256):
+        assert re.search(rf"\b{b} x {b} tiles: share skipped {b * (b - 1) / 2 / b**2:.3f}", page_text), b
+    # "approaches one half"
+    assert abs(10**6 * (10**6 - 1) / 2 / 10**12 - 0.5) < 1e-5
+
+
+def test_the_worked_example_s_quoted_maxima(page_text):
+    scores = scaled_scores_of_query(QUERY)
+    first, second = max(scores[:2]), max(scores[:4])
+    tokens, _ = lib.example_sentence()
+    assert f"from ${first:.2f}$ (key \"{tokens[scores.index(first)]}\") to ${second:.2f}$ (key \"{tokens[scores.index(second)]}\")" in built_page_source()
+    top = max(scores)
+    normaliser = sum(math.exp(s - top) for s in scores)
+    alt = re.search(r'alt="(Two step plots[^"]*)"', built_page(PAGE))
+    assert alt, "the running-state figure has no alt text"
+    text = html.unescape(alt.group(1))
+    assert f"about {first:.2f}".replace("-", "−") in text and f"about {second:.2f}" in text
+    assert f"about {normaliser:.2f}" in text
+
+
+def built_page_source() -> str:
+    """The chapter's MyST source, whitespace collapsed: its prose, with the math as written."""
+    text = (Path(__file__).resolve().parents[1] / "chapters" / "08_online_softmax.md").read_text(encoding="utf-8")
+    return re.sub(r"\s+", " ", text)
+
+
+def test_rounding_differences_and_machine_epsilon(page_text):
+    source = built_page_source()
+    for bits, eps in ((52, 2.0**-52), (23, 2.0**-23)):
+        mantissa, exponent = f"{eps:.1e}".split("e")
+        assert f"$2^{{-{bits}}} \\approx {mantissa} \\times 10^{{{int(exponent)}}}$" in source, bits
+    found = re.findall(r"(float64|float32), causal=\w+\s*, block_size=\s*\d+: largest difference ([0-9.e+-]+)", page_text)
+    assert len(found) == 12
+    for dtype, diff in found:
+        # A few units in the last digit of values of size ~1.
+        assert float(diff) <= (1e-14 if dtype == "float64" else 1e-5), (dtype, diff)
+
+
+def test_the_page_quotes_the_pass_by_pass_times_and_the_tile_curve(page_text):
+    data = committed()
+    passes = data["passes"]
+    whole, tiled, products = (passes["seconds"][key] for key in ("whole", "tiled", "products"))
+    assert list(whole) == ["scale", "max", "subtract", "exp", "sum", "divide"]
+    total_whole, total_tiled = sum(whole.values()), sum(tiled.values())
+    assert f"The six passes over the whole matrix took {total_whole * 1e3:.1f} ms, " in page_text
+    assert f"{total_whole / sum(products.values()):.2f} times the two products together" in page_text
+    assert f"The exponential took {whole['exp'] / whole['subtract']:.2f} times as long as the subtraction" in page_text
+    tile = passes["tile"]
+    assert f"Over one tile of {tile['rows']} × {tile['cols']} scores" in page_text
+    assert f"the six passes took {total_tiled * 1e3:.1f} ms: {total_whole / total_tiled:.1f} times faster" in page_text
+    # The score matrix of 16 x 1024 x 1024 float32 is the 64 MiB the text names.
+    assert passes["score_matrix_bytes"] == 16 * 1024 * 1024 * 4 == 64 * 2**20
+    for name in whole:
+        moved = passes["score_matrix_bytes"] * (1 if name in ("max", "sum") else 2)
+        assert re.search(rf"\| {name} \| {whole[name] * 1e3:.1f} \| {moved / whole[name] / 1e9:.1f} \| "
+                         rf"{tiled[name] * 1e3:.1f} \| {whole[name] / tiled[name]:.1f} \|", built_markdown_tables(page_text)), name
+    points = data["tile_curve"]["points"]
+    chosen = next(p for p in points if p["side"] == "chosen")
+    best = min((p for p in points if p["side"] != "chosen"), key=lambda p: p["ratio_to_matmul_floor"])
+    assert (f"The fastest tile side measured was {best['side']} ({best['ratio_to_matmul_floor']:.2f}× the floor)"
+            in page_text)
+    assert (f"the tile chosen from the cache, {chosen['tile']['rows']} × {chosen['tile']['cols']}, "
+            f"took {chosen['ratio_to_matmul_floor']:.2f}× the floor") in page_text
+    # The tile the speed run used is the one chosen from the recorded L2 size.
+    assert data["speed"]["tile"] == chosen["tile"] == tile
+    assert data["machine"]["tile_budget_bytes"] == data["machine"]["caches"].get("L2", 2**20) // 2
+
+
+def built_markdown_tables(page_text: str) -> str:
+    """The page's tables as Markdown-like rows: cells joined by ' | '."""
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", built_page(PAGE), flags=re.S)
+    lines = []
+    for row in rows:
+        cells = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, flags=re.S)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def test_the_page_names_the_machine_and_its_caches(page_text):
+    data = committed()
+    machine = data["machine"]
+    assert f"processor “{machine['processor']}”" in page_text
+    for level, size in machine["caches"].items():
+        shown = f"{size / 2**20:g} MiB" if size >= 2**20 else f"{size / 2**10:g} KiB"
+        assert f"{level} {shown}" in page_text
+    if machine["torch"] is None:
+        assert "PyTorch was not installed" in page_text
+
+
+def test_the_speed_table_and_the_causal_ratios(page_text):
+    data = committed()
+    ratios = data["speed"]["ratio_to_matmul_floor"]
+    assert (f"(with a causal mask: {ratios['reference_causal']:.2f}× and {ratios['blocked_causal']:.2f}×)"
+            in page_text)
+    tables = built_markdown_tables(page_text)
+    for key, ratio in ratios.items():
+        assert f"| {data['speed']['seconds'][key] * 1e3:.1f} | {ratio:.2f} |" in tables, key
+
+
+def test_the_memory_figure_s_alt_text_and_caption_hold():
+    data = committed()
+    cases = {(c["impl"], c["n"]): c for c in data["memory"]["cases"]}
+    sizes = sorted({n for _, n in cases})
+    assert sizes[0] == 1024 and round(cases[("reference", 1024)]["traced_extra_bytes"] / 2**20) == 4
+    for n in sizes:
+        ref, blk = cases[("reference", n)]["traced_extra_bytes"], cases[("blocked", n)]["traced_extra_bytes"]
+        assert n * n * 4 <= ref <= 1.1 * n * n * 4  # "the size of its score matrix"
+        assert blk < 2**20  # "stays flat, below 1 MiB"
+    alt = html.unescape(built_page(PAGE))
+    assert "from 4 MiB at n = 1024" in alt and "below 1 MiB" in alt
+
+
+def test_the_quiz_s_numeric_answers():
+    quiz = json.loads((Path(__file__).resolve().parents[1] / "chapters" / "08_online_softmax.quiz.json").read_text())
+    right = {q["question"][:40]: next(a["value"] for a in q["answers"] if a["correct"]) for q in quiz if q["type"] == "numeric"}
+    expected = [
+        1.5 * math.exp(2 - (2 + math.log(4))) + 1.0,  # running sum after a new maximum
+        8192**2 * 4 / 2**20,  # MiB of the score matrix at n = 8192
+        sum(range(1, 5)),  # causal tiles computed, 16 x 16 in tiles of 4
+        4096 / (4 * 64),  # score matrix against Q, K, V and O at n = 4096
+        round(math.sqrt(2**20 / 2 / 4)),  # largest square float32 tile in half of 1 MiB
+    ]
+    assert sorted(right.values()) == pytest.approx(sorted(expected))
+    positions = [next(i for i, a in enumerate(q["answers"]) if a["correct"]) for q in quiz if q["type"] == "multiple_choice"]
+    assert len(quiz) >= 8 and len(set(positions)) >= 3, positions
