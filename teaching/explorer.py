@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import matplotlib
+import matplotlib.style
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
@@ -209,6 +210,7 @@ class Explorer:
         for c in controls:
             if not c.options():
                 raise ValueError(f"explorer {name!r}: control {c.name!r} has no values")
+            c.labels()  # names, if given, must match the values
             if c.value is not None and c.value not in c.options():
                 raise ValueError(f"explorer {name!r}: the start value {c.value!r} of control "
                                  f"{c.name!r} is not one of its values {c.options()}")
