@@ -35,6 +35,18 @@
     document.querySelectorAll(".search-button-field[aria-label]").forEach(function (button) {
       button.removeAttribute("aria-label");
     });
+    // A folded cell or dropdown: its summary shows "Show code cell source"
+    // (or the dropdown's title) but is named "Toggle hidden content": let the
+    // visible text be its name.
+    document.querySelectorAll("summary[aria-label]").forEach(function (summary) {
+      if (summary.textContent.trim()) summary.removeAttribute("aria-label");
+    });
+    // The theme's colour-mode button is named "Color mode"; its icons carry
+    // titles of their own ("Light", "Dark") that contradict the name: hide
+    // the icons from assistive technology, the name says what the button does.
+    document.querySelectorAll(".theme-switch-button svg:not([aria-hidden])").forEach(function (icon) {
+      icon.setAttribute("aria-hidden", "true");
+    });
     // Sphinx marks references with the deprecated role doc-biblioentry inside
     // a role="list": make them list items.
     document.querySelectorAll('[role="doc-biblioentry"]').forEach(function (entry) {
