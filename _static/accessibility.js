@@ -44,8 +44,10 @@
     // The theme's colour-mode button is named "Color mode"; its icons carry
     // titles of their own ("Light", "Dark") that contradict the name: hide
     // the icons from assistive technology, the name says what the button does.
-    document.querySelectorAll(".theme-switch-button svg:not([aria-hidden])").forEach(function (icon) {
+    document.querySelectorAll(".theme-switch-button svg").forEach(function (icon) {
       icon.setAttribute("aria-hidden", "true");
+      icon.removeAttribute("aria-labelledby");
+      icon.querySelectorAll("title").forEach(function (title) { title.remove(); });
     });
     // Sphinx marks references with the deprecated role doc-biblioentry inside
     // a role="list": make them list items.
