@@ -17,6 +17,10 @@ copy the formulas would then show as raw TeX. This extension (listed under
   after ``widgets-setup.js``, which makes the manager find its fonts there,
   gives the explorers' saved plots alt text and typesets widget labels with
   the page's MathJax 3.
+- The chapters' explorers (``teaching/explorer.py``) are told, through the
+  environment variable ``TEACHING_EXPLORERS=static`` that the kernels running
+  the chapters inherit, to emit their static form: every setting drawn at
+  build time and swapped by a few lines of JavaScript, no widget state.
 - Thebe is switched off: sphinx-thebe would write a CDN address for thebe on
   every page (Binder, Colab and JupyterHub launch buttons are plain links).
 - jupyterquiz and jupytercards inline a fallback that loads MathJax from a CDN
@@ -26,6 +30,7 @@ copy the formulas would then show as raw TeX. This extension (listed under
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -36,6 +41,9 @@ from sphinx.errors import ExtensionError
 HERE = Path(__file__).resolve().parent
 NODE_MODULES = HERE / "node_modules"
 LOCK = HERE / "package-lock.json"
+
+# Read by teaching/explorer.py (MODE_VARIABLE) in the kernels that run the chapters.
+EXPLORER_MODE_VARIABLE = "TEACHING_EXPLORERS"
 
 # npm package -> files (relative to the package) served under _static/widgets.
 WIDGET_FILES: dict[str, list[str]] = {
@@ -154,6 +162,9 @@ def setup(app: Sphinx) -> dict[str, Any]:
     # flashcards and widget labels carry TeX that Sphinx cannot see (the
     # flashcards appendix, say): load the local MathJax on every page.
     app.set_html_assets_policy("always")
+    # The kernels that execute the chapters inherit this: explorers emit their
+    # static HTML form (see teaching/explorer.py), not live widgets.
+    os.environ[EXPLORER_MODE_VARIABLE] = "static"
     switch_off_thebe(app)
     app.connect("config-inited", configure)
     app.connect("builder-inited", copy_widget_assets)

@@ -48,8 +48,7 @@ def heatmap(
     if signed:
         lim = float(np.abs(m[finite]).max()) or 1.0
         vmin, vmax = (-lim if vmin is None else vmin), (lim if vmax is None else vmax)
-    cmap = plt.get_cmap(DIVERGING if signed else SEQUENTIAL).copy()
-    cmap.set_bad("#dddddd")
+    cmap = plt.get_cmap(DIVERGING if signed else SEQUENTIAL).with_extremes(bad="#dddddd")
     image = ax.imshow(shown, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
     ax.set_xticks(range(len(cols)), labels=list(cols))
     ax.set_yticks(range(len(rows)), labels=list(rows))

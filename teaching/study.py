@@ -16,6 +16,14 @@ __all__ = ["load_quiz", "load_cards", "show_quiz", "show_cards", "QUESTION_TYPES
 
 QUESTION_TYPES = ("multiple_choice", "many_choice", "numeric")
 
+# Colours with a contrast of at least 4.5:1 against the packages' near-white
+# text (WCAG AA; checked by axe-core in tests/test_browser_accessibility.py).
+# The packages' defaults fall short: the many-choice orange (3.1:1), the
+# flashcards' green, red and cyan fronts (2.0 to 2.6:1).
+QUIZ_COLORS = {"--jq-many-choice-bg": "#a84300", "--jq-correct-color": "#006b0e"}
+CARD_FRONT_COLORS = ["#3f6b35", "#a63d2a", "#1a6d94"]
+CARD_BACK_COLORS = ["#4a4e69"]
+
 
 class StudyDataError(ValueError):
     """A quiz or flashcard file is malformed; the message names the file and item."""
@@ -98,11 +106,12 @@ def show_quiz(path: str | Path, **options: Any) -> None:
     """Check the quiz file, then display it with :data:`QUIZ_DISPLAY` (answers shuffled)."""
     from jupyterquiz import display_quiz
 
-    display_quiz(load_quiz(path), **{**QUIZ_DISPLAY, **options})
+    display_quiz(load_quiz(path), **{**QUIZ_DISPLAY, "colors": QUIZ_COLORS, **options})
 
 
 def show_cards(path: str | Path, **options: Any) -> None:
     """Check the flashcard file, then display the deck."""
     from jupytercards import display_flashcards
 
-    display_flashcards(load_cards(path), **options)
+    display_flashcards(load_cards(path), **{"front_colors": CARD_FRONT_COLORS,
+                                            "back_colors": CARD_BACK_COLORS, **options})

@@ -262,6 +262,60 @@ class BookBrowser:
         return page, log
 
 
+# --------------------------------------------------------------------------- axe-core
+
+# axe-core, pinned in _ext/package-lock.json and installed by `npm ci`; only the
+# tests load it (injected from the file: nothing is fetched).
+AXE = ROOT / "_ext" / "node_modules" / "axe-core" / "axe.min.js"
+
+# Runs axe-core's WCAG 2.x A/AA and best-practice rules (or the rules named).
+RUN_AXE_JS = """
+async (rules) => {
+  const only = rules ? {type: 'rule', values: rules}
+    : {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice']};
+  const result = await axe.run(document, {runOnly: only, resultTypes: ['violations']});
+  return result.violations.map((v) => ({
+    id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.map((n) => ({target: n.target.join(' '), summary: n.failureSummary})),
+  }));
+}
+"""
+
+
+def run_axe(page: Any, rules: list[str] | None = None) -> list[dict]:
+    """axe-core's violations on the page as it is now: [{id, impact, help, nodes}]."""
+    if not AXE.is_file():
+        pytest.fail(f"{AXE.relative_to(ROOT)} is missing: run ./course build (npm ci in _ext/) first")
+    if not page.evaluate("() => Boolean(window.axe)"):
+        page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
+    return page.evaluate(RUN_AXE_JS, rules)
+
+
+AXE_REPORT = ROOT / "_build" / "reports" / "axe.json"
+
+
+def record_axe(path: str, theme: str, violations: list[dict]) -> None:
+    """Keep a page's violations for _build/reports/axe.json and the closing summary."""
+    report = SESSION.setdefault("axe", {})
+    report[f"{path} ({theme})"] = violations
+    AXE_REPORT.parent.mkdir(parents=True, exist_ok=True)
+    AXE_REPORT.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    counts: dict[str, int] = {}
+    for found in report.values():
+        for v in found:
+            counts[v["impact"]] = counts.get(v["impact"], 0) + len(v["nodes"])
+    SESSION["axe_counts"] = counts
+
+
+def describe_axe(violations: list[dict]) -> str:
+    """One line per offending element (at most five per rule)."""
+    return "\n".join(
+        f"  {v['impact']}: {v['id']} ({v['help']}) at {n['target']}: {n['summary']}"
+        for v in violations
+        for n in v["nodes"][:5]
+    )
+
+
 def is_redirect(page: Path | None) -> bool:
     """True for a page that only sends the browser on (a meta refresh)."""
     if page is None or not page.is_file():
@@ -393,6 +447,22 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         )
         terminalreporter.write_sep("!", red=True, bold=True)
         return
+    if SESSION.get("explorers"):
+        terminalreporter.write_sep("-", "explorers (response time from input to the next frame, ms)")
+        for name, seen in sorted(SESSION["explorers"].items()):
+            times = seen["response_ms"]
+            terminalreporter.write_line(
+                f"{name}: {seen['explorer_bytes'] / 1024:.0f} KiB on a {seen['page_bytes'] / 1024:.0f} KiB page; "
+                f"{len(times)} moves, median {times[len(times) // 2]:.0f} ms, slowest {times[-1]:.0f} ms"
+            )
+    if SESSION.get("axe_counts") is not None:
+        counts = SESSION["axe_counts"]
+        terminalreporter.write_sep("-", "axe-core")
+        terminalreporter.write_line(
+            "violations (element count) on the pages checked: "
+            + ", ".join(f"{impact} {counts.get(impact, 0)}" for impact in ("critical", "serious", "moderate", "minor"))
+            + "; every one is listed in _build/reports/axe.json"
+        )
     if SESSION["pages_opened"]:
         blocked = SESSION["blocked"]
         terminalreporter.write_sep("-", "browser tests")
