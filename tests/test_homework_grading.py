@@ -334,18 +334,47 @@ def test_the_solution_passes_every_check(assignment, check_id):
         assert verdict.passed, verdict.message
 
 
+def corpus_verdicts(assignment: str, path) -> dict[str, core.Verdict]:
+    """Every check of a fixture, graded in-process as the student named after the file:
+    the visible checks on their fixed inputs, the hidden ones on that student's seed."""
+    ns = subs.fixture_namespace(assignment, path)
+    seed = subs.student_seed(assignment, path.stem)
+    return {c.id: c.grade(ns, seed if c.hidden else None) for c in grading.checks_for(assignment)}
+
+
 @pytest.mark.parametrize(("assignment", "path"), subs.fixtures(), ids=lambda v: getattr(v, "stem", v))
 def test_fixture_submissions_earn_what_they_say(assignment, path):
-    earns, _ = subs.parse(path)
-    ns = subs.fixture_namespace(assignment, path)
-    got = {c.id for c in grading.checks_for(assignment) if grade(assignment, c.id, ns, seed=5).passed}
-    assert got == earns
+    """The learners' corpus: each fixture's points per check and the words of its messages."""
+    expected, _ = subs.parse(path)
+    verdicts = corpus_verdicts(assignment, path)
+    checks = {c.id: c for c in grading.checks_for(assignment)}
+    assert set(expected.points) <= set(checks), set(expected.points) - set(checks)
+    for cid, verdict in verdicts.items():
+        lo, hi = expected.bounds(cid, checks[cid].points)
+        got = checks[cid].score(verdict)
+        assert lo - 1e-9 <= got <= hi + 1e-9, (cid, got, (lo, hi), verdict.message)
+        assert verdict.passed == (got == checks[cid].points), (cid, verdict)
+    for cid, words in expected.messages.items():
+        for text in words:
+            assert text in verdicts[cid].message, (cid, text, verdicts[cid].message)
+
+
+@pytest.mark.parametrize("assignment", subs.ASSIGNMENTS)
+def test_the_corpus_has_three_correct_submissions_and_three_mistakes(assignment):
+    """Issue 11: at least 6 ordinary submissions per assignment, 3 correct-but-different."""
+    points = {c.id: c.points for c in grading.checks_for(assignment)}
+    correct, mistakes = [], []
+    for _, path in subs.fixtures(assignment):
+        expected, _ = subs.parse(path)
+        (correct if expected.full == set(points) else mistakes).append(path.stem)
+    mistakes = [m for m in mistakes if m != "calls_reference"]
+    assert len(correct) >= 3 and len(mistakes) >= 3, (correct, mistakes)
 
 
 def test_each_assignment_has_a_fixture_that_calls_the_reference_and_earns_nothing():
     for assignment in subs.ASSIGNMENTS:
-        earns, cells = subs.parse(subs.HERE / assignment / "calls_reference.py")
-        assert earns == set() and any("lib" in src for src in cells.values())
+        expected, cells = subs.parse(subs.HERE / assignment / "calls_reference.py")
+        assert expected.points == {} and any("lib" in src for src in cells.values())
 
 
 def _message(assignment, check_id, **functions) -> str:
