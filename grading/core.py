@@ -855,6 +855,68 @@ class Assignment:
                   f"score): {verdict.message}{extra}")
         return score
 
+    def check_before_submit(self, namespace: Mapping[str, Any], *, seed: int | None = None) -> dict[str, float]:
+        """The learner's "check before you submit": every check, said plainly.
+
+        Runs every visible check and the learner's own copy of every hidden
+        check (the same kinds of inputs, on a fresh random seed, not the ones
+        of grading), with the functions defined in ``namespace`` (the
+        notebook's ``globals()``), and prints what passed, what each failure
+        means (the check's message names the mistake), the points that would
+        follow, and that the hidden tests run again at grading. Never raises
+        and writes nothing to stderr. Returns ``{check id: points}``.
+
+        It does nothing while a grader runs the notebook (``nbgrader
+        autograde`` or the class grader), and says so when the reference
+        ``lib`` cannot be imported (the notebook is not in the course folder).
+        """
+        import importlib.util
+
+        from .seeds import ENV_SEED, autograde_location
+
+        if os.environ.get(ENV_SEED) or autograde_location() is not None:
+            print("Check before you submit: skipped while the homework is graded.")
+            return {}
+        if importlib.util.find_spec("lib") is None:
+            print("Check before you submit: the checks compare your functions with the course's reference "
+                  "implementation (the `lib` package), which cannot be imported here. Open this notebook from "
+                  "the course folder (`./course lab`, see the welcome page) and run this cell again. Nothing "
+                  "was checked.")
+            return {}
+        seed = secrets.randbits(31) if seed is None else int(seed)
+        lines, scores = [], {}
+        total = sum(c.points for c in self.checks.values())
+        for chk in self.checks.values():
+            functions = {name: namespace[name] for name in chk.functions if name in namespace}
+            missing = [name for name in chk.functions if name not in namespace]
+            kind = "hidden kind, fresh inputs" if chk.hidden else "visible"
+            head = f"- {chk.id} ({chk.points:g} points, {kind}):"
+            if missing:
+                scores[chk.id] = 0.0
+                lines.append(f"{head} NOT RUN: {', '.join(missing)} is not defined yet (run its cell first).")
+                continue
+            try:
+                verdict = chk.grade(functions, seed if chk.hidden else None)
+            except Exception as exc:  # a bug of the learner's that escaped: say it, never raise
+                verdict = Verdict(False, 0.0, f"the check could not run ({type(exc).__name__}: {exc})")
+            scores[chk.id] = chk.score(verdict)
+            if verdict.passed:
+                lines.append(f"{head} passed.")
+            elif "NotImplementedError" in verdict.message:
+                lines.append(f"{head} not answered yet ({', '.join(chk.functions)} still raises "
+                             "NotImplementedError).")
+            else:
+                how = "FAILED" if scores[chk.id] <= 0 else f"partly right, {scores[chk.id]:g} of {chk.points:g}"
+                lines.append(f"{head} {how}.\n    It checks: {chk.description}.\n    What went wrong: "
+                             f"{verdict.message}")
+        got = round(sum(scores.values()), 2)
+        print(f"Check before you submit ({self.name}): {got:g} of {total:g} points on these inputs.")
+        print("\n".join(lines))
+        print("The hidden tests run again when your homework is graded, on inputs made for you (not these), "
+              "so passing their kinds here makes full marks likely, not certain. A failure above names the "
+              "case and the mistake; fix it and run this cell again (each run draws new hidden-kind inputs).")
+        return scores
+
     def export(self, namespace: dict) -> None:
         """Define ``check_<name>(*functions, hidden=False, seed=None)`` in a module.
 
@@ -874,6 +936,7 @@ class Assignment:
                 for c in variants)
             namespace[runner.__name__] = runner
         namespace.setdefault("ASSIGNMENT", self.name)
+        namespace["check_before_submit"] = self.check_before_submit
 
 
 def checks_for(assignment: str) -> list[Check]:

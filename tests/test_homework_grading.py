@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import os
 import subprocess
 import sys
 import textwrap
@@ -334,19 +335,11 @@ def test_the_solution_passes_every_check(assignment, check_id):
         assert verdict.passed, verdict.message
 
 
-def corpus_verdicts(assignment: str, path) -> dict[str, core.Verdict]:
-    """Every check of a fixture, graded in-process as the student named after the file:
-    the visible checks on their fixed inputs, the hidden ones on that student's seed."""
-    ns = subs.fixture_namespace(assignment, path)
-    seed = subs.student_seed(assignment, path.stem)
-    return {c.id: c.grade(ns, seed if c.hidden else None) for c in grading.checks_for(assignment)}
-
-
 @pytest.mark.parametrize(("assignment", "path"), subs.fixtures(), ids=lambda v: getattr(v, "stem", v))
 def test_fixture_submissions_earn_what_they_say(assignment, path):
     """The learners' corpus: each fixture's points per check and the words of its messages."""
     expected, _ = subs.parse(path)
-    verdicts = corpus_verdicts(assignment, path)
+    verdicts = subs.corpus_verdicts(assignment, path)
     checks = {c.id: c for c in grading.checks_for(assignment)}
     assert set(expected.points) <= set(checks), set(expected.points) - set(checks)
     for cid, verdict in verdicts.items():
@@ -530,3 +523,82 @@ def test_the_variance_checks_catch_a_wrong_scale_and_an_ignored_generator():
     assert "same seed" in _message("hw5_sqrt_dk_experiment", "sample_scores", sample_scores=ignores_rng)
     assert "different seeds" in _message("hw5_sqrt_dk_experiment", "score_variance",
                                          estimate_score_variance=lambda d, n, rng: (float(d), 1.0))
+
+
+# ---------------------------------------------------------------- check before you submit (issue 11, item 6)
+
+
+def test_check_before_submit_says_what_passed_and_what_each_failure_means(capsys):
+    ns = subs.fixture_namespace("hw2_stable_softmax", subs.HERE / "hw2_stable_softmax" / "float64_result.py")
+    scores = grading.hw2.A.check_before_submit(ns, seed=11)
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert "softmax_basic (2 points, visible): partly right, 1.5 of 2." in out
+    assert "What went wrong: Case 3 of 3" in out and "returned dtype float64; expected float32" in out
+    assert "softmax_hidden (4 points, hidden kind, fresh inputs): partly right" in out
+    assert "The hidden tests run again when your homework is graded" in out
+    assert scores["softmax_basic"] == 1.5
+
+
+def test_check_before_submit_names_unanswered_and_undefined_functions(capsys):
+    ns = subs.namespace(subs.release_notebook("hw4_scaled_dot_product_attention"))
+    grading.hw4.A.check_before_submit(ns)
+    out = capsys.readouterr().out
+    assert "one_query (2 points, visible): not answered yet (attend_one_query still raises NotImplementedError)" in out
+    assert "0 of 10 points" in out
+    grading.hw4.A.check_before_submit({})
+    assert "NOT RUN: attention is not defined yet (run its cell first)" in capsys.readouterr().out
+
+
+def test_check_before_submit_degrades_without_lib_and_is_silent_while_grading(capsys, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "lib" else real(name, *a))
+    assert grading.hw2.A.check_before_submit({}) == {}
+    assert "cannot be imported here" in capsys.readouterr().out
+    monkeypatch.setattr(importlib.util, "find_spec", real)
+    monkeypatch.setenv("GRADING_HIDDEN_SEED", "5")
+    assert grading.hw2.A.check_before_submit({}) == {}
+    assert "skipped while the homework is graded" in capsys.readouterr().out
+
+
+def test_the_released_check_cell_degrades_where_grading_cannot_be_imported(tmp_path):
+    nb = subs.release_notebook("hw2_stable_softmax")
+    last = nb["cells"][-1]
+    assert last["metadata"]["nbgrader"]["grade_id"] == "check_before_submit"
+    source = "".join(last["source"]) if isinstance(last["source"], list) else last["source"]
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", source], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stderr == ""
+    assert "open this notebook from the course folder" in done.stdout and "Nothing was checked" in done.stdout
+
+
+def test_the_released_notebook_runs_its_check_cell_in_the_course_folder(tmp_path):
+    """As a learner would: the release as committed, answers filled in, run top to bottom in its folder."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from grading.nbgrader_tools import nbgrader_env
+
+    _, cells = subs.parse(subs.HERE / "hw2_stable_softmax" / "no_empty_rows.py")
+    nb = nbformat.reads(json.dumps(subs.submission("hw2_stable_softmax", cells)), as_version=4)
+    folder = subs.REPO / "exercises" / "hw2_stable_softmax"
+    env = {k: v for k, v in nbgrader_env().items() if k not in ("GRADING_HIDDEN_SEED",)}
+    client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}},
+                            allow_errors=True)
+    old = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    text = "".join(o.get("text", "") for o in nb.cells[-1].get("outputs", []))
+    assert "Check before you submit (hw2_stable_softmax)" in text, nb.cells[-1].get("outputs")
+    assert "softmax_large (2 points, visible): passed." in text
+    assert "softmax_masked (2 points, visible): partly right, 1 of 2." in text
+    assert "has nothing permitted (all -inf)" in text and "The hidden tests run again" in text
+    masked = next(c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "softmax_masked")
+    assert masked["outputs"][-1]["output_type"] == "execute_result"  # the cell's partial score, for nbgrader
+    assert masked["outputs"][-1]["data"]["text/plain"] == "1.0"
