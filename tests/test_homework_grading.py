@@ -602,3 +602,41 @@ def test_the_released_notebook_runs_its_check_cell_in_the_course_folder(tmp_path
     masked = next(c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "softmax_masked")
     assert masked["outputs"][-1]["output_type"] == "execute_result"  # the cell's partial score, for nbgrader
     assert masked["outputs"][-1]["data"]["text/plain"] == "1.0"
+
+
+# ---------------------------------------------------------------- the points-per-mistake table (issue 11, item 3)
+
+
+def _mistake_table() -> list[dict]:
+    text = (subs.REPO / "appendix" / "instructors.md").read_text()
+    section = text[text.index("## Points in proportion to the mistake"):]
+    section = section[:section.index("\n## ", 5)]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[2].startswith("`") and cells[0].startswith("hw"):
+            lo, _, hi = cells[3].partition("–")
+            rows.append({"short": cells[0], "file": cells[2].strip("`"), "lo": float(lo), "hi": float(hi or lo),
+                         "words": cells[4]})
+    return rows
+
+
+def test_the_points_per_mistake_table_is_what_the_grader_gives():
+    """Every row of the instructors' table: the corpus file gets those points out of 10
+    (as the student named after it) and a message with those words."""
+    rows = _mistake_table()
+    assert len(rows) >= 3 * len(subs.ASSIGNMENTS)
+    by_short = {name.split("_")[0]: name for name in subs.ASSIGNMENTS}
+    for row in rows:
+        assignment = by_short[row["short"]]
+        checks = {c.id: c for c in grading.checks_for(assignment)}
+        verdicts = subs.corpus_verdicts(assignment, subs.HERE / assignment / f"{row['file']}.py")
+        total = sum(checks[cid].score(v) for cid, v in verdicts.items())
+        assert row["lo"] - 0.011 <= total <= row["hi"] + 0.011, (row, total)
+        assert any(row["words"] in v.message for v in verdicts.values()), (row, [v.message for v in verdicts.values()])
+    named = {(r["short"], r["file"]) for r in rows}
+    for assignment in subs.ASSIGNMENTS:
+        for _, path in subs.fixtures(assignment):
+            expected, _ = subs.parse(path)
+            if path.stem != "calls_reference" and expected.full != set(c.id for c in grading.checks_for(assignment)):
+                assert (assignment.split("_")[0], path.stem) in named, f"{path.stem} is missing from the table"
