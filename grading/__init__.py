@@ -67,11 +67,12 @@ assignment's checks in notebook order. Each :class:`~grading.core.Check` has
 calls) and the three pieces above. ``grading.all_checks()`` gives every
 assignment. An outside grader does, per submission::
 
+    seed = grading.seeds.student_seed(course, assignment, student)
     for check in grading.checks_for(assignment):
-        cases = check.make_cases(seed)                    # grader side
+        cases = check.make_cases(seed if check.hidden else None)      # grader side
         results = run_in_sandbox(grading.run_cases, learner_namespace, cases)
         verdict = check.compare(cases, json.loads(json.dumps(results)))  # grader side
-        score += check.points * verdict.fraction
+        score += check.score(verdict)
 
 A learner function that calls ``lib``, ``grading``, torch, scipy, jax,
 tensorflow or sklearn (directly, by an alias, a wrapper, ``np.vectorize``, an
