@@ -870,14 +870,17 @@ class Assignment:
         autograde`` or the class grader), and says so when the reference
         ``lib`` cannot be imported (the notebook is not in the course folder).
         """
-        import importlib.util
-
         from .seeds import ENV_SEED, autograde_location
 
         if os.environ.get(ENV_SEED) or autograde_location() is not None:
             print("Check before you submit: skipped while the homework is graded.")
             return {}
-        if importlib.util.find_spec("lib") is None:
+        try:
+            reference()
+            lib_missing = False
+        except Exception:  # not importable here (a sandbox, a copy outside the course folder)
+            lib_missing = True
+        if lib_missing:
             print("Check before you submit: the checks compare your functions with the course's reference "
                   "implementation (the `lib` package), which cannot be imported here. Open this notebook from "
                   "the course folder (`./course lab`, see the welcome page) and run this cell again. Nothing "
