@@ -640,3 +640,58 @@ def test_the_points_per_mistake_table_is_what_the_grader_gives():
             expected, _ = subs.parse(path)
             if path.stem != "calls_reference" and expected.full != set(c.id for c in grading.checks_for(assignment)):
                 assert (assignment.split("_")[0], path.stem) in named, f"{path.stem} is missing from the table"
+
+
+# ---------------------------------------------------------------- seeds (issue 11, item 2)
+
+
+def test_seeds_are_an_hmac_of_the_secret_assignment_and_student():
+    import hashlib
+    import hmac
+
+    from grading.seeds import seed_for
+
+    want = int.from_bytes(hmac.new(b"s3cret", b"hw2_stable_softmax\0ada", hashlib.sha256).digest()[:4], "big")
+    assert seed_for(b"s3cret", "hw2_stable_softmax", "ada") == want & 0x7FFFFFFF
+    seeds = {seed_for(b"s3cret", a, s) for a in grading.ASSIGNMENTS for s in ("ada", "alan", "grace")}
+    assert len(seeds) == 3 * len(grading.ASSIGNMENTS)  # each learner their own variant
+    assert seed_for(b"other", "hw2_stable_softmax", "ada") != seed_for(b"s3cret", "hw2_stable_softmax", "ada")
+
+
+def test_the_course_secret_comes_from_the_file_the_config_names(tmp_path, monkeypatch):
+    from grading import seeds
+
+    monkeypatch.delenv(seeds.ENV_SECRET, raising=False)
+    config = tmp_path / "nbgrader_config.py"
+    config.write_text('c = get_config()\nc.CourseDirectory.course_id = "demo"\n')
+    secret, where = seeds.course_secret(tmp_path)
+    assert secret == b"demo" and "default" in where  # documented default: the course id
+    config.write_text(config.read_text() + 'c.CourseGrading.secret_file = "private/secret.txt"\n')
+    with pytest.raises(seeds.SecretMissing, match=r"python -m grading.seeds new-secret .*secret.txt"):
+        seeds.course_secret(tmp_path)
+    assert seeds.main(["new-secret", str(tmp_path / "private" / "secret.txt")]) == 0
+    secret, where = seeds.course_secret(tmp_path)
+    assert len(secret) == 64 and "secret.txt" in where
+    assert (tmp_path / "private" / "secret.txt").stat().st_mode & 0o077 == 0
+    assert seeds.main(["new-secret", str(tmp_path / "private" / "secret.txt")]) == 1  # never overwritten
+    monkeypatch.setenv(seeds.ENV_SECRET, "from-env")
+    assert seeds.course_secret(tmp_path)[0] == b"from-env"
+
+
+def test_a_hidden_cell_under_nbgrader_autograde_uses_the_students_seed(tmp_path, monkeypatch):
+    from grading import seeds
+
+    monkeypatch.setenv(seeds.ENV_SECRET, "k")
+    monkeypatch.delenv(seeds.ENV_SEED, raising=False)
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n")
+    folder = tmp_path / "autograded" / "ada" / "hw2_stable_softmax"
+    folder.mkdir(parents=True)
+    monkeypatch.chdir(folder)
+    assert seeds.autograde_location() == (tmp_path.resolve(), "ada", "hw2_stable_softmax")
+    assert seeds.hidden_seed("hw2_stable_softmax") == seeds.seed_for(b"k", "hw2_stable_softmax", "ada")
+    monkeypatch.setenv(seeds.ENV_SEED, "1234")
+    assert seeds.hidden_seed("hw2_stable_softmax") == 1234
+    monkeypatch.delenv(seeds.ENV_SEED)
+    monkeypatch.chdir(tmp_path)
+    assert seeds.autograde_location() is None  # a learner practising: a fresh seed each time
+    assert len({seeds.hidden_seed("hw2_stable_softmax") for _ in range(5)}) > 1
