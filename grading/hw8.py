@@ -31,7 +31,6 @@ from ._common import (
     DTYPES,
     EDGE_SHARE,
     attention_rtol,
-    check_weight_rows,
     describe_inputs,
     generator,
     judge_each,

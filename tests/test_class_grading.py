@@ -26,11 +26,11 @@ import zipfile
 from pathlib import Path
 
 import nbformat
-import grading
 import pytest
 from fixtures.class_grading.builder import EXPECTED, Builder
 from fixtures.homework import submissions as corpus
 
+import grading
 from classgrader import intake, notebooks, sandbox
 from classgrader.grade import Settings
 from classgrader.runner import grade_class
