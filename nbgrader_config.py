@@ -15,6 +15,15 @@ c.CourseDirectory.course_id = "sdpa-course"
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "*.md", "feedback"]
 c.Execute.timeout = 120
 
+# The course secret that seeds each learner's hidden tests (grading/seeds.py):
+# seed = HMAC-SHA256(secret, assignment + student), used alike by `nbgrader
+# autograde` (the hidden test cells) and `./course grade`. Make one with
+#   python -m grading.seeds new-secret ~/.config/sdpa-course/grading-secret
+# and name it here (never in the repository, a release or exercises/):
+# c.CourseGrading.secret_file = "~/.config/sdpa-course/grading-secret"
+# Without it the course id is the secret: scores are reproducible, but the
+# hidden inputs are predictable to anyone who reads grading/seeds.py.
+
 # Feedback must not show the hidden tests: nbgrader's feedback is made from the
 # autograded notebook, where autograde has put them back, so clear them again.
 # (A failing check shows only its message, never the code of the cell.)

@@ -152,7 +152,7 @@ def main(job_path: str) -> int:
         stdout, stderr = BoundedText(cell_cap), BoundedText(cell_cap)
         old = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = stdout, stderr
-        status, error = "ok", None
+        status, error, value = "ok", None, None
         t0 = time.monotonic()
         try:
             _alarm(until - time.monotonic())
@@ -160,6 +160,8 @@ def main(job_path: str) -> int:
                 result = shell.run_cell(cell["source"], store_history=False, silent=False)
             finally:
                 _disarm()
+            if type(result.result) in (int, float):  # a cell's value: nbgrader's partial credit
+                value = result.result
             exc = result.error_before_exec or result.error_in_exec
             if exc is not None:
                 error = _short_traceback(exc)
@@ -177,10 +179,13 @@ def main(job_path: str) -> int:
             sys.stdout, sys.stderr = old
         out.emit({"event": "cell", "n": n, "role": cell.get("role"), "status": status,
                   "error": error, "stdout": stdout.getvalue(), "stderr": stderr.getvalue(),
-                  "seconds": round(time.monotonic() - t0, 3)})
+                  "value": value, "seconds": round(time.monotonic() - t0, 3)})
 
     if job.get("mode") == "record":
-        # As nbgrader would run it: every cell in order, test cells in place.
+        # As nbgrader would run it: every cell in order, test cells in place,
+        # the hidden checks on the learner's seed (grading.seeds.hidden_seed).
+        if job.get("hidden_seed") is not None:
+            os.environ["GRADING_HIDDEN_SEED"] = str(int(job["hidden_seed"]))
         for cell in job["cells"]:
             run_cell(cell, deadline)
         out.emit({"event": "done", "seconds": round(time.monotonic() - started, 3)})

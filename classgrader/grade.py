@@ -2,14 +2,20 @@
 
 The score of every graded cell comes from :mod:`grading`'s comparison,
 computed here, in the grader's process, with ``lib``, from plain JSON results
-that the learner's functions produced in the sandbox on inputs made from a
-fresh random seed. Nothing the learner's code does in its own process can
-reach this computation.
+that the learner's functions produced in the sandbox. The visible checks use
+their fixed inputs; the hidden checks use inputs made from the learner's own
+seed, ``grading.seeds.student_seed(course, assignment, student)`` (an HMAC of
+the course secret, which never enters the sandbox): the same file always gets
+the same score. Nothing the learner's code does in its own process can reach
+this computation.
 
 A second, optional sandbox run executes the notebook the way ``nbgrader
 autograde`` would (every cell in order, the instructor's test cells with their
-hidden tests, ``lib`` available) *for the record only*: when those in-kernel
-tests pass but the outside comparison fails, the submission is flagged.
+hidden tests, ``lib`` available, the same seed) *for the record only*. Both
+runs see the same inputs, so an honest notebook scores the same in both; when
+the in-kernel score is higher than the outside comparison's, that is evidence
+of tampering (the learner's code changed the checks in its own process) and
+the cell is flagged.
 """
 
 from __future__ import annotations
@@ -19,7 +25,6 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -64,9 +69,11 @@ class AssignmentInfo:
     source_dir: Path  # the folder holding solutions/<assignment>
     checks: list  # grading Check objects
     grade_cells: dict[str, float]  # grade_id -> points, in notebook order
-    key: str  # changes when the release, the checks or this grader change
+    key: str  # changes when the release, the checks, the course secret or this grader change
     grading_dir: Path
     lib_dir: Path
+    secret: bytes = b""
+    secret_source: str = ""
 
     @property
     def max_score(self) -> float:
@@ -105,21 +112,28 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
         meta = notebooks.nbgrader_meta(cell)
         if meta.get("grade") and meta.get("grade_id"):
             grade_cells[meta["grade_id"]] = float(meta.get("points", 0) or 0)
+    from grading import seeds
+
+    try:
+        secret, secret_source = seeds.course_secret(course)
+    except seeds.SecretMissing as exc:
+        raise SetupError(str(exc)) from None
     digest = hashlib.sha256()
     digest.update(GRADER_VERSION.encode())
+    digest.update(hashlib.sha256(secret).digest())
     digest.update(release_nbs[0].read_bytes())
     # What decides this assignment's scores: its checks, their shared code, and lib.
     gdir = Path(grading.__file__).parent
     module = getattr(grading, "ASSIGNMENTS", {}).get(name)
     own = [Path(module.__file__)] if module is not None else sorted(gdir.glob("hw*.py"))
-    for path in [gdir / "core.py", gdir / "_common.py", *own] + sorted(Path(lib.__file__).parent.rglob("*.py")):
+    for path in [gdir / "core.py", gdir / "_common.py", gdir / "seeds.py", *own] + sorted(Path(lib.__file__).parent.rglob("*.py")):
         if path.is_file():
             digest.update(path.name.encode() + path.read_bytes())
     return AssignmentInfo(
         name=name, notebook=nb_name, release=release, source=source, release_dir=release_dir,
         source_dir=course / "solutions", checks=checks, grade_cells=grade_cells,
         key=digest.hexdigest()[:16], grading_dir=Path(grading.__file__).parent,
-        lib_dir=Path(lib.__file__).parent,
+        lib_dir=Path(lib.__file__).parent, secret=secret, secret_source=secret_source,
     )
 
 
@@ -162,9 +176,12 @@ def grade(info: AssignmentInfo, sub: Submission, settings: Settings, *, slot: in
 
     plan = notebooks.match(learner, info.release)
     result["repairs"] = plan.repairs
-    seed = secrets.randbits(31)
+    from grading import seeds
+
+    seed = seeds.seed_for(info.secret, info.name, sub.student)
     result["seed"] = seed
-    cases = {c.id: c.make_cases(seed) for c in info.checks}
+    # Visible checks: their fixed inputs, as in the notebook; hidden: the learner's seed.
+    cases = {c.id: c.make_cases(seed if c.hidden else None) for c in info.checks}
 
     job = {
         "mode": "score",
@@ -200,14 +217,15 @@ def grade(info: AssignmentInfo, sub: Submission, settings: Settings, *, slot: in
             continue
         try:
             verdict = check.compare(cases[check.id], event.get("results"))
-            verdicts[check.id] = (bool(verdict.passed), float(verdict.fraction), str(verdict.message))
+            verdicts[check.id] = (bool(verdict.passed), check.score(verdict) / check.points if check.points
+                                  else float(verdict.passed), str(verdict.message))
         except Exception as exc:  # malformed results must not stop the batch
             verdicts[check.id] = (False, 0.0, f"the results could not be compared ({type(exc).__name__})")
     for gid, points in info.grade_cells.items():
         if gid in verdicts:
             passed, fraction, message = verdicts[gid]
             fraction = min(max(fraction, 0.0), 1.0)
-            result["cells"][gid] = {"points": points, "score": round(points * fraction, 6),
+            result["cells"][gid] = {"points": points, "score": round(points * fraction, 2),
                                     "passed": passed, "message": message}
         else:
             result["cells"][gid] = {"points": points, "score": None, "passed": None,
@@ -226,9 +244,10 @@ def grade(info: AssignmentInfo, sub: Submission, settings: Settings, *, slot: in
     # For the record: the notebook run as nbgrader would run it.
     status = _status(sub, plan, outcome, cell_events, check_events)
     if settings.kernel_record and status not in ("timed_out", "out_of_memory", "kernel_died"):
-        result["in_kernel"] = _kernel_record(info, plan, settings, uid, sub, registry)
+        result["in_kernel"] = _kernel_record(info, plan, settings, uid, sub, registry, seed)
         for gid, cell in result["cells"].items():
-            if result["in_kernel"].get(gid) == "passed" and cell["passed"] is False:
+            kernel_score = _kernel_score(result["in_kernel"].get(gid), cell["points"])
+            if kernel_score is not None and cell["score"] is not None and kernel_score > cell["score"] + 0.01:
                 result["flagged"].append(gid)
 
     result["status"] = status
@@ -238,8 +257,9 @@ def grade(info: AssignmentInfo, sub: Submission, settings: Settings, *, slot: in
     nb = notebooks.autograded_notebook(plan, info.release, outputs)
     if result["flagged"]:
         result["notes"].append(
-            "in-kernel tests passed but the outside comparison failed for " + ", ".join(result["flagged"])
-            + ": scored by the comparison")
+            "on the same inputs, the in-kernel tests gave more points than the outside comparison for "
+            + ", ".join(result["flagged"]) + ": the notebook's code changed the checks in its own process "
+            "(evidence of tampering); scored by the comparison")
     return result, nb
 
 
@@ -353,10 +373,26 @@ def _strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
+def _kernel_score(record: str | None, points: float) -> float | None:
+    """The points an in-kernel record gave a cell ("passed", "failed", "partial 1.5")."""
+    if record == "passed":
+        return float(points)
+    if record == "failed":
+        return 0.0
+    if isinstance(record, str) and record.startswith("partial "):
+        try:
+            return min(max(float(record.split()[1]), 0.0), float(points))
+        except ValueError:
+            return None
+    return None
+
+
 def _kernel_record(info: AssignmentInfo, plan: notebooks.Plan, settings: Settings, uid: int,
-                   sub: Submission, registry) -> dict[str, str]:
+                   sub: Submission, registry, seed: int) -> dict[str, str]:
     """Run the cells in order with the instructor's test cells (hidden tests
-    included) and ``lib`` available, as nbgrader would; pass/fail per test cell."""
+    included, on the learner's seed) and ``lib`` available, as nbgrader would;
+    per test cell "passed", "failed", "partial <score>" (a number as the
+    cell's value, nbgrader's partial credit) or "not run"."""
     source_tests = {}
     for cell in info.source.cells:
         meta = notebooks.nbgrader_meta(cell)
@@ -367,7 +403,7 @@ def _kernel_record(info: AssignmentInfo, plan: notebooks.Plan, settings: Setting
         if c["role"] == "test":
             c = dict(c, source=source_tests.get(c["grade_id"], c["source"]))
         cells.append(c)
-    job = {"mode": "record", "cells": cells, "checks": []}
+    job = {"mode": "record", "cells": cells, "checks": [], "hidden_seed": int(seed)}
     files: dict[str, Path] = {"driver.py": sandbox.DRIVER, **_package_files("grading", info.grading_dir),
                               **_package_files("lib", info.lib_dir)}
     outcome = sandbox.run(job, files, settings.limits, uid=uid, extra_files=sub.extra_files,
@@ -379,6 +415,9 @@ def _kernel_record(info: AssignmentInfo, plan: notebooks.Plan, settings: Setting
             e = by_n.get(c["n"])
             if e is None:
                 record[c["grade_id"]] = "not run"
+            elif e.get("status") == "ok" and not e.get("stderr") and isinstance(e.get("value"), (int, float)) \
+                    and not isinstance(e.get("value"), bool):
+                record[c["grade_id"]] = f"partial {float(e['value']):g}"
             elif e.get("status") == "ok" and not e.get("stderr"):
                 record[c["grade_id"]] = "passed"
             else:

@@ -34,13 +34,29 @@ For a check ``c = grading.get_check(assignment, check_id)``:
 3. ``verdict = c.compare(cases, results)``: a pure function of plain data
    that recomputes the expected values with ``lib`` and returns
    ``Verdict(passed, fraction, message)``. Run it outside the learner's
-   process and learner code cannot reach the score.
+   process and learner code cannot reach the score. ``fraction`` is the
+   share of the check's points earned: each case is an equal share, a
+   result right but for its dtype earns a quarter of its case, one right but
+   for its edge case (rows with nothing permitted) half, and changing an
+   input in place costs a quarter (:func:`grading._common.judge_each`);
+   ``c.score(verdict)`` is the points, in hundredths.
+
+Seeds
+-----
+Visible checks use their fixed inputs. Hidden checks use the learner's seed,
+HMAC-SHA256(course secret, assignment, student) (:mod:`grading.seeds`), in
+``nbgrader autograde`` and in the class grader alike; a learner practising
+gets a fresh seed each time.
 
 In a notebook the three run in one go: ``hw4.check_attention_matrix(attention)``
 runs check ``attention_matrix``, and ``hw4.check_attention_matrix(attention,
-hidden=True)`` runs ``attention_matrix_hidden``; a failure raises
-:class:`~grading.core.CheckFailed` (an ``AssertionError``) whose message says
-what is wrong, and Jupyter shows only that message.
+hidden=True)`` runs ``attention_matrix_hidden``; a check that earns nothing
+raises :class:`~grading.core.CheckFailed` (an ``AssertionError``) whose
+message says what is wrong, and Jupyter shows only that message; a partly
+right check prints what is wrong and returns its score, the cell's value,
+which nbgrader reads as partial credit. ``hw4.check_before_submit(globals())``
+runs every check, hidden kinds on fresh inputs, and says plainly what passed
+and what each failure means (the last cell of every notebook).
 
 The registry
 ------------
@@ -51,11 +67,12 @@ assignment's checks in notebook order. Each :class:`~grading.core.Check` has
 calls) and the three pieces above. ``grading.all_checks()`` gives every
 assignment. An outside grader does, per submission::
 
+    seed = grading.seeds.student_seed(course, assignment, student)
     for check in grading.checks_for(assignment):
-        cases = check.make_cases(seed)                    # grader side
+        cases = check.make_cases(seed if check.hidden else None)      # grader side
         results = run_in_sandbox(grading.run_cases, learner_namespace, cases)
         verdict = check.compare(cases, json.loads(json.dumps(results)))  # grader side
-        score += check.points * verdict.fraction
+        score += check.score(verdict)
 
 A learner function that calls ``lib``, ``grading``, torch, scipy, jax,
 tensorflow or sklearn (directly, by an alias, a wrapper, ``np.vectorize``, an
@@ -67,31 +84,42 @@ starts during the call; source text copied from ``lib`` and ``exec``-ed is
 not a call into ``lib``. The sandbox is best run without ``lib`` importable
 at all (``grading`` imports ``lib`` only inside ``compare``).
 
-Adding an assignment (e.g. hw8)
+Adding an assignment (e.g. hw9)
 -------------------------------
-1. ``grading/hw8.py``: ``A = Assignment("hw8_<name>", chapter="chapters/...")``;
+1. ``grading/hw9.py``: ``A = Assignment("hw9_<name>", chapter="chapters/...")``;
    for each graded cell a ``cases(seed)`` function built with
    :func:`~grading.core.make_case` and a ``judge(cases, results)`` that calls
    :func:`~grading._common.judge_each` with a per-case function raising
-   :class:`~grading.core.Mismatch` (use :func:`~grading.core.compare_arrays`);
-   then ``A.add(id, [function names], points=..., cases=..., judge=...,
-   description=...)`` (ids ending in ``_hidden`` are hidden) and finally
-   ``A.export(globals())``. Import ``lib`` only inside judges and cases, via
-   :func:`~grading.core.reference`.
+   :class:`~grading.core.Mismatch` (use :func:`~grading.core.compare_arrays`,
+   a tolerance derived as in :func:`~grading._common.logit_rtol`, and
+   :class:`~grading.core.Partial` for a case that is right but for its edge
+   case); then ``A.add(id, [function names], points=..., cases=...,
+   judge=..., description=...)`` (ids ending in ``_hidden`` are hidden) and
+   finally ``A.export(globals())``. Import ``lib`` only inside judges and
+   cases, via :func:`~grading.core.reference`. Partial credit per case, the
+   dtype, edge and in-place shares, seeds and the check-before-you-submit
+   report then apply by themselves.
 2. Import it below and add it to ``ASSIGNMENTS``.
-3. ``solutions/hw8_<name>/hw8_<name>.ipynb``: copy an existing notebook's
+3. ``solutions/hw9_<name>/hw9_<name>.ipynb``: copy an existing notebook's
    structure (see ``appendix/instructors.md``): a locked task statement that
    links its chapter, a locked setup cell (imports), answer cells with
    ``### BEGIN SOLUTION`` / ``### END SOLUTION``, and one locked test cell per
    check whose ``grade_id`` is the check id and whose points are the check's
    points; a hidden check's call sits between ``### BEGIN HIDDEN TESTS`` and
-   ``### END HIDDEN TESTS``. ``grading.authoring`` writes such cells.
+   ``### END HIDDEN TESTS``; the notebook ends with
+   ``grading.authoring.self_check_cells("hw9")`` (the "check before you
+   submit" text and cell). ``grading.authoring`` writes such cells.
 4. Generate ``exercises/`` (``python -m grading.nbgrader_tools release
-   hw8_<name>``), add partly-right submissions under
-   ``tests/fixtures/homework/hw8_<name>/``, each with the cells it must earn
-   (see the README there; one must be ``calls_reference.py`` and earn
-   nothing), and list the notebook in ``_toc.yml``. The tests in
-   ``tests/test_homework_*.py`` pick the new assignment up by itself.
+   hw9_<name>``), add the learners' corpus under
+   ``tests/fixtures/homework/hw9_<name>/``: three correct-but-different
+   submissions and at least three usual mistakes, each with the points and
+   message words it must get (see the README there), plus
+   ``calls_reference.py``, which earns nothing; add the mistakes to the
+   points-per-mistake table of ``appendix/instructors.md``, independent
+   correct implementations to ``IMPLEMENTATIONS`` in
+   ``tests/test_homework_tolerances.py``, and list the notebook in
+   ``_toc.yml``. The tests in ``tests/test_homework_*.py`` and
+   ``tests/test_class_grading.py`` pick the new assignment up by themselves.
 """
 
 from . import hw1, hw2, hw3, hw4, hw5, hw6, hw7, hw8, hw9

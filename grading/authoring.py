@@ -57,6 +57,36 @@ def test_cell(source: str, grade_id: str, points: float):
                                                                     locked=True, points=points))
 
 
+#: grade_id of the "check before you submit" cells at the end of every homework notebook.
+SELF_CHECK_TEXT_ID = "check_before_submit_text"
+SELF_CHECK_ID = "check_before_submit"
+
+
+def self_check_source(short: str) -> str:
+    """The code of the "check before you submit" cell of assignment module ``short`` (e.g. "hw2")."""
+    return f"""# Check before you submit: runs every visible test and your own copy of the hidden tests'
+# kinds on fresh random inputs, and says what passed and what each failure means.
+# It is not graded and changes nothing.
+try:
+    from grading import {short}
+except ImportError:
+    print("The checks come with the course: open this notebook from the course folder "
+          "(./course lab, see the welcome page) and run this cell again. Nothing was checked.")
+else:
+    {short}.check_before_submit(globals())"""
+
+
+def self_check_cells(short: str) -> list:
+    """The two cells that end every homework notebook: a short text and the check cell."""
+    text = ("## Check before you submit\n\n"
+            "Run the next cell when you think you are done. It runs the visible tests above and your own "
+            "copy of the hidden tests: the same kinds of inputs (sizes, float32 and float64, batches, "
+            "extreme values) drawn fresh each time, not the ones used for grading. It says what passed, "
+            "what each failure means, and the points that would follow. The hidden tests run again when "
+            "your homework is graded.")
+    return [text_cell(text, SELF_CHECK_TEXT_ID), setup_cell(self_check_source(short), SELF_CHECK_ID)]
+
+
 def notebook(cells: list) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.cells = cells
@@ -121,4 +151,10 @@ def problems(path: str | Path, assignment: str) -> list[str]:
             found.append(f"{where}: a visible check must not be hidden")
     for grade_id in tests:
         found.append(f"test cell {grade_id!r} has no check in grading")
+    last = nb.cells[-1] if nb.cells else None
+    if last is None or last.metadata.get("nbgrader", {}).get("grade_id") != SELF_CHECK_ID \
+            or last.source.strip() != self_check_source(short).strip() \
+            or not last.metadata.get("nbgrader", {}).get("locked"):
+        found.append(f"the last cell must be the locked 'check before you submit' cell "
+                     f"(grading.authoring.self_check_cells({short!r}))")
     return found

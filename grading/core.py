@@ -257,6 +257,15 @@ def _package_dir(name: str) -> str | None:
     return os.path.realpath(list(paths)[0]) + os.sep
 
 
+#: numpy functions whose use is recorded (``record["calls"]``): the ways of
+#: joining arrays, which homework 8 forbids for the blocks. (``np.vstack``,
+#: ``np.hstack``, ``np.stack``, ``np.append`` and ``np.block`` all end in
+#: ``concatenate``.)
+NOTED_CALLS = frozenset({"concatenate"})
+#: numpy's folder: its array-function dispatchers (the ``concatenate`` that
+#: every joining function reaches) are Python functions there.
+_NUMPY_DIR = os.path.dirname(np.__file__)
+
 _GRADING_DIR = os.path.realpath(os.path.dirname(__file__)) + os.sep
 _SYSTEM_DIRS = tuple(
     {os.path.realpath(p) + os.sep for key in ("stdlib", "platstdlib", "purelib", "platlib")
@@ -284,6 +293,9 @@ class CallWatch:
     def __init__(self, *, count_lines: bool = False) -> None:
         self.count_lines = count_lines
         self.forbidden: list[str] = []
+        #: Calls of the numpy functions in :data:`NOTED_CALLS` (rules such as
+        #: "never concatenate the blocks" are judged from these).
+        self.noted_calls: set[str] = set()
         self.lines = 0
         self._packages = {d: p for p in FORBIDDEN_PACKAGES + _HIDING_PACKAGES if (d := _package_dir(p))}
         self._packages[_GRADING_DIR] = "grading"
@@ -342,6 +354,8 @@ class CallWatch:
             return
         if event == "call":
             code = frame.f_code
+            if code.co_name in NOTED_CALLS and _NUMPY_DIR and code.co_filename.startswith(_NUMPY_DIR):
+                self.noted_calls.add(f"np.{code.co_name}")
             try:
                 verdict = self._code_verdicts[code]
             except KeyError:
@@ -351,6 +365,9 @@ class CallWatch:
         elif event == "c_call":
             if frame is self._frame:
                 return
+            name = getattr(arg, "__name__", None)
+            if name in NOTED_CALLS:
+                self.noted_calls.add(f"np.{name}")
             verdict = self._classify_c(arg)
             if verdict is not None:
                 self._note(verdict)
@@ -427,12 +444,13 @@ def call_learner(fn: Any, args: Sequence, kwargs: Mapping, *, count_lines: bool 
     it printed, captured so that a check cell never writes to stderr),
     ``lines`` (lines of learner code run, when counted) and ``seconds``.
     """
-    record: dict[str, Any] = {"value": None, "error": None, "forbidden": [], "warnings": [],
-                              "output": "", "lines": None, "seconds": 0.0}
+    record: dict[str, Any] = {"value": None, "error": None, "forbidden": [], "warnings": [], "calls": [],
+                              "mutated": [], "output": "", "lines": None, "seconds": 0.0}
     if not callable(fn):
         record["error"] = f"TypeError: {type(fn).__name__} object is not callable"
         return record
     out = io.StringIO()
+    before = _snapshots(args, kwargs)
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(out), \
             contextlib.redirect_stderr(out):
@@ -447,11 +465,38 @@ def call_learner(fn: Any, args: Sequence, kwargs: Mapping, *, count_lines: bool 
             record["value"] = encode(value)
     record["seconds"] = round(time.perf_counter() - start, 6)
     record["forbidden"] = list(watch.forbidden)
+    record["calls"] = sorted(watch.noted_calls)
+    record["mutated"] = _changed(before, args, kwargs)
     record["warnings"] = [_bounded(f"{w.category.__name__}: {w.message}", 300) for w in caught[:5]]
     record["output"] = _bounded(out.getvalue())
     if count_lines:
         record["lines"] = watch.lines
     return record
+
+
+def _snapshots(args: Sequence, kwargs: Mapping) -> dict[str, np.ndarray]:
+    """Copies of the array inputs (also inside tuples and lists), by a name for the learner."""
+    found: dict[str, np.ndarray] = {}
+
+    def walk(value: Any, name: str, depth: int = 0) -> None:
+        if type(value) is np.ndarray:
+            found[name] = value.copy()
+        elif type(value) in (tuple, list) and depth < 3:
+            for i, item in enumerate(value):
+                walk(item, f"{name}[{i}]", depth + 1)
+
+    for i, a in enumerate(args, 1):
+        walk(a, f"argument {i}")
+    for key, a in kwargs.items():
+        walk(a, key)
+    return found
+
+
+def _changed(before: dict[str, np.ndarray], args: Sequence, kwargs: Mapping) -> list[str]:
+    """The names of array inputs whose contents the call changed (in place)."""
+    after = _snapshots(args, kwargs)
+    return [name for name, old in before.items()
+            if name in after and not np.array_equal(old, after[name], equal_nan=old.dtype.kind == "f")][:5]
 
 
 def run_cases(functions: Mapping[str, Any], cases: Iterable[Mapping]) -> list[dict]:
@@ -467,7 +512,8 @@ def run_cases(functions: Mapping[str, Any], cases: Iterable[Mapping]) -> list[di
         name = case["call"]
         if name not in functions:
             results.append({"value": None, "error": f"NameError: no function named {name!r} is defined",
-                            "forbidden": [], "warnings": [], "output": "", "lines": None, "seconds": 0.0})
+                            "forbidden": [], "warnings": [], "calls": [], "mutated": [], "output": "",
+                            "lines": None, "seconds": 0.0})
             continue
         args, kwargs = case_inputs(case)
         results.append(call_learner(functions[name], args, kwargs, count_lines=bool(case.get("count_lines"))))
@@ -480,7 +526,26 @@ def run_cases(functions: Mapping[str, Any], cases: Iterable[Mapping]) -> list[di
 
 
 class Mismatch(Exception):
-    """Raised by a comparison when a case fails; its text is the learner's message."""
+    """Raised by a comparison when a case fails; its text is the learner's message.
+
+    ``fraction`` is the share of the case (or, raised by a judge, of the whole
+    check) that is still earned: 0 for a plain mismatch.
+    """
+
+    fraction: float = 0.0
+
+
+class Partial(Mismatch):
+    """A case (or check) that is partly right: ``Partial(message, fraction)``.
+
+    Used for a mistake that leaves most of the work right (the dtype of an
+    otherwise right result, only the fully masked rows wrong, an input
+    changed in place), so that the points follow the size of the mistake.
+    """
+
+    def __init__(self, message: str, fraction: float) -> None:
+        super().__init__(message)
+        self.fraction = min(max(float(fraction), 0.0), 1.0)
 
 
 class CheckFailed(AssertionError):
@@ -492,7 +557,10 @@ class CheckFailed(AssertionError):
 
 @dataclass(frozen=True)
 class Verdict:
-    """What a comparison decided: ``fraction`` of the check's points (0 or 1 here)."""
+    """What a comparison decided: ``fraction`` of the check's points earned.
+
+    ``passed`` is True only for full marks; a partly right check has
+    ``0 < fraction < 1`` and a message saying what is wrong."""
 
     passed: bool
     fraction: float
@@ -500,6 +568,20 @@ class Verdict:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+def quantize(fraction: float, points: float) -> float:
+    """A fraction of ``points`` that gives a score in hundredths of a point
+    (so the notebook, nbgrader and the class grader store the same number)."""
+    fraction = min(max(float(fraction), 0.0), 1.0)
+    if points <= 0:
+        return fraction
+    return round(round(points * fraction, 2) / points, 12)
+
+
+def score_of(points: float, fraction: float) -> float:
+    """``points * fraction`` rounded to hundredths of a point."""
+    return round(float(points) * min(max(float(fraction), 0.0), 1.0), 2)
 
 
 #: Relative tolerance by the dtype the learner must return.
@@ -511,7 +593,12 @@ def value_of(record: Mapping, what: str) -> Any:
     if not isinstance(record, Mapping):
         raise Mismatch(f"{what}: no result came back")
     if record.get("error"):
-        raise Mismatch(f"{what} raised {record['error']}")
+        error = str(record["error"])
+        hint = ""
+        if "could not be broadcast" in error:
+            hint = (". Hint: arrays of different shapes met; did you leave out keepdims=True in a np.max or "
+                    "np.sum over the last axis, so that the result cannot line up with the rows?")
+        raise Mismatch(f"{what} raised {error}{hint}")
     try:
         return decode(record.get("value"))
     except Exception:  # results are untrusted data: anything malformed is the learner's loss
@@ -674,8 +761,12 @@ class Check:
             with np.errstate(all="ignore"):
                 summary = self.judge(cases, results)
         except Mismatch as exc:
-            return Verdict(False, 0.0, str(exc))
+            return Verdict(False, quantize(getattr(exc, "fraction", 0.0), self.points), str(exc))
         return Verdict(True, 1.0, summary)
+
+    def score(self, verdict: Verdict) -> float:
+        """The points a verdict earns (rounded to hundredths, as nbgrader stores them)."""
+        return score_of(self.points, verdict.fraction)
 
     def grade(self, functions: Mapping[str, Any], seed: int | None = None) -> Verdict:
         """(1) -> (2) -> (3) in this process."""
@@ -684,6 +775,7 @@ class Check:
 
 
 _RECORD_TYPES = {"value": (dict, type(None)), "error": (str, type(None)), "forbidden": list, "warnings": list,
+                 "calls": list, "mutated": list,
                  "output": str, "lines": (int, type(None))}
 
 
@@ -694,7 +786,8 @@ def _well_formed(record: Any) -> bool:
     for key, kind in _RECORD_TYPES.items():
         if not isinstance(record.get(key), kind) or isinstance(record.get(key), bool):
             return False
-    return all(isinstance(x, str) for x in record["forbidden"] + record["warnings"])
+    return all(isinstance(x, str) for x in record["forbidden"] + record["warnings"] + record["calls"]
+               + record["mutated"])
 
 
 class Assignment:
@@ -725,9 +818,18 @@ class Assignment:
         self.checks[id] = check
         return check
 
-    def check(self, check_id: str, *functions: Callable, seed: int | None = None, quiet: bool = False) -> Verdict:
+    def check(self, check_id: str, *functions: Callable, seed: int | None = None,
+              quiet: bool = False) -> float | None:
         """Run one check in this process on the learner's functions (given in the
-        order of ``Check.functions``); raise :class:`CheckFailed` if it fails."""
+        order of ``Check.functions``).
+
+        Full marks: prints what passed and returns None (nbgrader then gives
+        the cell all its points). Nothing right: raises :class:`CheckFailed`
+        (0 points). Partly right: prints what is wrong and returns the score,
+        a number that nbgrader reads from the cell's output as partial credit.
+        A hidden check's seed comes from :func:`grading.seeds.hidden_seed`: the
+        learner's own seed at grading, a fresh one when a learner practises.
+        """
         try:
             chk = self.checks[check_id]
         except KeyError:
@@ -736,14 +838,87 @@ class Assignment:
             raise TypeError(f"check {check_id!r} takes {len(chk.functions)} function(s), "
                             f"{', '.join(chk.functions)}; got {len(functions)}")
         if seed is None and chk.hidden:
-            seed = secrets.randbits(31)
+            from .seeds import hidden_seed
+
+            seed = hidden_seed(self.name)
         verdict = chk.grade(dict(zip(chk.functions, functions)), seed)
-        if not verdict.passed:
-            extra = f" (hidden check, seed {seed})" if chk.hidden else ""
+        extra = f" (hidden check, seed {seed})" if chk.hidden else ""
+        if verdict.passed:
+            if not quiet:
+                print(f"passed: {verdict.message}")
+            return None
+        score = chk.score(verdict)
+        if score <= 0:
             raise CheckFailed(verdict.message + extra)
         if not quiet:
-            print(f"passed: {verdict.message}")
-        return verdict
+            print(f"partly right, {score:g} of {chk.points:g} points (the number below is this cell's "
+                  f"score): {verdict.message}{extra}")
+        return score
+
+    def check_before_submit(self, namespace: Mapping[str, Any], *, seed: int | None = None) -> dict[str, float]:
+        """The learner's "check before you submit": every check, said plainly.
+
+        Runs every visible check and the learner's own copy of every hidden
+        check (the same kinds of inputs, on a fresh random seed, not the ones
+        of grading), with the functions defined in ``namespace`` (the
+        notebook's ``globals()``), and prints what passed, what each failure
+        means (the check's message names the mistake), the points that would
+        follow, and that the hidden tests run again at grading. Never raises
+        and writes nothing to stderr. Returns ``{check id: points}``.
+
+        It does nothing while a grader runs the notebook (``nbgrader
+        autograde`` or the class grader), and says so when the reference
+        ``lib`` cannot be imported (the notebook is not in the course folder).
+        """
+        from .seeds import ENV_SEED, autograde_location
+
+        if os.environ.get(ENV_SEED) or autograde_location() is not None:
+            print("Check before you submit: skipped while the homework is graded.")
+            return {}
+        try:
+            reference()
+            lib_missing = False
+        except Exception:  # not importable here (a sandbox, a copy outside the course folder)
+            lib_missing = True
+        if lib_missing:
+            print("Check before you submit: the checks compare your functions with the course's reference "
+                  "implementation (the `lib` package), which cannot be imported here. Open this notebook from "
+                  "the course folder (`./course lab`, see the welcome page) and run this cell again. Nothing "
+                  "was checked.")
+            return {}
+        seed = secrets.randbits(31) if seed is None else int(seed)
+        lines, scores = [], {}
+        total = sum(c.points for c in self.checks.values())
+        for chk in self.checks.values():
+            functions = {name: namespace[name] for name in chk.functions if name in namespace}
+            missing = [name for name in chk.functions if name not in namespace]
+            kind = "hidden kind, fresh inputs" if chk.hidden else "visible"
+            head = f"- {chk.id} ({chk.points:g} points, {kind}):"
+            if missing:
+                scores[chk.id] = 0.0
+                lines.append(f"{head} NOT RUN: {', '.join(missing)} is not defined yet (run its cell first).")
+                continue
+            try:
+                verdict = chk.grade(functions, seed if chk.hidden else None)
+            except Exception as exc:  # a bug of the learner's that escaped: say it, never raise
+                verdict = Verdict(False, 0.0, f"the check could not run ({type(exc).__name__}: {exc})")
+            scores[chk.id] = chk.score(verdict)
+            if verdict.passed:
+                lines.append(f"{head} passed.")
+            elif "NotImplementedError" in verdict.message:
+                lines.append(f"{head} not answered yet ({', '.join(chk.functions)} still raises "
+                             "NotImplementedError).")
+            else:
+                how = "FAILED" if scores[chk.id] <= 0 else f"partly right, {scores[chk.id]:g} of {chk.points:g}"
+                lines.append(f"{head} {how}.\n    It checks: {chk.description}.\n    What went wrong: "
+                             f"{verdict.message}")
+        got = round(sum(scores.values()), 2)
+        print(f"Check before you submit ({self.name}): {got:g} of {total:g} points on these inputs.")
+        print("\n".join(lines))
+        print("The hidden tests run again when your homework is graded, on inputs made for you (not these), "
+              "so passing their kinds here makes full marks likely, not certain. A failure above names the "
+              "case and the mistake; fix it and run this cell again (each run draws new hidden-kind inputs).")
+        return scores
 
     def export(self, namespace: dict) -> None:
         """Define ``check_<name>(*functions, hidden=False, seed=None)`` in a module.
@@ -753,10 +928,10 @@ class Assignment:
         """
         bases = sorted({cid.removesuffix("_hidden") for cid in self.checks})
         for base in bases:
-            def runner(*functions, hidden: bool = False, seed: int | None = None, _base=base) -> None:
-                # Returns nothing: a value would become the cell's output, which
-                # nbgrader would try to read as partial credit.
-                self.check(f"{_base}_hidden" if hidden else _base, *functions, seed=seed)
+            def runner(*functions, hidden: bool = False, seed: int | None = None, _base=base) -> float | None:
+                # Returns None on full marks; a partly right answer returns its
+                # score, which becomes the cell's output and nbgrader's partial credit.
+                return self.check(f"{_base}_hidden" if hidden else _base, *functions, seed=seed)
             runner.__name__ = runner.__qualname__ = f"check_{base}"
             variants = [c for c in (base, f"{base}_hidden") if c in self.checks]
             runner.__doc__ = "\n".join(
@@ -764,6 +939,7 @@ class Assignment:
                 for c in variants)
             namespace[runner.__name__] = runner
         namespace.setdefault("ASSIGNMENT", self.name)
+        namespace["check_before_submit"] = self.check_before_submit
 
 
 def checks_for(assignment: str) -> list[Check]:

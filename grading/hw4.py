@@ -56,9 +56,9 @@ def _judge_one(cases: list[dict], results: list[dict]) -> str:
         exp_out, exp_w = lib.scaled_dot_product_attention(q_i[None, :], k, v, return_weights=True)
         check_form(a_i, exp_w[0], what=f"{name}, a_i")
         check_form(o_i, exp_out[0], what=f"{name}, o_i")
-        check_weight_rows(a_i[None, :], np.ones((1, k.shape[0]), dtype=bool), what=f"{name}, a_i",
-                          row="query", col="key")
         rtol = attention_rtol(q_i[None, :], k)
+        check_weight_rows(a_i[None, :], np.ones((1, k.shape[0]), dtype=bool), what=f"{name}, a_i",
+                          row="query", col="key", rtol=rtol, d_k=q_i.shape[0])
         try:
             compare_arrays(a_i, exp_w[0], what=f"{name}, a_i", rtol=rtol)
         except Mismatch as exc:

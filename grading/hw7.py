@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import BATCHES, DTYPES, attention_rtol, describe_inputs, generator, judge_each, normal
+from ._common import BATCHES, DTYPES, _close, attention_rtol, describe_inputs, generator, judge_each, normal
 from .core import Assignment, Mismatch, compare_arrays, make_case, reference
 
 A = Assignment("hw7_multi_head_attention", chapter="chapters/07_multi_head_preview.md")
@@ -62,9 +62,37 @@ def _judge_split(cases: list[dict], results: list[dict]) -> str:
                 raise
         else:
             (x,) = args
-            compare_arrays(got, lib.merge_heads(x), what=name)
+            try:
+                compare_arrays(got, lib.merge_heads(x), what=name)
+            except Mismatch as exc:
+                hint = _merge_hint(got, x)
+                if hint:
+                    raise Mismatch(f"{exc}. Hint: {hint}") from None
+                raise
 
     return f"{judge_each(cases, results, one)} cases match lib.split_heads and lib.merge_heads"
+
+
+def _wrong_merges(x: np.ndarray) -> list[tuple[np.ndarray, str]]:
+    """The usual wrong ways of merging (..., h, n, d) heads into (..., n, h*d)."""
+    *lead, h, n, d = x.shape
+    return [
+        (x.reshape(*lead, n, h * d),
+         "reshaping (..., h, n, d) straight to (..., n, h*d) mixes tokens between heads: swap the axes of h "
+         "and n first (np.swapaxes(x, -3, -2)), then reshape"),
+        (np.swapaxes(np.swapaxes(x, -3, -2), -1, -2).reshape(*lead, n, h * d),
+         "the heads are merged in the wrong order: the columns go feature by feature, mixing the heads; "
+         "head m must fill columns m*d to (m+1)*d - 1 (swap h and n only, then reshape)"),
+    ]
+
+
+def _merge_hint(got, x: np.ndarray) -> str | None:
+    if not isinstance(got, np.ndarray) or x.shape[-3] < 2:
+        return None
+    for wrong, hint in _wrong_merges(x):
+        if got.shape == wrong.shape and np.array_equal(got.astype(np.float64), wrong.astype(np.float64)):
+            return hint
+    return None
 
 
 def _mha_case(x, w_q, w_k, w_v, w_o, h) -> dict:
@@ -108,9 +136,24 @@ def _judge_mha(cases: list[dict], results: list[dict]) -> str:
         rtol = attention_rtol(q, k)
         wide = float(np.abs((x @ w_v).astype(np.float64)).max(initial=1.0)) * float(
             np.linalg.norm(w_o.astype(np.float64), axis=0).max(initial=1.0)) * np.sqrt(w_o.shape[0])
+        heads = lib.scaled_dot_product_attention(q, k, lib.split_heads(x @ w_v, h))
+        if isinstance(got, np.ndarray) and got.shape != expected.shape:
+            merged = lib.merge_heads(heads)
+            if got.shape == merged.shape:
+                raise Mismatch(f"{name} returned shape {got.shape}; expected shape {expected.shape}. Hint: "
+                               f"that is the shape of the concatenated heads (n, h*d_v): the output "
+                               "projection W_O is missing; multiply the merged heads by w_o")
         try:
             compare_arrays(got, expected, what=name, rtol=rtol, scale=max(1.0, wide))
         except Mismatch as exc:
+            if isinstance(got, np.ndarray) and got.shape == expected.shape:
+                if _close(got, lib.merge_heads(heads)):
+                    raise Mismatch(f"{exc}. Hint: it equals the concatenated heads without the output "
+                                   "projection: multiply by W_O (w_o) at the end") from None
+                if h > 1:
+                    for wrong, hint in _wrong_merges(heads):
+                        if _close(got, wrong @ w_o):
+                            raise Mismatch(f"{exc}. Hint: {hint}") from None
             if h > 1 and isinstance(got, np.ndarray) and got.shape == expected.shape:
                 one_scale = lib.scaled_dot_product_attention(
                     q, k, lib.split_heads(x @ w_v, h), scale=1.0 / np.sqrt(w_q.shape[1]))

@@ -29,17 +29,18 @@ import numpy as np
 
 from ._common import (
     DTYPES,
+    EDGE_SHARE,
     attention_rtol,
-    check_weight_rows,
     describe_inputs,
     generator,
     judge_each,
+    judge_softmax_case,
     logit_rtol,
     normal,
     sentence_qkv,
     unpack,
 )
-from .core import Assignment, Mismatch, check_form, compare_arrays, describe, make_case, reference
+from .core import Assignment, Mismatch, Partial, check_form, compare_arrays, describe, make_case, reference
 
 A = Assignment("hw8_online_softmax", chapter="chapters/08_online_softmax.md")
 
@@ -130,7 +131,8 @@ def _sums_without_rescale(x: np.ndarray, size: int, direction: int) -> list[np.n
             block = x[..., start : start + size].astype(np.float64)
             m_new = np.maximum(m, block.max(axis=-1))
             shift = np.where(np.isneginf(m_new), 0.0, m_new)
-            factor = np.exp(direction * (np.where(np.isneginf(m), -np.inf, m) - shift))
+            # Nothing seen yet (m = -inf): the old sum is 0 and stays 0 (never inf * 0 = NaN).
+            factor = np.where(np.isneginf(m), 0.0, np.exp(direction * (m - shift)))
             total = total * (factor if direction else 1.0) + np.exp(block - shift[..., None]).sum(axis=-1)
             m = m_new
             sums.append(total)
@@ -213,16 +215,29 @@ def _softmax_hidden(seed: int) -> list[dict]:
     return out
 
 
-def _judge_softmax(cases: list[dict], results: list[dict]) -> str:
-    lib = reference()
+def _softmax_without_rescale(x: np.ndarray, size: int) -> np.ndarray:
+    """The online softmax of a learner whose running sum is never rescaled."""
+    with np.errstate(all="ignore"):
+        m = x.astype(np.float64).max(axis=-1, keepdims=True)
+        shift = np.where(np.isneginf(m), 0, m)
+        total = _sums_without_rescale(x, size, 0)[-1][..., None]
+        return np.exp(x - shift) / np.where(total == 0, 1, total)
 
+
+def _judge_softmax(cases: list[dict], results: list[dict]) -> str:
     def one(args, kwargs, got, name):
         x, size = args
-        expected = lib.softmax(x, axis=-1)
-        check_form(got, expected, what=name)
-        check_weight_rows(got, ~np.isneginf(x), what=name)
-        bound = float(np.abs(x[np.isfinite(x)]).max(initial=0.0))
-        compare_arrays(got, expected, what=name, rtol=logit_rtol(x.dtype, bound, terms=size))
+        try:
+            judge_softmax_case(got, x, what=name)
+        except Partial:
+            raise
+        except Mismatch as exc:
+            if isinstance(got, np.ndarray) and x.shape[-1] > size and "Hint:" not in str(exc) \
+                    and np.allclose(got, _softmax_without_rescale(x, size), rtol=1e-4, atol=1e-7, equal_nan=True):
+                raise Mismatch(f"{exc}. Hint: the rows sum to less than 1 because the running sum l was not "
+                               "rescaled when the maximum grew (in running_max_and_sum): multiply the old sum "
+                               "by exp(m_old - m_new) before adding the block's terms") from None
+            raise
 
     return f"{judge_each(cases, results, one)} cases match lib.softmax"
 
@@ -281,8 +296,37 @@ def _attention_hidden(seed: int) -> list[dict]:
     return out
 
 
+def _attention_without_rescale(q: np.ndarray, blocks: list) -> np.ndarray:
+    """Blocked attention with a common mistake: the running sum and the weighted
+    values are not rescaled by exp(m_old - m_new) when the maximum grows."""
+    q64 = q.astype(np.float64)
+    m = np.full((q.shape[0], 1), -np.inf)
+    l = np.zeros((q.shape[0], 1))
+    acc = np.zeros((q.shape[0], blocks[0][1].shape[1]))
+    with np.errstate(all="ignore"):
+        for k_b, v_b, allowed_b in blocks:
+            s = np.where(allowed_b, q64 @ k_b.astype(np.float64).T / np.sqrt(q.shape[1]), -np.inf)
+            m = np.maximum(m, s.max(axis=1, keepdims=True, initial=-np.inf))
+            p = np.exp(s - np.where(np.isneginf(m), 0, m))
+            l = l + p.sum(axis=1, keepdims=True)
+            acc = acc + p @ v_b.astype(np.float64)
+    return acc / np.where(l == 0, 1, l)
+
+
+#: The rule the statement gives for blocked_attention.
+CONCATENATE_RULE = (
+    "blocked_attention calls np.concatenate (np.stack, np.vstack, np.hstack and np.append call it too). "
+    "The exercise says: never concatenate the blocks. The point of attention over blocks is that the "
+    "whole key matrix never exists at once: keep a running maximum m, sum l and weighted sum of values "
+    "per query, and update them block by block. This check earns no points until the blocks are "
+    "processed one at a time.")
+
+
 def _judge_attention(cases: list[dict], results: list[dict]) -> str:
     lib = reference()
+    for record in results:
+        if isinstance(record, dict) and "np.concatenate" in (record.get("calls") or []):
+            raise Mismatch(CONCATENATE_RULE)
 
     def one(args, kwargs, got, name):
         q, blocks = args
@@ -292,10 +336,14 @@ def _judge_attention(cases: list[dict], results: list[dict]) -> str:
         expected = lib.scaled_dot_product_attention(q, k, v, allowed)
         check_form(got, expected, what=name)
         nothing = ~allowed.any(axis=1)
-        if nothing.any() and np.isnan(got[nothing]).any():
-            i = int(np.flatnonzero(nothing & np.isnan(got).any(axis=1))[0])
-            raise Mismatch(f"{name}: query {i} may attend to no key, so its output must be 0; got NaN "
-                           "(divide by the sum only where it is positive)")
+        edge = None
+        bad_edge = nothing & (np.isnan(got).any(axis=1) | (got != 0).any(axis=1))
+        if bad_edge.any():
+            i = int(np.flatnonzero(bad_edge)[0])
+            how = "got NaN (divide by the sum only where it is positive)" if np.isnan(got[i]).any() else \
+                "got a nonzero output (a query with no permitted key gets none of the values)"
+            edge = f"{name}: query {i} may attend to no key, so its output must be 0; {how}"
+            got = np.where(nothing[:, None], 0, got).astype(got.dtype)
         if np.isnan(got).any():
             raise Mismatch(f"{name}: the output contains NaN. Hint: while a query has seen only masked keys "
                            "its running maximum is -inf, and -inf - (-inf) is NaN: shift by 0 instead")
@@ -304,11 +352,17 @@ def _judge_attention(cases: list[dict], results: list[dict]) -> str:
             compare_arrays(got, expected, what=name, scale=scale, rtol=attention_rtol(q, k))
         except Mismatch as exc:
             if len(blocks) > 1:
-                first = lib.scaled_dot_product_attention(q, blocks[-1][0], blocks[-1][1], blocks[-1][2])
-                if np.allclose(got, first, rtol=1e-4, atol=1e-6):
+                last = lib.scaled_dot_product_attention(q, blocks[-1][0], blocks[-1][1], blocks[-1][2])
+                if np.allclose(got, last, rtol=1e-4, atol=1e-6):
                     raise Mismatch(f"{exc}. Hint: the output is attention over the last block only: "
                                    "carry m, l and the weighted sum of values across blocks") from None
+                if np.allclose(got, _attention_without_rescale(q, blocks), rtol=1e-4, atol=1e-6):
+                    raise Mismatch(f"{exc}. Hint: when a block raises a query's maximum, the sum and the "
+                                   "weighted sum of values carried so far were not rescaled: multiply both "
+                                   "by exp(m_old - m_new) before adding the new block's terms") from None
             raise
+        if edge is not None:
+            raise Partial(edge, 1 - EDGE_SHARE)
 
     return f"{judge_each(cases, results, one)} cases match lib.scaled_dot_product_attention over all the blocks"
 

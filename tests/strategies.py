@@ -62,3 +62,25 @@ logit_rows = hnp.arrays(
     st.tuples(st.integers(1, 4), st.integers(1, 6)),
     elements=st.floats(-50, 50, allow_nan=False, allow_infinity=False),
 )
+
+
+# ---------------------------------------------------------------- homework grading (issue 11)
+
+#: Seeds of the hidden homework inputs (31 bits, as grading.seeds makes them).
+grading_seeds = st.integers(min_value=0, max_value=2**31 - 1)
+
+
+@st.composite
+def extreme_logits(draw, dtype=None, neg_inf: bool = True) -> np.ndarray:
+    """Logits of shape (..., n) as a softmax meets them: tiny to 1e4 in size, offsets
+    of +-1e4 and 700 (beyond float64's exp), -inf entries and whole rows of -inf."""
+    dtype = draw(st.sampled_from(FLOAT_DTYPES)) if dtype is None else dtype
+    lead = draw(batch_shapes)
+    n = draw(st.integers(1, 8))
+    unit = draw(hnp.arrays(np.float64, (*lead, n), elements=st.floats(-1, 1, allow_nan=False)))
+    scale = draw(st.sampled_from([1e-3, 1.0, 30.0, 1e3, 1e4]))
+    offset = draw(st.sampled_from([0.0, 1e4, -1e4, 700.0, -700.0]))
+    z = unit * scale + offset
+    if neg_inf and draw(st.booleans()):
+        z[draw(hnp.arrays(np.bool_, z.shape))] = -np.inf
+    return z.astype(dtype)

@@ -28,12 +28,17 @@ from pathlib import Path
 import nbformat
 import pytest
 from fixtures.class_grading.builder import EXPECTED, Builder
+from fixtures.homework import submissions as corpus
 
+import grading
 from classgrader import intake, notebooks, sandbox
 from classgrader.grade import Settings
 from classgrader.runner import grade_class
 
 REPO = Path(__file__).resolve().parent.parent
+# Hidden-test seeds come from the course secret (grading/seeds.py): the corpus's
+# secret, so the class grader sees the same inputs as the in-process tests.
+os.environ["COURSE_GRADING_SECRET"] = corpus.TEST_SECRET
 ASSIGNMENT = "hw2_stable_softmax"
 WALL = 10.0
 SLACK = 4.0
@@ -178,6 +183,8 @@ def test_a_student_without_a_submission_is_missing_with_zero(graded):
 
 @needs_sandbox
 def test_in_kernel_pass_but_outside_failure_is_flagged(graded):
+    """Only evidence of tampering flags: the same inputs in both runs, and a
+    higher in-kernel score (here the notebook replaced the in-kernel check)."""
     flagged = {name for name, r in graded["results"].items() if r["flagged"]}
     assert flagged == {"patched_checker"}
     assert graded["results"]["patched_checker"]["in_kernel"]["softmax_basic"] == "passed"
@@ -346,6 +353,50 @@ def test_every_assignment_grades_its_solution_full_and_its_release_zero(tmp_path
         got = {name: (r["status"], r["score"]) for name, r in results.items()}
         assert got == {"solution": ("graded", 10.0), "blank": ("graded", 0.0),
                        "stripped_metadata": ("metadata_stripped", 10.0)}, (assignment, got)
+
+
+def _grade_corpus(assignment: str, root: Path, submitted: Path, regrade: bool) -> dict[str, dict]:
+    # The first run keeps the nbgrader-style record (flags); the regrade scores only, to save time.
+    grade_class(REPO, assignment, submitted, out=root, workers=2,
+                settings=Settings(limits=LIMITS, kernel_record=not regrade),
+                regrade=regrade, progress=False, log=quiet)
+    folder = root / "reports" / assignment / "results"
+    return {p.stem: json.loads(p.read_text()) for p in folder.glob("*.json")}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("assignment", corpus.ASSIGNMENTS)
+def test_the_corpus_gets_the_same_scores_twice_and_no_flag(tmp_path, assignment):
+    """Issue 11: every learners'-corpus file, graded with the class grader and
+    regraded (--regrade), gets the same points per cell both times, within what
+    its fixture says and equal to the in-process grading of the same student;
+    the nbgrader-style record run sees the same inputs, so no honest file is flagged."""
+    submitted = tmp_path / "submitted"
+    files = corpus.fixtures(assignment)
+    for _, path in files:
+        _, cells = corpus.parse(path)
+        target = submitted / path.stem / assignment / f"{assignment}.ipynb"
+        target.parent.mkdir(parents=True)
+        target.write_text(json.dumps(corpus.submission(assignment, cells)))
+    first = _grade_corpus(assignment, tmp_path / "out", submitted, regrade=False)
+    again = _grade_corpus(assignment, tmp_path / "out", submitted, regrade=True)
+    checks = {c.id: c for c in grading.checks_for(assignment)}
+    assert set(first) == {p.stem for _, p in files}
+    for _, path in files:
+        expected, _ = corpus.parse(path)
+        a, b = first[path.stem], again[path.stem]
+        scores = {gid: c["score"] for gid, c in a["cells"].items()}
+        assert scores == {gid: c["score"] for gid, c in b["cells"].items()}, path.stem
+        assert a["seed"] == b["seed"] == corpus.student_seed(assignment, path.stem)
+        assert a["flagged"] == b["flagged"] == [], (path.stem, a["in_kernel"], a["cells"])
+        assert set(a["in_kernel"]) == set(checks), path.stem  # the record run did run
+        verdicts = corpus.corpus_verdicts(assignment, path)
+        assert scores == {cid: checks[cid].score(v) for cid, v in verdicts.items()}, path.stem
+        for gid, score in scores.items():
+            lo, hi = expected.bounds(gid, checks[gid].points)
+            assert lo - 1e-9 <= score <= hi + 1e-9, (path.stem, gid, score)
+        for gid, words in expected.messages.items():
+            assert all(w in a["cells"][gid]["message"] for w in words), (path.stem, gid, a["cells"][gid])
 
 
 # ---------------------------------------------------------------- the sandbox itself

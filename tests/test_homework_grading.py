@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import os
 import subprocess
 import sys
 import textwrap
@@ -336,16 +337,37 @@ def test_the_solution_passes_every_check(assignment, check_id):
 
 @pytest.mark.parametrize(("assignment", "path"), subs.fixtures(), ids=lambda v: getattr(v, "stem", v))
 def test_fixture_submissions_earn_what_they_say(assignment, path):
-    earns, _ = subs.parse(path)
-    ns = subs.fixture_namespace(assignment, path)
-    got = {c.id for c in grading.checks_for(assignment) if grade(assignment, c.id, ns, seed=5).passed}
-    assert got == earns
+    """The learners' corpus: each fixture's points per check and the words of its messages."""
+    expected, _ = subs.parse(path)
+    verdicts = subs.corpus_verdicts(assignment, path)
+    checks = {c.id: c for c in grading.checks_for(assignment)}
+    assert set(expected.points) <= set(checks), set(expected.points) - set(checks)
+    for cid, verdict in verdicts.items():
+        lo, hi = expected.bounds(cid, checks[cid].points)
+        got = checks[cid].score(verdict)
+        assert lo - 1e-9 <= got <= hi + 1e-9, (cid, got, (lo, hi), verdict.message)
+        assert verdict.passed == (got == checks[cid].points), (cid, verdict)
+    for cid, words in expected.messages.items():
+        for text in words:
+            assert text in verdicts[cid].message, (cid, text, verdicts[cid].message)
+
+
+@pytest.mark.parametrize("assignment", subs.ASSIGNMENTS)
+def test_the_corpus_has_three_correct_submissions_and_three_mistakes(assignment):
+    """Issue 11: at least 6 ordinary submissions per assignment, 3 correct-but-different."""
+    points = {c.id: c.points for c in grading.checks_for(assignment)}
+    correct, mistakes = [], []
+    for _, path in subs.fixtures(assignment):
+        expected, _ = subs.parse(path)
+        (correct if expected.full == set(points) else mistakes).append(path.stem)
+    mistakes = [m for m in mistakes if m != "calls_reference"]
+    assert len(correct) >= 3 and len(mistakes) >= 3, (correct, mistakes)
 
 
 def test_each_assignment_has_a_fixture_that_calls_the_reference_and_earns_nothing():
     for assignment in subs.ASSIGNMENTS:
-        earns, cells = subs.parse(subs.HERE / assignment / "calls_reference.py")
-        assert earns == set() and any("lib" in src for src in cells.values())
+        expected, cells = subs.parse(subs.HERE / assignment / "calls_reference.py")
+        assert expected.points == {} and any("lib" in src for src in cells.values())
 
 
 def _message(assignment, check_id, **functions) -> str:
@@ -501,3 +523,175 @@ def test_the_variance_checks_catch_a_wrong_scale_and_an_ignored_generator():
     assert "same seed" in _message("hw5_sqrt_dk_experiment", "sample_scores", sample_scores=ignores_rng)
     assert "different seeds" in _message("hw5_sqrt_dk_experiment", "score_variance",
                                          estimate_score_variance=lambda d, n, rng: (float(d), 1.0))
+
+
+# ---------------------------------------------------------------- check before you submit (issue 11, item 6)
+
+
+def test_check_before_submit_says_what_passed_and_what_each_failure_means(capsys):
+    ns = subs.fixture_namespace("hw2_stable_softmax", subs.HERE / "hw2_stable_softmax" / "float64_result.py")
+    scores = grading.hw2.A.check_before_submit(ns, seed=11)
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert "softmax_basic (2 points, visible): partly right, 1.5 of 2." in out
+    assert "What went wrong: Case 3 of 3" in out and "returned dtype float64; expected float32" in out
+    assert "softmax_hidden (4 points, hidden kind, fresh inputs): partly right" in out
+    assert "The hidden tests run again when your homework is graded" in out
+    assert scores["softmax_basic"] == 1.5
+
+
+def test_check_before_submit_names_unanswered_and_undefined_functions(capsys):
+    ns = subs.namespace(subs.release_notebook("hw4_scaled_dot_product_attention"))
+    grading.hw4.A.check_before_submit(ns)
+    out = capsys.readouterr().out
+    assert "one_query (2 points, visible): not answered yet (attend_one_query still raises NotImplementedError)" in out
+    assert "0 of 10 points" in out
+    grading.hw4.A.check_before_submit({})
+    assert "NOT RUN: attention is not defined yet (run its cell first)" in capsys.readouterr().out
+
+
+def test_check_before_submit_degrades_without_lib_and_is_silent_while_grading(capsys, monkeypatch):
+    def no_lib():
+        raise ModuleNotFoundError("No module named 'lib'")
+
+    monkeypatch.setattr(core, "reference", no_lib)
+    assert grading.hw2.A.check_before_submit({}) == {}
+    assert "cannot be imported here" in capsys.readouterr().out
+    monkeypatch.undo()
+    monkeypatch.setenv("GRADING_HIDDEN_SEED", "5")
+    assert grading.hw2.A.check_before_submit({}) == {}
+    assert "skipped while the homework is graded" in capsys.readouterr().out
+
+
+def test_the_released_check_cell_degrades_where_grading_cannot_be_imported(tmp_path):
+    nb = subs.release_notebook("hw2_stable_softmax")
+    last = nb["cells"][-1]
+    assert last["metadata"]["nbgrader"]["grade_id"] == "check_before_submit"
+    source = "".join(last["source"]) if isinstance(last["source"], list) else last["source"]
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", source], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stderr == ""
+    assert "open this notebook from the course folder" in done.stdout and "Nothing was checked" in done.stdout
+
+
+def test_the_released_notebook_runs_its_check_cell_in_the_course_folder(tmp_path):
+    """As a learner would: the release as committed, answers filled in, run top to bottom in its folder."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from grading.nbgrader_tools import nbgrader_env
+
+    _, cells = subs.parse(subs.HERE / "hw2_stable_softmax" / "no_empty_rows.py")
+    nb = nbformat.reads(json.dumps(subs.submission("hw2_stable_softmax", cells)), as_version=4)
+    folder = subs.REPO / "exercises" / "hw2_stable_softmax"
+    env = {k: v for k, v in nbgrader_env().items() if k not in ("GRADING_HIDDEN_SEED",)}
+    client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}},
+                            allow_errors=True)
+    old = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    text = "".join(o.get("text", "") for o in nb.cells[-1].get("outputs", []))
+    assert "Check before you submit (hw2_stable_softmax)" in text, nb.cells[-1].get("outputs")
+    assert "softmax_large (2 points, visible): passed." in text
+    assert "softmax_masked (2 points, visible): partly right, 1 of 2." in text
+    assert "has nothing permitted (all -inf)" in text and "The hidden tests run again" in text
+    masked = next(c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "softmax_masked")
+    assert masked["outputs"][-1]["output_type"] == "execute_result"  # the cell's partial score, for nbgrader
+    assert masked["outputs"][-1]["data"]["text/plain"] == "1.0"
+
+
+# ---------------------------------------------------------------- the points-per-mistake table (issue 11, item 3)
+
+
+def _mistake_table() -> list[dict]:
+    text = (subs.REPO / "appendix" / "instructors.md").read_text()
+    section = text[text.index("## Points in proportion to the mistake"):]
+    section = section[:section.index("\n## ", 5)]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[2].startswith("`") and cells[0].startswith("hw"):
+            lo, _, hi = cells[3].partition("–")
+            rows.append({"short": cells[0], "file": cells[2].strip("`"), "lo": float(lo), "hi": float(hi or lo),
+                         "words": cells[4]})
+    return rows
+
+
+def test_the_points_per_mistake_table_is_what_the_grader_gives():
+    """Every row of the instructors' table: the corpus file gets those points out of 10
+    (as the student named after it) and a message with those words."""
+    rows = _mistake_table()
+    assert len(rows) >= 3 * len(subs.ASSIGNMENTS)
+    by_short = {name.split("_")[0]: name for name in subs.ASSIGNMENTS}
+    for row in rows:
+        assignment = by_short[row["short"]]
+        checks = {c.id: c for c in grading.checks_for(assignment)}
+        verdicts = subs.corpus_verdicts(assignment, subs.HERE / assignment / f"{row['file']}.py")
+        total = sum(checks[cid].score(v) for cid, v in verdicts.items())
+        assert row["lo"] - 0.011 <= total <= row["hi"] + 0.011, (row, total)
+        assert any(row["words"] in v.message for v in verdicts.values()), (row, [v.message for v in verdicts.values()])
+    named = {(r["short"], r["file"]) for r in rows}
+    for assignment in subs.ASSIGNMENTS:
+        for _, path in subs.fixtures(assignment):
+            expected, _ = subs.parse(path)
+            if path.stem != "calls_reference" and expected.full != set(c.id for c in grading.checks_for(assignment)):
+                assert (assignment.split("_")[0], path.stem) in named, f"{path.stem} is missing from the table"
+
+
+# ---------------------------------------------------------------- seeds (issue 11, item 2)
+
+
+def test_seeds_are_an_hmac_of_the_secret_assignment_and_student():
+    import hashlib
+    import hmac
+
+    from grading.seeds import seed_for
+
+    want = int.from_bytes(hmac.new(b"s3cret", b"hw2_stable_softmax\0ada", hashlib.sha256).digest()[:4], "big")
+    assert seed_for(b"s3cret", "hw2_stable_softmax", "ada") == want & 0x7FFFFFFF
+    seeds = {seed_for(b"s3cret", a, s) for a in grading.ASSIGNMENTS for s in ("ada", "alan", "grace")}
+    assert len(seeds) == 3 * len(grading.ASSIGNMENTS)  # each learner their own variant
+    assert seed_for(b"other", "hw2_stable_softmax", "ada") != seed_for(b"s3cret", "hw2_stable_softmax", "ada")
+
+
+def test_the_course_secret_comes_from_the_file_the_config_names(tmp_path, monkeypatch):
+    from grading import seeds
+
+    monkeypatch.delenv(seeds.ENV_SECRET, raising=False)
+    config = tmp_path / "nbgrader_config.py"
+    config.write_text('c = get_config()\nc.CourseDirectory.course_id = "demo"\n')
+    secret, where = seeds.course_secret(tmp_path)
+    assert secret == b"demo" and "default" in where  # documented default: the course id
+    config.write_text(config.read_text() + 'c.CourseGrading.secret_file = "private/secret.txt"\n')
+    with pytest.raises(seeds.SecretMissing, match=r"python -m grading.seeds new-secret .*secret.txt"):
+        seeds.course_secret(tmp_path)
+    assert seeds.main(["new-secret", str(tmp_path / "private" / "secret.txt")]) == 0
+    secret, where = seeds.course_secret(tmp_path)
+    assert len(secret) == 64 and "secret.txt" in where
+    assert (tmp_path / "private" / "secret.txt").stat().st_mode & 0o077 == 0
+    assert seeds.main(["new-secret", str(tmp_path / "private" / "secret.txt")]) == 1  # never overwritten
+    monkeypatch.setenv(seeds.ENV_SECRET, "from-env")
+    assert seeds.course_secret(tmp_path)[0] == b"from-env"
+
+
+def test_a_hidden_cell_under_nbgrader_autograde_uses_the_students_seed(tmp_path, monkeypatch):
+    from grading import seeds
+
+    monkeypatch.setenv(seeds.ENV_SECRET, "k")
+    monkeypatch.delenv(seeds.ENV_SEED, raising=False)
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n")
+    folder = tmp_path / "autograded" / "ada" / "hw2_stable_softmax"
+    folder.mkdir(parents=True)
+    monkeypatch.chdir(folder)
+    assert seeds.autograde_location() == (tmp_path.resolve(), "ada", "hw2_stable_softmax")
+    assert seeds.hidden_seed("hw2_stable_softmax") == seeds.seed_for(b"k", "hw2_stable_softmax", "ada")
+    monkeypatch.setenv(seeds.ENV_SEED, "1234")
+    assert seeds.hidden_seed("hw2_stable_softmax") == 1234
+    monkeypatch.delenv(seeds.ENV_SEED)
+    monkeypatch.chdir(tmp_path)
+    assert seeds.autograde_location() is None  # a learner practising: a fresh seed each time
+    assert len({seeds.hidden_seed("hw2_stable_softmax") for _ in range(5)}) > 1

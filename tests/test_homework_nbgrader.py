@@ -26,6 +26,10 @@ import grading
 from grading import nbgrader_tools as nbt
 
 HIDDEN_MARKERS = ("BEGIN HIDDEN TESTS", "hidden=True")
+# The hidden test cells derive each student's seed from the course secret
+# (grading/seeds.py): the corpus's secret, so nbgrader grades each fixture on
+# the same inputs as the in-process tests and the class grader.
+os.environ["COURSE_GRADING_SECRET"] = subs.TEST_SECRET
 
 
 @dataclass
@@ -34,7 +38,7 @@ class Run:
 
     root: Path
     release: dict
-    expected: dict[str, set[str]]  # student -> grade ids that earn full points
+    expected: dict[str, subs.Expected]  # student -> the points each cell must get
     scores: dict[str, dict[str, float]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -47,7 +51,8 @@ def _pipeline(root: Path, assignment: str) -> Run:
     """
     nbt.make_course(root, [assignment])
     checks = grading.checks_for(assignment)
-    expected = {"solution": {c.id for c in checks}, "blank": set()}
+    expected = {"solution": subs.Expected(points=dict.fromkeys((c.id for c in checks), None)),
+                "blank": subs.Expected()}
     nbt.submit(root, "solution", assignment, root / "solutions" / assignment / f"{assignment}.ipynb")
     nbt.submit(root, "blank", assignment, subs.REPO / "exercises" / assignment / f"{assignment}.ipynb")
     for _, path in subs.fixtures(assignment):
@@ -111,12 +116,20 @@ def test_the_solution_gets_full_marks_and_the_blank_release_zero(run, assignment
 
 
 def test_partly_right_submissions_get_the_intended_partial_credit(run, assignment):
-    points = {c.id: c.points for c in grading.checks_for(assignment)}
-    for student, earns in run.expected.items():
-        want = {cid: (p if cid in earns else 0.0) for cid, p in points.items()}
+    """Every corpus file gets its points in nbgrader too (partial credit is the
+    number a partly right check leaves as its cell's output), and the same
+    points as the in-process grading of the same student's inputs."""
+    checks = {c.id: c for c in grading.checks_for(assignment)}
+    for student, expected in run.expected.items():
         got = {cid: s for cid, s in run.scores[student].items() if cid != "total"}
-        assert got == want, student
-        assert run.scores[student]["total"] == sum(want.values())
+        assert set(got) == set(checks), student
+        for cid, score in got.items():
+            lo, hi = expected.bounds(cid, checks[cid].points)
+            assert lo - 1e-9 <= score <= hi + 1e-9, (student, cid, score, (lo, hi))
+        if student not in ("solution", "blank"):
+            verdicts = subs.corpus_verdicts(assignment, subs.HERE / assignment / f"{student}.py")
+            assert got == {cid: checks[cid].score(v) for cid, v in verdicts.items()}, student
+        assert run.scores[student]["total"] == pytest.approx(sum(got.values()))
     assert run.scores["calls_reference"]["total"] == 0.0
 
 

@@ -1,0 +1,155 @@
+"""The seed of each learner's hidden tests: the same file always gets the same inputs.
+
+Rule (one home, used by ``./course grade`` and by the hidden test cells when
+``nbgrader autograde`` runs them)::
+
+    seed = first 31 bits of HMAC-SHA256(course secret, "<assignment>\\0<student>")
+
+so a regrade is reproducible, each learner gets their own variant of the
+hidden inputs, and the class grader's two runs (the scoring run and the
+nbgrader-style record run) see the same inputs.
+
+The course secret
+-----------------
+Looked for, in order:
+
+1. the environment variable ``COURSE_GRADING_SECRET`` (its text is the secret);
+2. the file named by ``c.CourseGrading.secret_file`` in the course's
+   ``nbgrader_config.py`` (relative to the course folder, ``~`` allowed).
+   A file that is named but missing or empty is an error with a message
+   saying how to make one (``python -m grading.seeds new-secret PATH``);
+3. nothing configured: the documented default for a single-instructor course,
+   the course id (``c.CourseDirectory.course_id``). Scores are still
+   reproducible, but anyone who reads this rule can compute the hidden inputs;
+   the class grader says so in its log.
+
+The secret file must never be committed, released or put in ``exercises/``
+(``.gitignore`` lists ``grading-secret*``).
+
+Where a hidden check runs
+-------------------------
+:func:`hidden_seed` decides the seed of an in-notebook hidden check:
+
+- ``GRADING_HIDDEN_SEED`` set (the class grader's record run): that seed;
+- the notebook runs in ``<course>/autograded/<student>/<assignment>/``
+  (``nbgrader autograde``): the seed of that student;
+- anywhere else (a learner practising): a fresh random seed, so that the
+  learner's own run of the hidden checks sees new inputs every time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+import sys
+from pathlib import Path
+
+ENV_SECRET = "COURSE_GRADING_SECRET"
+ENV_SEED = "GRADING_HIDDEN_SEED"
+CONFIG = "nbgrader_config.py"
+
+
+class SecretMissing(RuntimeError):
+    """The configured course secret cannot be read; the message says how to fix it."""
+
+
+def seed_for(secret: bytes, assignment: str, student: str) -> int:
+    """The hidden-test seed of one learner on one assignment (31 bits)."""
+    if not isinstance(secret, bytes) or not secret:
+        raise ValueError("the course secret must be non-empty bytes")
+    mac = hmac.new(secret, f"{assignment}\0{student}".encode(), hashlib.sha256).digest()
+    return int.from_bytes(mac[:4], "big") & 0x7FFFFFFF
+
+
+def _config(course: Path) -> dict:
+    path = Path(course) / CONFIG
+    if not path.is_file():
+        return {}
+    from traitlets.config.loader import PyFileConfigLoader
+
+    return PyFileConfigLoader(path.name, path=str(path.parent)).load_config()
+
+
+def course_secret(course: Path) -> tuple[bytes, str]:
+    """``(secret, where it came from)`` for the course folder ``course``.
+
+    Raises :class:`SecretMissing` when a secret file is configured but cannot
+    be read.
+    """
+    env = os.environ.get(ENV_SECRET)
+    if env:
+        return env.encode(), f"the environment variable {ENV_SECRET}"
+    config = _config(Path(course))
+    named = config.get("CourseGrading", {}).get("secret_file")
+    if isinstance(named, str) and named:
+        path = Path(os.path.expanduser(named))
+        path = path if path.is_absolute() else Path(course) / path
+        try:
+            text = path.read_text().strip()
+        except OSError as exc:
+            raise SecretMissing(
+                f"the course secret file {path} (c.CourseGrading.secret_file in {CONFIG}) cannot be read "
+                f"({exc.strerror or exc}). Make one with: python -m grading.seeds new-secret {path}  "
+                "(keep it: regrades need the same secret; never commit or release it)") from None
+        if not text:
+            raise SecretMissing(f"the course secret file {path} is empty; make one with: "
+                                f"python -m grading.seeds new-secret {path}")
+        return text.encode(), f"the file {path}"
+    course_id = config.get("CourseDirectory", {}).get("course_id")
+    course_id = course_id if isinstance(course_id, str) and course_id else "default_course"
+    return course_id.encode(), (f"the default (the course id {course_id!r}): set c.CourseGrading.secret_file in "
+                                f"{CONFIG} to keep the hidden inputs unpredictable")
+
+
+def student_seed(course: Path, assignment: str, student: str) -> int:
+    """The seed of ``student``'s hidden tests of ``assignment`` in this course."""
+    return seed_for(course_secret(course)[0], assignment, student)
+
+
+def autograde_location(cwd: Path | None = None) -> tuple[Path, str, str] | None:
+    """``(course, student, assignment)`` when ``cwd`` is ``<course>/autograded/<student>/<assignment>``."""
+    cwd = Path.cwd() if cwd is None else Path(cwd)
+    parts = cwd.resolve().parts
+    if len(parts) >= 4 and parts[-3] == "autograded":
+        course = Path(*parts[:-3])
+        if (course / CONFIG).is_file():
+            return course, parts[-2], parts[-1]
+    return None
+
+
+def hidden_seed(assignment: str) -> int:
+    """The seed of an in-notebook hidden check (see the module docstring)."""
+    env = os.environ.get(ENV_SEED)
+    if env:
+        try:
+            return int(env)
+        except ValueError:
+            raise SecretMissing(f"{ENV_SEED} must be an integer; it is {env[:40]!r}") from None
+    where = autograde_location()
+    if where is not None:
+        course, student, _ = where
+        return student_seed(course, assignment, student)
+    return secrets.randbits(31)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "new-secret":
+        path = Path(os.path.expanduser(argv[1]))
+        if path.exists():
+            print(f"{path} exists; not overwritten (regrades need the same secret)", file=sys.stderr)
+            return 1
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_hex(32) + "\n")
+        print(f"wrote a new course secret to {path}; name it in nbgrader_config.py: "
+              f"c.CourseGrading.secret_file = {str(path)!r}")
+        return 0
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

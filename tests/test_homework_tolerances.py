@@ -1,0 +1,336 @@
+"""Correct means full marks: independent correct implementations pass every check.
+
+Issue 11, item 1. The tolerances of ``grading`` are derived from the float
+error of numerically sound methods (``grading._common.logit_rtol`` and
+``row_sum_tol`` say how), not from lib's own rounding. Here several correct
+implementations of every graded function, written for these tests (not copied
+from ``solutions/``) and each sound in its own way (shift by the maximum,
+log-sum-exp, float64 inside, loops, einsum, scaling q and k separately), are
+graded on many random hidden inputs (Hypothesis draws the seeds), and the
+softmax judges also on logits that Hypothesis draws directly (extreme sizes,
+float32, batches, -inf). Every one must earn full marks.
+
+Examples are derandomized (the same every run) so CI is stable; homework 5's
+statistical checks are left out here (their false-failure rate is derived in
+``grading/hw5.py`` and tested in ``test_homework_grading.py``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import extreme_logits, grading_seeds
+
+import grading
+from grading import core
+
+# ---------------------------------------------------------------- softmax, several ways
+
+
+def softmax_shift(z):
+    """Shift by the row maximum, in the input's dtype."""
+    top = np.max(z, axis=-1, keepdims=True)
+    e = np.exp(z - np.where(np.isneginf(top), 0, top))
+    s = e.sum(axis=-1, keepdims=True)
+    return e / np.where(s > 0, s, 1)
+
+
+def softmax_logsumexp(z):
+    """exp(z - logsumexp(z)), in the input's dtype."""
+    top = np.max(z, axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0)
+    with np.errstate(divide="ignore"):
+        lse = top + np.log(np.exp(z - top).sum(axis=-1, keepdims=True))
+    return np.exp(np.where(np.isneginf(lse), -np.inf, z - lse))
+
+
+def softmax_float64(z):
+    """In float64, rounded to the input's dtype once at the end."""
+    return softmax_shift(z.astype(np.float64)).astype(z.dtype)
+
+
+def softmax_loop(z):
+    """One row at a time with Python's math (float64)."""
+    out = np.zeros(z.shape, dtype=np.float64)
+    for idx in np.ndindex(z.shape[:-1]):
+        row = [float(t) for t in z[idx]]
+        top = max(row)
+        if top == -math.inf:
+            continue
+        e = [math.exp(t - top) for t in row]
+        total = math.fsum(e)
+        out[idx] = [t / total for t in e]
+    return out.astype(z.dtype)
+
+
+SOFTMAXES = [softmax_shift, softmax_logsumexp, softmax_float64, softmax_loop]
+
+
+# ---------------------------------------------------------------- the graded functions, several ways
+
+
+def _attention(q, k, v, mask=None, softmax=softmax_shift, split_scale=False):
+    d_k = q.shape[-1]
+    if split_scale:  # q and k each scaled by d_k ** -1/4
+        c = np.asarray(d_k ** -0.25, dtype=q.dtype)
+        s = np.einsum("...id,...jd->...ij", q * c, k * c)
+    else:
+        s = q @ np.swapaxes(k, -1, -2) / np.asarray(math.sqrt(d_k), dtype=q.dtype)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = softmax(s)
+    return w @ v, w
+
+
+def _attention64(q, k, v, mask=None):
+    o, w = _attention(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64), mask)
+    return o.astype(q.dtype), w.astype(q.dtype)
+
+
+def _one_query(attn):
+    def attend_one_query(q_i, k, v):
+        o, w = attn(q_i[None, :], k, v)
+        return o[0], w[0]
+    return attend_one_query
+
+
+def _split(x, h):
+    d = x.shape[-1] // h
+    return np.stack([x[..., m * d:(m + 1) * d] for m in range(h)], axis=-3)
+
+
+def _merge(x):
+    *lead, h, n, d = x.shape
+    return np.moveaxis(x, -3, -2).reshape(*lead, n, h * d)
+
+
+def _mha(attn):
+    def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads):
+        heads, _ = attn(_split(x @ w_q, n_heads), _split(x @ w_k, n_heads), _split(x @ w_v, n_heads))
+        return _merge(heads) @ w_o
+    return multi_head_attention
+
+
+def _mha_per_head(x, w_q, w_k, w_v, w_o, n_heads):
+    d_k, d_v = w_q.shape[1] // n_heads, w_v.shape[1] // n_heads
+    out = np.zeros(x.shape[:-1] + (w_o.shape[1],), dtype=np.float64)
+    x64 = x.astype(np.float64)
+    for m in range(n_heads):
+        q, k = x64 @ w_q[:, m * d_k:(m + 1) * d_k], x64 @ w_k[:, m * d_k:(m + 1) * d_k]
+        head, _ = _attention(q, k, x64 @ w_v[:, m * d_v:(m + 1) * d_v])
+        out += head @ w_o[m * d_v:(m + 1) * d_v]
+    return out.astype(x.dtype)
+
+
+def _running_lse(x, size):
+    """Running (m, l) kept as a log-sum-exp per row, in float64."""
+    states, lse = [], np.full(x.shape[:-1], -np.inf)
+    for start in range(0, x.shape[-1], size):
+        block = x[..., start:start + size].astype(np.float64)
+        lse = np.logaddexp(lse, np.logaddexp.reduce(block, axis=-1))
+        m = np.max(x[..., :start + size], axis=-1)
+        with np.errstate(invalid="ignore"):
+            l = np.where(np.isneginf(m), 0.0, np.exp(lse - np.where(np.isneginf(m), 0, m)))
+        states.append((m, l.astype(x.dtype)))
+    return states
+
+
+def _running_shift(x, size):
+    m = np.full(x.shape[:-1], -np.inf, dtype=x.dtype)
+    l = np.zeros(x.shape[:-1], dtype=x.dtype)
+    out = []
+    for start in range(0, x.shape[-1], size):
+        b = x[..., start:start + size]
+        m_new = np.maximum(m, b.max(axis=-1))
+        c = np.where(np.isneginf(m_new), 0, m_new)
+        l = l * np.exp(np.where(np.isneginf(m), -np.inf, m - c)) + np.exp(b - c[..., None]).sum(axis=-1)
+        m = m_new
+        out.append((m, l))
+    return out
+
+
+def _online(running, softmax_from_state):
+    def online_softmax(x, size):
+        m, l = running(x, size)[-1]
+        return softmax_from_state(x, np.asarray(m)[..., None], np.asarray(l)[..., None])
+    return online_softmax
+
+
+def _from_state_divide(x, m, l):
+    with np.errstate(invalid="ignore"):
+        e = np.exp(x - np.where(np.isneginf(m), 0, m))
+    return np.where(l > 0, e / np.where(l > 0, l, 1), 0).astype(x.dtype)
+
+
+def _from_state_log(x, m, l):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lse = np.where(l > 0, np.where(np.isneginf(m), 0, m) + np.log(np.where(l > 0, l, 1)), -np.inf)
+        return np.exp(np.where(np.isneginf(lse), -np.inf, x - lse)).astype(x.dtype)
+
+
+def _blocked(dtype64: bool):
+    def blocked_attention(q, blocks):
+        work = np.float64 if dtype64 else q.dtype
+        qq = q.astype(work)
+        m = np.full(q.shape[0], -np.inf, dtype=work)
+        l = np.zeros(q.shape[0], dtype=work)
+        acc = np.zeros((q.shape[0], blocks[0][1].shape[1]), dtype=work)
+        for k_b, v_b, a_b in blocks:
+            s = np.where(a_b, qq @ k_b.astype(work).T / np.asarray(math.sqrt(q.shape[1]), dtype=work), -np.inf)
+            m_new = np.maximum(m, s.max(axis=1, initial=-np.inf))
+            c = np.where(np.isneginf(m_new), 0, m_new)
+            r = np.exp(np.where(np.isneginf(m), -np.inf, m - c))
+            p = np.exp(s - c[:, None])
+            l, acc, m = l * r + p.sum(axis=1), acc * r[:, None] + p @ v_b.astype(work), m_new
+        return (acc / np.where(l > 0, l, 1)[:, None]).astype(q.dtype)
+    return blocked_attention
+
+
+def _blocked_per_query(q, blocks):
+    """One query and one key at a time, in Python floats."""
+    out = np.zeros((q.shape[0], blocks[0][1].shape[1]))
+    for i in range(q.shape[0]):
+        m, l, acc = -math.inf, 0.0, np.zeros(out.shape[1])
+        for k_b, v_b, a_b in blocks:
+            for j in range(k_b.shape[0]):
+                if a_b[i, j]:
+                    s = float(q[i].astype(np.float64) @ k_b[j].astype(np.float64)) / math.sqrt(q.shape[1])
+                    m_new = max(m, s)
+                    r = math.exp(m - m_new) if m > -math.inf else 0.0
+                    p = math.exp(s - m_new)
+                    l, acc, m = l * r + p, acc * r + p * v_b[j], m_new
+        out[i] = acc / l if l > 0 else 0.0
+    return out.astype(q.dtype)
+
+
+def _scores_loop(x):
+    n = x.shape[0]
+    return np.array([[math.fsum(float(a) * float(b) for a, b in zip(x[i], x[j])) for j in range(n)]
+                     for i in range(n)]).reshape(n, n).astype(x.dtype)
+
+
+def _causal(n_q, n_k):
+    return np.tri(n_q, n_k, dtype=bool)
+
+
+IMPLEMENTATIONS: dict[str, list[dict]] = {
+    "hw1_dot_product_scores": [
+        {"scores_loop": _scores_loop, "scores_vectorized": lambda x: np.einsum("...id,...jd->...ij", x, x)},
+        {"scores_loop": lambda x: np.array([x @ row for row in x], dtype=x.dtype).reshape(len(x), len(x)),
+         "scores_vectorized": lambda x: (x.astype(np.float64) @ np.swapaxes(x, -1, -2).astype(np.float64)
+                                         ).astype(x.dtype)},
+    ],
+    "hw2_stable_softmax": [{"softmax_rows": f} for f in SOFTMAXES],
+    "hw3_queries_keys_values": [
+        {"project_qkv": lambda x, *ws: tuple(np.einsum("...nd,de->...ne", x, w) for w in ws),
+         "score_matrix": lambda q, k: np.einsum("...id,...jd->...ij", q, k)},
+        {"project_qkv": lambda x, *ws: tuple((x.astype(np.float64) @ w.astype(np.float64)).astype(x.dtype)
+                                             for w in ws),
+         "score_matrix": lambda q, k: (q[..., :, None, :] * k[..., None, :, :]).sum(-1)},
+    ],
+    "hw4_scaled_dot_product_attention": [
+        {"attend_one_query": _one_query(_attention), "attention": _attention},
+        {"attend_one_query": _one_query(_attention64), "attention": _attention64},
+        {"attend_one_query": _one_query(lambda q, k, v: _attention(q, k, v, softmax=softmax_logsumexp,
+                                                                   split_scale=True)),
+         "attention": lambda q, k, v: _attention(q, k, v, softmax=softmax_logsumexp, split_scale=True)},
+    ],
+    "hw6_causal_masking": [
+        {"causal_mask": _causal, "masked_attention": _attention},
+        {"causal_mask": lambda n_q, n_k: ~np.triu(np.ones((n_q, n_k), bool), 1),
+         "masked_attention": _attention64},
+        {"causal_mask": lambda n_q, n_k: np.arange(n_k) <= np.arange(n_q)[:, None],
+         "masked_attention": lambda q, k, v, mask: _attention(q, k, v, mask, softmax=softmax_logsumexp,
+                                                              split_scale=True)},
+    ],
+    "hw7_multi_head_attention": [
+        {"split_heads": _split, "merge_heads": _merge, "multi_head_attention": _mha(_attention)},
+        {"split_heads": lambda x, h: np.swapaxes(x.reshape(*x.shape[:-1], h, -1), -2, -3),
+         "merge_heads": lambda x: np.concatenate(list(np.moveaxis(x, -3, 0)), axis=-1),
+         "multi_head_attention": _mha_per_head},
+        {"split_heads": _split, "merge_heads": _merge,
+         "multi_head_attention": _mha(lambda q, k, v: _attention(q, k, v, softmax=softmax_logsumexp,
+                                                                 split_scale=True))},
+    ],
+    "hw8_online_softmax": [
+        {"running_max_and_sum": _running_shift, "online_softmax": _online(_running_shift, _from_state_divide),
+         "blocked_attention": _blocked(False)},
+        {"running_max_and_sum": _running_lse, "online_softmax": _online(_running_lse, _from_state_log),
+         "blocked_attention": _blocked(True)},
+        {"running_max_and_sum": _running_shift, "online_softmax": _online(_running_lse, _from_state_divide),
+         "blocked_attention": _blocked_per_query},
+    ],
+}
+
+CHECKS = [(a, c.id) for a, checks in grading.all_checks().items() for c in checks if a in IMPLEMENTATIONS]
+
+
+def test_every_assignment_but_the_statistical_one_has_several_implementations():
+    assert set(IMPLEMENTATIONS) | {"hw5_sqrt_dk_experiment"} >= set(grading.ASSIGNMENTS) - {
+        a for a in grading.ASSIGNMENTS if a.startswith("hw9")}
+    assert all(len(impls) >= 2 for impls in IMPLEMENTATIONS.values())
+
+
+@pytest.mark.parametrize(("assignment", "check_id"), CHECKS)
+@settings(max_examples=12, derandomize=True, deadline=None)
+@given(seed=grading_seeds)
+def test_correct_implementations_earn_full_marks_on_random_hidden_inputs(assignment, check_id, seed):
+    check = grading.get_check(assignment, check_id)
+    for functions in IMPLEMENTATIONS[assignment]:
+        verdict = check.grade(functions, seed if check.hidden else None)
+        assert verdict.passed, (functions[check.functions[0]], verdict.message)
+
+
+def _verdict(assignment: str, check_id: str, functions: dict, *args) -> core.Verdict:
+    check = grading.get_check(assignment, check_id)
+    case = core.make_case(check.functions[0], *args, label="drawn by Hypothesis")
+    return check.compare([case], core.run_cases(functions, [case]))
+
+
+@settings(max_examples=400, derandomize=True, deadline=None)
+@given(z=extreme_logits())
+def test_every_sound_softmax_passes_homework_2_on_extreme_logits(z):
+    for f in SOFTMAXES:
+        verdict = _verdict("hw2_stable_softmax", "softmax_hidden", {"softmax_rows": f}, z)
+        assert verdict.passed, (f.__name__, z, verdict.message)
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(z=extreme_logits(), size=st.integers(1, 4))
+def test_every_sound_online_softmax_passes_homework_8_on_extreme_logits(z, size):
+    size = max(size, -(-z.shape[-1] // 16))  # at most 16 blocks (plain data holds 16 items)
+    for functions in IMPLEMENTATIONS["hw8_online_softmax"]:
+        for check_id in ("online_softmax_hidden", "running_state_hidden"):
+            verdict = _verdict("hw8_online_softmax", check_id, functions, z, size)
+            assert verdict.passed, (check_id, z, size, verdict.message)
+
+
+@settings(max_examples=150, derandomize=True, deadline=None)
+@given(data=st.data(), dtype=st.sampled_from([np.float32, np.float64]),
+       lead=st.sampled_from([(), (2,), (2, 2)]), n_q=st.integers(1, 5), n_k=st.integers(1, 5),
+       d_k=st.integers(1, 6), d_v=st.integers(1, 3), scale=st.sampled_from([0.1, 1.0, 4.0, 12.0]))
+def test_every_sound_attention_passes_homeworks_4_and_6_with_large_scores(data, dtype, lead, n_q, n_k, d_k, d_v,
+                                                                         scale):
+    rng = np.random.default_rng(data.draw(grading_seeds))
+    q, k = ((rng.standard_normal((*lead, n, d_k)) * scale).astype(dtype) for n in (n_q, n_k))
+    v = rng.standard_normal((*lead, n_k, d_v)).astype(dtype)
+    mask = rng.random((n_q, n_k)) < 0.6
+    for functions in IMPLEMENTATIONS["hw4_scaled_dot_product_attention"]:
+        verdict = _verdict("hw4_scaled_dot_product_attention", "attention_matrix_hidden", functions, q, k, v)
+        assert verdict.passed, verdict.message
+    for functions in IMPLEMENTATIONS["hw6_causal_masking"]:
+        verdict = _verdict("hw6_causal_masking", "masked_attention_hidden", functions, q, k, v, mask)
+        assert verdict.passed, verdict.message
+
+
+def test_the_reproduced_logsumexp_softmax_now_earns_full_marks():
+    """The issue's example: exp(z - logsumexp(z)) in float32 at logits of 1e4 sums to 0.999785."""
+    z = np.array([[1e4, 1e4 - 1, 0.0], [-1e4, 0.0, 1e4]], dtype=np.float32)
+    w = softmax_logsumexp(z)
+    assert abs(float(w.astype(np.float64).sum(axis=-1)[0]) - 1) > 1e-4  # off by more than the old fixed 1e-4
+    check = grading.get_check("hw2_stable_softmax", "softmax_large")
+    assert check.grade({"softmax_rows": softmax_logsumexp}).passed
