@@ -17,7 +17,6 @@ import json
 import os
 import re
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +57,17 @@ CELLS_JS = f"""() => {PANEL}.content.model.sharedModel.cells.map((c) => ({{
   outputs: c.cell_type === 'code' ? c.getOutputs() : [],
   execution_count: c.cell_type === 'code' ? c.execution_count : null,
 }}))"""
+# Run each code cell in turn, going on after an error (Run All stops at the first
+# failing cell, so a blank release would run only its first test cell).
+RUN_EACH_JS = f"""async () => {{
+  const panel = {PANEL};
+  const cells = panel.content.model.sharedModel.cells;
+  for (let i = 0; i < cells.length; i++) {{
+    if (cells[i].cell_type !== 'code') continue;
+    panel.content.activeCellIndex = i;
+    await window.jupyterapp.commands.execute('notebook:run-cell');
+  }}
+}}"""
 SET_SOURCE_JS = f"""([index, text]) => {{ {PANEL}.content.model.sharedModel.cells[index].setSource(text); }}"""
 
 
@@ -76,9 +86,10 @@ def open_in_lite(book_browser: Any, context: Any, notebook: str) -> tuple[Any, P
     return page, log
 
 
-def run_all(page: Any) -> list[dict]:
+def run_all(page: Any, each: bool = False) -> list[dict]:
+    """Run the notebook (Run All, or each cell in turn) and return its cells."""
     page.set_default_timeout(RUN_LIMIT_MS)
-    page.evaluate(RUN_ALL_JS)
+    page.evaluate(RUN_EACH_JS if each else RUN_ALL_JS)
     page.wait_for_function(KERNEL_IDLE_JS, timeout=RUN_LIMIT_MS, polling=250)
     return page.evaluate(CELLS_JS)
 
@@ -174,29 +185,34 @@ def visible_tests(cells: list[dict]) -> list[tuple[int, str]]:
 
 
 def desktop_messages(assignment: str) -> dict[str, tuple[str, str]]:
-    """grade_id -> (exception name, message) that the blank release's test cells raise on the desktop."""
+    """grade_id -> (exception name, message) of the blank release's failing cells in a desktop kernel.
+
+    The release runs in the desktop's own ipykernel (nbclient), from its folder,
+    as a learner's Jupyter would run it.
+    """
+    from nbclient import NotebookClient
+
     release = ROOT / "exercises" / assignment / f"{assignment}.ipynb"
     nb = nbformat.read(release, as_version=4)
-    namespace: dict[str, Any] = {"__name__": "__main__"}
+    NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(release.parent)}}).execute()
     found = {}
-    cwd = os.getcwd()
-    os.chdir(release.parent)
-    try:
-        for cell in nb.cells:
-            if cell.cell_type != "code":
-                continue
-            meta = cell.metadata.get("nbgrader", {})
-            try:
-                exec(compile(cell.source, meta.get("grade_id", "cell"), "exec"), namespace)
-            except Exception as err:  # noqa: BLE001 - recorded, compared with the browser's
-                if meta.get("grade"):
-                    found[meta["grade_id"]] = (type(err).__name__, str(err))
-                elif not isinstance(err, NotImplementedError):
-                    raise AssertionError(f"{assignment}: cell {meta.get('grade_id')} failed: "
-                                         + "".join(traceback.format_exception(err))) from err
-    finally:
-        os.chdir(cwd)
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error" and grade_id:
+                found.setdefault(grade_id, (out["ename"], out["evalue"]))
     return found
+
+
+def exception_name(ename: str) -> str:
+    """The class name of an error output's ename.
+
+    The Pyodide kernel writes ``<class 'grading.core.CheckFailed'>`` where
+    ipykernel writes ``CheckFailed``; the traceback a reader sees names the same class.
+    """
+    match = re.fullmatch(r"<class '(?:[\w.]+\.)?(\w+)'>", ename)
+    return match.group(1) if match else ename
 
 
 @pytest.mark.parametrize("assignment", HOMEWORK)
@@ -207,11 +223,12 @@ def test_homework_visible_tests_fail_blank_and_pass_with_the_solution_in_the_bro
     expected = desktop_messages(assignment)
     page, log = open_in_lite(book_browser, browser_context, notebook)
 
-    cells = run_all(page)
+    cells = run_all(page, each=True)
     tests = visible_tests(cells)
     assert tests, f"{assignment}: no visible test cell found in the release"
     for index, grade_id in tests:
-        got = [(o["ename"], o["evalue"]) for o in cells[index]["outputs"] if o.get("output_type") == "error"]
+        got = [(exception_name(o["ename"]), o["evalue"])
+               for o in cells[index]["outputs"] if o.get("output_type") == "error"]
         assert got, f"{assignment}: the blank release passes test cell {grade_id} in the browser"
         assert grade_id in expected, f"{assignment}: test cell {grade_id} passes on the desktop but fails in the browser: {got}"
         assert got[0] == expected[grade_id], f"{assignment}, {grade_id}: browser {got[0]} != desktop {expected[grade_id]}"
@@ -265,7 +282,10 @@ def _report_kernel_starts(request):
     yield
     if KERNEL_STARTS:
         reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_sep("-", "JupyterLite kernel start (opening a notebook -> idle kernel)")
-            for line in pytest_terminal_summary_lines():
-                reporter.write_line(line)
+        capture = request.config.pluginmanager.get_plugin("capturemanager")
+        if reporter is not None and capture is not None:
+            with capture.global_and_fixture_disabled():
+                reporter.write_line("")
+                reporter.write_sep("-", "JupyterLite kernel start (opening a notebook -> idle kernel)")
+                for line in pytest_terminal_summary_lines():
+                    reporter.write_line(line)
