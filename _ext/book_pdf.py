@@ -15,8 +15,9 @@ page's article. On the way:
   links to files of the site that are not pages (downloads, the in-browser
   Jupyter) lose their address, since a PDF cannot open them;
 - interactive parts are left out (widget views, whose static figure is kept
-  beside them; quiz and flashcard scripts; header and copy buttons), and
-  folded parts (dropdowns) are opened;
+  beside them; quiz and flashcard scripts; header and copy buttons), so are
+  the theme's print-only page header and table of contents, and folded parts
+  (dropdowns) are opened;
 - MathJax (the site's own copy) typesets the math of the whole document.
 
 Chromium then prints it to A4 with ``outline`` (bookmarks from the headings:
@@ -68,7 +69,7 @@ async ({pages, title, author}) => {
     if (!article) throw new Error(`${page}: no article element`);
     const me = slug(page);
     article.querySelectorAll(
-      'script, style, .headerlink, .copybtn, .toggle-button, ' +
+      'script, style, #jb-print-docs-body, .headerlink, .copybtn, .toggle-button, ' +
       '.cell_output:has(> .output > .jupyter-widgets), .jupyter-widgets, ' +
       '.output_area:empty, .Quiz, .flip-container').forEach((e) => e.remove());
     article.querySelectorAll('details').forEach((d) => d.setAttribute('open', ''));
@@ -109,8 +110,13 @@ async ({pages, title, author}) => {
     await MathJax.typesetPromise([book]);
   }
   await document.fonts.ready;
+  const headings = [...document.querySelectorAll('h1, h2, h3, h4, h5, h6')].map((h) => {
+    const copy = h.cloneNode(true);  // the text a reader sees, math as its speech-free glyphs
+    copy.querySelectorAll('mjx-assistive-mml').forEach((e) => e.remove());
+    return copy.textContent.replace(/\s+/g, ' ').trim();
+  });
   return {pages: pages.length, images: document.images.length,
-          math: document.querySelectorAll('mjx-container').length};
+          math: document.querySelectorAll('mjx-container').length, headings};
 }
 """
 
@@ -124,6 +130,7 @@ body { font-size: 10.5pt; }
 .print-toc-title { margin-top: 20mm; font-weight: bold; }
 .print-page { break-before: page; }
 .print-page h1 { font-size: 20pt; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 pre, .highlight, figure, img, table, .admonition, .math { break-inside: avoid; }
 img { max-width: 100% !important; height: auto; }
 a { color: #0645ad; }
@@ -162,9 +169,12 @@ def find_chromium() -> str:
     raise SystemExit("book_pdf: needs Chromium (Debian: apt-get install -y chromium)")
 
 
-def make_pdf(site: Path, out: Path, chromium: str | None = None) -> dict:
-    from playwright.sync_api import sync_playwright
+def make_pdf(site: Path, out: Path, browser: Any = None) -> dict:
+    """Print the built site to out; returns figures about it.
 
+    ``browser`` is a running Playwright Chromium to use (the tests pass theirs);
+    without it the system Chromium is started and closed here.
+    """
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     pages = book_pages()
     missing = [p for p in pages if not (site / p).is_file()]
@@ -177,23 +187,20 @@ def make_pdf(site: Path, out: Path, chromium: str | None = None) -> dict:
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     blocked: list[str] = []
     started = time.monotonic()
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(
-                executable_path=chromium or find_chromium(), headless=True, args=CHROMIUM_FLAGS
-            )
-            context = browser.new_context()
 
-            def route(r: Any) -> None:
-                url = r.request.url
-                if url == f"{origin}/{PRINT_PAGE}":
-                    r.fulfill(status=200, content_type="text/html", body=print_page_html(site, pages[0]))
-                elif url.startswith(origin + "/") or url.startswith(("data:", "blob:")):
-                    r.continue_()
-                else:
-                    blocked.append(url)
-                    r.abort("blockedbyclient")
+    def route(r: Any) -> None:
+        url = r.request.url
+        if url == f"{origin}/{PRINT_PAGE}":
+            r.fulfill(status=200, content_type="text/html", body=print_page_html(site, pages[0]))
+        elif url.startswith(origin + "/") or url.startswith(("data:", "blob:")):
+            r.continue_()
+        else:
+            blocked.append(url)
+            r.abort("blockedbyclient")
 
+    def print_with(chromium: Any) -> dict:
+        context = chromium.new_context()
+        try:
             context.route("**/*", route)
             page = context.new_page()
             page.emulate_media(media="print")
@@ -212,12 +219,58 @@ def make_pdf(site: Path, out: Path, chromium: str | None = None) -> dict:
                 ),
                 margin={"top": "16mm", "bottom": "18mm", "left": "16mm", "right": "16mm"},
             )
-            browser.close()
+            return stats
+        finally:
+            context.close()
+
+    try:
+        if browser is not None:
+            stats = print_with(browser)
+        else:
+            from playwright.sync_api import sync_playwright
+
+            with sync_playwright() as pw:
+                own = pw.chromium.launch(executable_path=find_chromium(), headless=True, args=CHROMIUM_FLAGS)
+                try:
+                    stats = print_with(own)
+                finally:
+                    own.close()
     finally:
         httpd.shutdown()
         httpd.server_close()
+    retitle_outline(out, stats.pop("headings"))
     stats.update(seconds=round(time.monotonic() - started, 1), blocked=blocked, bytes=out.stat().st_size)
     return stats
+
+
+def retitle_outline(pdf: Path, headings: list[str]) -> None:
+    """Give each bookmark the text of its heading.
+
+    Chromium builds the outline from the headings, in document order, but with
+    the site's styles it repeats the first line of a heading in its bookmark
+    ("WelcomeWelcome"). The headings' own text, taken in the page, replaces it.
+    """
+    from pypdf import PdfWriter
+    from pypdf.generic import NameObject, TextStringObject
+
+    writer = PdfWriter(clone_from=str(pdf))
+    outlines = writer.root_object.get("/Outlines")
+    items = []
+
+    def walk(node: Any) -> None:
+        while node is not None:
+            node = node.get_object()
+            items.append(node)
+            walk(node.get("/First"))
+            node = node.get("/Next")
+
+    walk(outlines.get_object().get("/First") if outlines is not None else None)
+    if len(items) != len(headings):
+        raise SystemExit(f"book_pdf: the PDF has {len(items)} bookmarks for {len(headings)} headings")
+    for item, title in zip(items, headings):
+        item[NameObject("/Title")] = TextStringObject(title)
+    with pdf.open("wb") as f:
+        writer.write(f)
 
 
 def main(argv: list[str] | None = None) -> int:
