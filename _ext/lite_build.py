@@ -18,7 +18,8 @@ run it in the browser with no server and no internet. What goes in:
   its sha256 matches the official lock. A mismatch stops the build.
 - The course's own code (``lib``, ``teaching``, ``grading``) as a wheel, and
   the pure-Python wheels the pages use (ipywidgets, comm, jupyterquiz,
-  jupytercards; pinned by hash). All of them are added to the site's
+  jupytercards; pinned by hash; the CDN address of MathJax in the last two
+  points at the site's own MathJax). All of them are added to the site's
   ``pyodide-lock.json`` with their sha256, which Pyodide checks when it loads
   them, and with their import names, so ``import lib`` or ``import ipywidgets``
   loads them with no ``%pip``.
@@ -35,6 +36,7 @@ elsewhere.
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import json
 import re
@@ -247,9 +249,45 @@ def build_course_wheel(target: Path) -> dict:
 def stage_extras(target: Path, wheels: dict[str, Path], pins: dict[str, Pin]) -> dict[str, dict]:
     entries = {}
     for key, (imports, depends) in EXTRA_PACKAGES.items():
-        shutil.copy2(wheels[key], target / wheels[key].name)
+        copy_rewriting_cdn(wheels[key], target / wheels[key].name)
         entries[key] = wheel_entry(target / wheels[key].name, key, pins[key].version, imports, depends)
     return entries
+
+
+def copy_rewriting_cdn(wheel: Path, out: Path) -> None:
+    """Copy a wheel, pointing its CDN addresses at the site's own copies.
+
+    jupyterquiz and jupytercards load MathJax from a CDN when the page has no
+    full MathJax (JupyterLite's is internal): the same addresses that
+    offline_site rewrites in the book's pages lead to the site's MathJax here.
+    The wheel's RECORD is updated to the new files' hashes and sizes.
+    """
+    sys.path.insert(0, str(Path(__file__).parent))
+    from offline_site import BODY_REWRITES
+
+    # Files under lite/ are two folders below the site root (lite/notebooks/index.html).
+    rewrites = {remote.encode(): f"../../{local}".encode() for remote, local in BODY_REWRITES.items()}
+    with zipfile.ZipFile(wheel) as src:
+        files = {info.filename: src.read(info) for info in src.infolist()}
+    changed = {}
+    for name, data in files.items():
+        new = data
+        for remote, local in rewrites.items():
+            new = new.replace(remote, local)
+        if new != data:
+            files[name] = changed[name] = new
+    record = next(name for name in files if name.endswith(".dist-info/RECORD"))
+    lines = []
+    for line in files[record].decode().splitlines():
+        name = line.split(",", 1)[0]
+        if name in changed:
+            digest = base64.urlsafe_b64encode(hashlib.sha256(changed[name]).digest()).rstrip(b"=").decode()
+            line = f"{name},sha256={digest},{len(changed[name])}"
+        lines.append(line)
+    files[record] = ("\n".join(lines) + "\n").encode()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for name, data in files.items():
+            dst.writestr(name, data)
 
 
 def notebook_for_lite(nb) -> None:
