@@ -32,8 +32,9 @@ from built_book import HTML, ROOT
 
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 
-# Folders of the built site that hold assets, not pages.
-NOT_PAGES = ("_static", "_sources", "_images", "_downloads")
+# Folders of the built site that hold assets, not pages (lite/ is the in-browser
+# Jupyter, tested by test_browser_jupyterlite.py).
+NOT_PAGES = ("_static", "_sources", "_images", "_downloads", "lite")
 
 CHROMIUM_CANDIDATES = ("chromium", "chromium-browser")
 CHROMIUM_FLAGS = [

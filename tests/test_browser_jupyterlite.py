@@ -1,0 +1,291 @@
+"""Python in the browser: the site's own JupyterLite, in headless Chromium, offline.
+
+A chapter opens from its "Run in the browser" button, all its cells run in the
+Pyodide kernel (numpy, matplotlib, ``lib``, ``teaching``) with no error, and its
+explorer answers a slider; a homework release runs its visible test cells,
+which fail on the blank release with the messages a desktop Jupyter gives and
+pass once the instructor solution's answers are pasted in. Every request goes
+to the test server on 127.0.0.1 (anything else is blocked and counted).
+
+The time from opening a notebook to an idle kernel is recorded and printed at
+the end of the run (no timed assertion).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from browser import HTML, ROOT, SESSION, PageLog
+
+# How long the in-browser kernel may take at most before the test gives up
+# (a limit for a hung page, not a speed requirement).
+KERNEL_LIMIT_MS = 240_000
+RUN_LIMIT_MS = 600_000
+KERNEL_STARTS: list[tuple[str, float]] = []
+
+CHAPTERS = sorted((ROOT / "chapters").glob("*.md"))
+HOMEWORK = sorted(p.name for p in (ROOT / "exercises").iterdir() if p.is_dir())
+
+
+def explorer_chapter() -> Path:
+    """The first chapter with an ipywidgets explorer (its slider is moved below)."""
+    for md in CHAPTERS:
+        if "import ipywidgets" in md.read_text(encoding="utf-8"):
+            return md
+    pytest.fail("no chapter imports ipywidgets: choose another chapter for the live-explorer test")
+
+
+# --------------------------------------------------------------------------- driving JupyterLite
+
+PANEL = "window.jupyterapp.shell.currentWidget"
+KERNEL_IDLE_JS = f"""() => {{
+  const p = window.jupyterapp && {PANEL};
+  const k = p && p.sessionContext && p.sessionContext.session && p.sessionContext.session.kernel;
+  return !!(k && k.status === 'idle' && p.content && p.content.model);
+}}"""
+# Run every cell; resolves when the last has finished (JupyterLab's runAll promise).
+RUN_ALL_JS = "() => window.jupyterapp.commands.execute('notebook:run-all-cells')"
+CELLS_JS = f"""() => {PANEL}.content.model.sharedModel.cells.map((c) => ({{
+  type: c.cell_type, source: c.getSource(), metadata: c.getMetadata(),
+  outputs: c.cell_type === 'code' ? c.getOutputs() : [],
+  execution_count: c.cell_type === 'code' ? c.execution_count : null,
+}}))"""
+# Run each code cell in turn, going on after an error (Run All stops at the first
+# failing cell, so a blank release would run only its first test cell).
+RUN_EACH_JS = f"""async () => {{
+  const panel = {PANEL};
+  const cells = panel.content.model.sharedModel.cells;
+  for (let i = 0; i < cells.length; i++) {{
+    if (cells[i].cell_type !== 'code') continue;
+    panel.content.activeCellIndex = i;
+    await window.jupyterapp.commands.execute('notebook:run-cell');
+  }}
+}}"""
+SET_SOURCE_JS = f"""([index, text]) => {{ {PANEL}.content.model.sharedModel.cells[index].setSource(text); }}"""
+
+
+def open_in_lite(book_browser: Any, context: Any, notebook: str) -> tuple[Any, PageLog]:
+    """Open a notebook of the site's JupyterLite and wait for an idle kernel."""
+    page = context.new_page()
+    log = PageLog(f"lite:{notebook}")
+    book_browser.current = log
+    page.on("pageerror", lambda e: log.page_errors.append(str(e)))
+    page.on("response", lambda r: log.bad_responses.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    started = time.monotonic()
+    page.goto(book_browser.server.url(f"lite/notebooks/index.html?path={notebook}"), wait_until="load")
+    page.wait_for_function(KERNEL_IDLE_JS, timeout=KERNEL_LIMIT_MS, polling=250)
+    KERNEL_STARTS.append((notebook, time.monotonic() - started))
+    SESSION["pages_opened"].add(f"lite/notebooks/index.html?path={notebook}")
+    return page, log
+
+
+def run_all(page: Any, each: bool = False) -> list[dict]:
+    """Run the notebook (Run All, or each cell in turn) and return its cells."""
+    page.set_default_timeout(RUN_LIMIT_MS)
+    page.evaluate(RUN_EACH_JS if each else RUN_ALL_JS)
+    page.wait_for_function(KERNEL_IDLE_JS, timeout=RUN_LIMIT_MS, polling=250)
+    return page.evaluate(CELLS_JS)
+
+
+def errors(cells: list[dict]) -> list[str]:
+    """Every error output, with the start of the cell that raised it."""
+    return [
+        f"{o['ename']}: {o['evalue']} (in: {cell['source'][:80]!r})"
+        for cell in cells for o in cell["outputs"] if o.get("output_type") == "error"
+    ]
+
+
+def assert_stayed_home(log: PageLog) -> None:
+    assert not log.blocked, f"requests left the machine (blocked): {log.blocked[:5]}"
+    assert not log.bad_responses, f"HTTP errors: {log.bad_responses[:5]}"
+    assert not log.page_errors, f"uncaught script errors: {log.page_errors[:5]}"
+
+
+# --------------------------------------------------------------------------- the link from the book
+
+
+@pytest.mark.parametrize("page", ["chapters/04_scaled_dot_product_attention.html",
+                                  f"exercises/{HOMEWORK[0]}/{HOMEWORK[0]}.html"])
+def test_each_notebook_page_has_a_run_in_the_browser_button_that_opens_it(open_page, page):
+    view, log = open_page(page)
+    button = view.locator("a.btn:has-text('Run in the browser')").first
+    href = button.get_attribute("href")
+    notebook = page.removesuffix(".html") + ".ipynb"
+    assert href is not None and href.endswith(f"lite/notebooks/index.html?path={notebook}"), href
+    target = (HTML / Path(page).parent / href.split("?")[0]).resolve()
+    assert target.is_file(), f"the button leads to {target}, which does not exist"
+    assert (HTML / "lite" / "files" / notebook).is_file(), f"{notebook} is not in JupyterLite's contents"
+
+
+# --------------------------------------------------------------------------- a chapter
+
+
+def test_a_chapter_runs_in_the_browser_and_its_explorer_answers(book_browser, browser_context):
+    md = explorer_chapter()
+    notebook = f"chapters/{md.stem}.ipynb"
+    page, log = open_in_lite(book_browser, browser_context, notebook)
+    cells = run_all(page)
+    code = [c for c in cells if c["type"] == "code"]
+    assert code and all(c["execution_count"] for c in code), "some code cells did not run"
+    assert not errors(cells), "cells raised errors in the browser:\n" + "\n".join(errors(cells))
+    images = [o for c in code for o in c["outputs"] if "image/png" in o.get("data", {})]
+    assert images, "no matplotlib figure came out of the chapter"
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {})
+               for c in code for o in c["outputs"]), "the explorer made no widget"
+    # The explorer is live: moving its slider re-runs the Python behind it.
+    slider = page.locator(".jp-OutputArea-output .widget-slider .noUi-handle, "
+                          ".jp-OutputArea-output .widget-slider input[type=range]").first
+    slider.wait_for(state="visible", timeout=60_000)
+    before = page.locator(".widget-interact img").first.get_attribute("src")
+    readout = page.locator(".widget-slider .widget-readout").first.inner_text()
+    slider.focus()
+    page.keyboard.press("Home")
+    page.wait_for_function(
+        "(old) => { const r = document.querySelector('.widget-slider .widget-readout');"
+        " return r && r.textContent.trim() !== old; }", arg=readout.strip(), timeout=30_000)
+    page.wait_for_function(
+        "(old) => { const i = document.querySelector('.widget-interact img');"
+        " return i && i.getAttribute('src') !== old; }", arg=before, timeout=60_000)
+    page.screenshot(path=str(ROOT / "_build" / "screenshots" / "lite_chapter.png"))
+    assert_stayed_home(log)
+
+
+# --------------------------------------------------------------------------- homework
+
+
+def solution_answers(assignment: str) -> dict[str, str]:
+    """grade_id -> the instructor solution's answer (the cell without its markers)."""
+    nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    answers = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            answers[meta["grade_id"]] = "\n".join(
+                line for line in cell.source.splitlines()
+                if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
+            )
+    return answers
+
+
+def visible_tests(cells: list[dict]) -> list[tuple[int, str]]:
+    """(index, grade_id) of the release's visible test cells (the hidden one holds only a comment)."""
+    found = []
+    for i, cell in enumerate(cells):
+        meta = cell["metadata"].get("nbgrader", {})
+        if meta.get("grade") and cell["type"] == "code" and not cell["source"].lstrip().startswith("#"):
+            found.append((i, meta["grade_id"]))
+    return found
+
+
+def desktop_messages(assignment: str) -> dict[str, tuple[str, str]]:
+    """grade_id -> (exception name, message) of the blank release's failing cells in a desktop kernel.
+
+    The release runs in the desktop's own ipykernel (nbclient), from its folder,
+    as a learner's Jupyter would run it.
+    """
+    from nbclient import NotebookClient
+
+    release = ROOT / "exercises" / assignment / f"{assignment}.ipynb"
+    nb = nbformat.read(release, as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(release.parent)}}).execute()
+    found = {}
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error" and grade_id:
+                found.setdefault(grade_id, (out["ename"], out["evalue"]))
+    return found
+
+
+def exception_name(ename: str) -> str:
+    """The class name of an error output's ename.
+
+    The Pyodide kernel writes ``<class 'grading.core.CheckFailed'>`` where
+    ipykernel writes ``CheckFailed``; the traceback a reader sees names the same class.
+    """
+    match = re.fullmatch(r"<class '(?:[\w.]+\.)?(\w+)'>", ename)
+    return match.group(1) if match else ename
+
+
+@pytest.mark.parametrize("assignment", HOMEWORK)
+def test_homework_visible_tests_fail_blank_and_pass_with_the_solution_in_the_browser(
+    book_browser, browser_context, assignment
+):
+    notebook = f"exercises/{assignment}/{assignment}.ipynb"
+    expected = desktop_messages(assignment)
+    page, log = open_in_lite(book_browser, browser_context, notebook)
+
+    cells = run_all(page, each=True)
+    tests = visible_tests(cells)
+    assert tests, f"{assignment}: no visible test cell found in the release"
+    for index, grade_id in tests:
+        got = [(exception_name(o["ename"]), o["evalue"])
+               for o in cells[index]["outputs"] if o.get("output_type") == "error"]
+        assert got, f"{assignment}: the blank release passes test cell {grade_id} in the browser"
+        assert grade_id in expected, f"{assignment}: test cell {grade_id} passes on the desktop but fails in the browser: {got}"
+        assert got[0] == expected[grade_id], f"{assignment}, {grade_id}: browser {got[0]} != desktop {expected[grade_id]}"
+
+    answers = solution_answers(assignment)
+    pasted = 0
+    for index, cell in enumerate(cells):
+        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
+        if grade_id in answers:
+            page.evaluate(SET_SOURCE_JS, [index, answers[grade_id]])
+            pasted += 1
+    assert pasted == len(answers), f"{assignment}: pasted {pasted} of {len(answers)} answers"
+    cells = run_all(page)
+    for index, grade_id in tests:
+        assert cells[index]["execution_count"], f"{assignment}: {grade_id} did not run"
+        bad = [f"{o['ename']}: {o['evalue']}" for o in cells[index]["outputs"] if o.get("output_type") == "error"]
+        assert not bad, f"{assignment}: with the solution, test cell {grade_id} fails in the browser: {bad}"
+    assert not errors(cells), f"{assignment}: errors with the solution: {errors(cells)}"
+    assert_stayed_home(log)
+
+
+def test_lite_uses_only_the_sites_own_pyodide_and_verified_wheels():
+    """The built configuration: local Pyodide, no PyPI, every shipped wheel matching its lock hash."""
+    import hashlib
+
+    config = json.loads((HTML / "lite" / "jupyter-lite.json").read_text(encoding="utf-8"))
+    kernel = config["jupyter-config-data"]["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
+    assert kernel["pyodideUrl"] == "./static/pyodide/pyodide.js"
+    assert kernel["disablePyPIFallback"] is True
+    pyodide = HTML / "lite" / "static" / "pyodide"
+    lock = json.loads((pyodide / "pyodide-lock.json").read_text(encoding="utf-8"))
+    official = json.loads((ROOT / "_ext" / "node_modules" / "pyodide" / "pyodide-lock.json").read_text(encoding="utf-8"))
+    assert lock["info"] == official["info"]
+    for name, entry in lock["packages"].items():
+        data = (pyodide / entry["file_name"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == entry["sha256"], f"{entry['file_name']} does not match the lock"
+        if name in official["packages"]:
+            assert entry == official["packages"][name], f"{name}: the site's lock entry differs from the official one"
+    for must in ("numpy", "matplotlib", "sdpa-course", "ipywidgets"):
+        assert must in lock["packages"], f"{must} is not shipped to the browser"
+    assert not re.search(r"fonts\.googleapis|cdn\.jsdelivr\.net/pyodide",
+                         (HTML / "lite" / "jupyter-lite.json").read_text(encoding="utf-8"))
+
+
+def pytest_terminal_summary_lines() -> list[str]:
+    return [f"{nb}: kernel idle {seconds:.1f} s after opening" for nb, seconds in KERNEL_STARTS]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report_kernel_starts(request):
+    yield
+    if KERNEL_STARTS:
+        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+        capture = request.config.pluginmanager.get_plugin("capturemanager")
+        if reporter is not None and capture is not None:
+            with capture.global_and_fixture_disabled():
+                reporter.write_line("")
+                reporter.write_sep("-", "JupyterLite kernel start (opening a notebook -> idle kernel)")
+                for line in pytest_terminal_summary_lines():
+                    reporter.write_line(line)
