@@ -157,7 +157,7 @@ def test_the_page_quotes_the_pass_by_pass_times_and_the_tile_curve(page_text):
     assert f"{total_whole / sum(products.values()):.2f} times the two products together" in page_text
     assert f"The exponential took {whole['exp'] / whole['subtract']:.2f} times as long as the subtraction" in page_text
     tile = passes["tile"]
-    assert f"Over one tile of {tile['rows']} × {tile['cols']} scores" in page_text
+    assert f"Over one tile of {tile['rows']} × {tile['cols']} scores ({passes['tile_bytes'] / 2**10:.0f} KiB," in page_text
     assert f"the six passes took {total_tiled * 1e3:.1f} ms: {total_whole / total_tiled:.1f} times faster" in page_text
     # The score matrix of 16 x 1024 x 1024 float32 is the 64 MiB the text names.
     assert passes["score_matrix_bytes"] == 16 * 1024 * 1024 * 4 == 64 * 2**20
@@ -192,7 +192,7 @@ def test_the_page_names_the_machine_and_its_caches(page_text):
     machine = data["machine"]
     assert f"processor “{machine['processor']}”" in page_text
     for level, size in machine["caches"].items():
-        shown = f"{size / 2**20:g} MiB" if size >= 2**20 else f"{size / 2**10:g} KiB"
+        shown = f"{size / 2**20:.0f} MiB" if size >= 2**20 else f"{size / 2**10:.0f} KiB"
         assert f"{level} {shown}" in page_text
     if machine["torch"] is None:
         assert "PyTorch was not installed" in page_text
