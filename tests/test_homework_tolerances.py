@@ -217,6 +217,78 @@ def _causal(n_q, n_k):
     return np.tri(n_q, n_k, dtype=bool)
 
 
+def _softmax_backward_expanded(a, g):
+    """a * g - a * (a . g): the product expanded, the row sum as an einsum."""
+    return a * g - a * np.einsum("...j,...j->...", a, g)[..., None]
+
+
+def _softmax_backward_jacobian64(a, g):
+    """The Jacobian diag(a) - a a^T of every row, in float64, applied to g; rounded once at the end."""
+    a64, g64 = a.astype(np.float64), g.astype(np.float64)
+    jac = a64[..., :, None] * np.eye(a.shape[-1]) - a64[..., :, None] * a64[..., None, :]
+    return np.einsum("...ij,...j->...i", jac, g64).astype(np.result_type(a, g))
+
+
+def _softmax_backward_loop(a, g):
+    """One row at a time with Python floats and math.fsum."""
+    out = np.zeros(a.shape, dtype=np.float64)
+    for idx in np.ndindex(a.shape[:-1]):
+        row_a, row_g = [float(t) for t in a[idx]], [float(t) for t in g[idx]]
+        dot = math.fsum(x * y for x, y in zip(row_a, row_g))
+        out[idx] = [x * (y - dot) for x, y in zip(row_a, row_g)]
+    return out.astype(np.result_type(a, g))
+
+
+def _attention_backward(softmax=softmax_shift, backward=_softmax_backward_expanded, split_scale=False):
+    """The backward pass from the forward weights of :func:`_attention` (in the inputs' dtype)."""
+    def attention_backward(q, k, v, grad_out, mask=None):
+        _, a = _attention(q, k, v, mask, softmax=softmax, split_scale=split_scale)
+        d_k = q.shape[-1]
+        dv = np.einsum("...ij,...ie->...je", a, grad_out)
+        ds = backward(a, np.einsum("...ie,...je->...ij", grad_out, v))
+        if split_scale:  # S = (c q)(c k)^T with c = d_k ** -1/4: each gradient gets c twice
+            c = np.asarray(d_k ** -0.25, dtype=q.dtype)
+            return (ds @ (k * c)) * c, (np.swapaxes(ds, -1, -2) @ (q * c)) * c, dv
+        ds = ds / np.asarray(math.sqrt(d_k), dtype=q.dtype)
+        return np.einsum("...ij,...jd->...id", ds, k), np.einsum("...ij,...id->...jd", ds, q), dv
+    return attention_backward
+
+
+def _attention_backward64(q, k, v, grad_out, mask=None):
+    """Everything in float64 (log-sum-exp softmax, the Jacobian), rounded once at the end."""
+    dq, dk, dv = _attention_backward(softmax_logsumexp, _softmax_backward_jacobian64)(
+        *(x.astype(np.float64) for x in (q, k, v, grad_out)), mask)
+    return dq.astype(q.dtype), dk.astype(k.dtype), dv.astype(v.dtype)
+
+
+def _attention_backward_loops(q, k, v, grad_out, mask=None):
+    """One query and one key at a time, in Python floats (batch dimensions flattened)."""
+    lead, (n_q, d_k), (n_k, d_v) = q.shape[:-2], q.shape[-2:], v.shape[-2:]
+    Q, K = q.reshape(-1, n_q, d_k).astype(np.float64), k.reshape(-1, n_k, d_k).astype(np.float64)
+    V, G = v.reshape(-1, n_k, d_v).astype(np.float64), grad_out.reshape(-1, n_q, d_v).astype(np.float64)
+    dQ, dK, dV = np.zeros(Q.shape), np.zeros(K.shape), np.zeros(V.shape)
+    allowed = np.ones((n_q, n_k), bool) if mask is None else np.broadcast_to(mask, (n_q, n_k))
+    for b in range(Q.shape[0]):
+        for i in range(n_q):
+            keys = [j for j in range(n_k) if allowed[i, j]]
+            if not keys:
+                continue  # no permitted key: weights 0, no gradient
+            s = {j: math.fsum(Q[b, i] * K[b, j]) / math.sqrt(d_k) for j in keys}
+            top = max(s.values())
+            e = {j: math.exp(s[j] - top) for j in keys}
+            total = math.fsum(e.values())
+            a = {j: e[j] / total for j in keys}
+            da = {j: math.fsum(G[b, i] * V[b, j]) for j in keys}
+            dot = math.fsum(a[j] * da[j] for j in keys)
+            for j in keys:
+                ds = a[j] * (da[j] - dot) / math.sqrt(d_k)
+                dQ[b, i] += ds * K[b, j]
+                dK[b, j] += ds * Q[b, i]
+                dV[b, j] += a[j] * G[b, i]
+    return (dQ.reshape(*lead, n_q, d_k).astype(q.dtype), dK.reshape(*lead, n_k, d_k).astype(k.dtype),
+            dV.reshape(*lead, n_k, d_v).astype(v.dtype))
+
+
 IMPLEMENTATIONS: dict[str, list[dict]] = {
     "hw1_dot_product_scores": [
         {"scores_loop": _scores_loop, "scores_vectorized": lambda x: np.einsum("...id,...jd->...ij", x, x)},
@@ -264,14 +336,20 @@ IMPLEMENTATIONS: dict[str, list[dict]] = {
         {"running_max_and_sum": _running_shift, "online_softmax": _online(_running_lse, _from_state_divide),
          "blocked_attention": _blocked_per_query},
     ],
+    "hw9_attention_backward": [
+        {"softmax_backward": _softmax_backward_expanded, "attention_backward": _attention_backward()},
+        {"softmax_backward": _softmax_backward_jacobian64, "attention_backward": _attention_backward64},
+        {"softmax_backward": _softmax_backward_loop, "attention_backward": _attention_backward_loops},
+        {"softmax_backward": _softmax_backward_expanded,
+         "attention_backward": _attention_backward(softmax_logsumexp, _softmax_backward_loop, split_scale=True)},
+    ],
 }
 
 CHECKS = [(a, c.id) for a, checks in grading.all_checks().items() for c in checks if a in IMPLEMENTATIONS]
 
 
 def test_every_assignment_but_the_statistical_one_has_several_implementations():
-    assert set(IMPLEMENTATIONS) | {"hw5_sqrt_dk_experiment"} >= set(grading.ASSIGNMENTS) - {
-        a for a in grading.ASSIGNMENTS if a.startswith("hw9")}
+    assert set(IMPLEMENTATIONS) | {"hw5_sqrt_dk_experiment"} >= set(grading.ASSIGNMENTS)
     assert all(len(impls) >= 2 for impls in IMPLEMENTATIONS.values())
 
 
@@ -325,6 +403,29 @@ def test_every_sound_attention_passes_homeworks_4_and_6_with_large_scores(data, 
     for functions in IMPLEMENTATIONS["hw6_causal_masking"]:
         verdict = _verdict("hw6_causal_masking", "masked_attention_hidden", functions, q, k, v, mask)
         assert verdict.passed, verdict.message
+
+
+@settings(max_examples=120, derandomize=True, deadline=None)
+@given(data=st.data(), dtype=st.sampled_from([np.float32, np.float64]),
+       lead=st.sampled_from([(), (2,), (2, 2)]), n_q=st.integers(1, 5), n_k=st.integers(1, 5),
+       d_k=st.integers(1, 6), d_v=st.integers(1, 3), scale=st.sampled_from([0.1, 1.0, 4.0, 12.0]),
+       masked=st.booleans())
+def test_every_sound_backward_pass_passes_homework_9_with_large_scores(data, dtype, lead, n_q, n_k, d_k, d_v,
+                                                                       scale, masked):
+    """Large scores make the weights nearly one-hot, where dS is a difference of nearly equal numbers."""
+    rng = np.random.default_rng(data.draw(grading_seeds))
+    q, k = ((rng.standard_normal((*lead, n, d_k)) * scale).astype(dtype) for n in (n_q, n_k))
+    v = rng.standard_normal((*lead, n_k, d_v)).astype(dtype)
+    g = (rng.standard_normal((*lead, n_q, d_v)) * 10.0 ** rng.uniform(-1, 1)).astype(dtype)
+    mask = rng.random((n_q, n_k)) < 0.6 if masked else None
+    _, a = _attention(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64), mask)
+    for functions in IMPLEMENTATIONS["hw9_attention_backward"]:
+        verdict = _verdict("hw9_attention_backward", "softmax_backward_hidden", functions, a.astype(dtype), g @
+                           np.swapaxes(v, -1, -2))
+        assert verdict.passed, verdict.message
+        for check_id in ("attention_dv_hidden", "attention_dq_dk_hidden"):
+            verdict = _verdict("hw9_attention_backward", check_id, functions, q, k, v, g, mask)
+            assert verdict.passed, (check_id, verdict.message)
 
 
 def test_the_reproduced_logsumexp_softmax_now_earns_full_marks():
