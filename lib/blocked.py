@@ -24,10 +24,18 @@ chosen from the processor's cache (:mod:`lib.tiles`): every elementwise pass
 over it (maximum, subtraction, exponential, sum) then reads and writes the
 cache instead of main memory. Under ``is_causal`` the tiles of keys that lie
 entirely in the future of a block of queries are never computed.
+
+The running maximum only keeps ``exp`` from overflowing. When a bound on the
+scores (Cauchy-Schwarz: ``|q_i . k_j| <= |q_i| |k_j|``) proves that it cannot
+overflow, the maximum is skipped, and the row sums come out of the second
+product (V with a column of ones): one elementwise pass per tile instead of
+four. A float mask, which may add anything to the scores, always takes the
+shifted path.
 """
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -228,7 +236,7 @@ def blocked_attention(
     tile = choose_tile(n_q, n_k, d_k, d_v, score_dtype.itemsize, heads=lead[-1], side=side)
     head_step = _HeadStep(
         factor, is_causal, tile, checked=not _scores_cannot_overflow(qa, ka, factor),
-        shapes=(qa.shape, ka.shape),
+        shift_free=_shift_free(qa, ka, va, factor, mask), shapes=(qa.shape, ka.shape),
         refuse=lambda: scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, scale=scale),
     )
     for outer in np.ndindex(*lead[:-1]):
@@ -245,11 +253,15 @@ class _HeadStep(NamedTuple):
     is_causal: bool
     tile: Tile
     checked: bool  # check each tile of scores for overflow (the bound did not rule it out)
+    shift_free: bool  # a bound proves exp(score) cannot overflow: no running maximum needed
     shapes: tuple[tuple[int, ...], tuple[int, ...]]  # of the whole q and k, for the error message
     refuse: Callable[[], object]  # raises the reference's error for a score of +inf
 
     def run(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None, out: np.ndarray) -> None:
         """Write ``attention(q, k, v)`` of shape (heads, n_q, d_v) into ``out``."""
+        if self.shift_free:
+            self._run_shift_free(q, k, v, mask, out)
+            return
         n_q, n_k = q.shape[-2], k.shape[-2]
         rows, cols = self.tile.rows, self.tile.cols
         k_t = np.swapaxes(k, -1, -2)
@@ -263,10 +275,7 @@ class _HeadStep(NamedTuple):
             for j0 in range(0, n_seen, cols):
                 j1 = min(j0 + cols, n_seen)
                 s = _tile_scores(q_block, k_t[..., j0:j1], self.checked, self.shapes)
-                # Keys past the diagonal of this tile: key j is allowed when j <= i.
-                allowed = np.tri(i1 - i0, j1 - j0, i0 - j0, dtype=bool) if self.is_causal and j1 - 1 > i0 else None
-                if mask is not None or allowed is not None:
-                    _apply_mask(s, None if mask is None else mask[..., i0:i1, j0:j1], allowed)
+                self._mask_tile(s, mask, i0, i1, j0, j1)
                 m_tile = s.max(axis=-1, keepdims=True)
                 if mask is not None and np.isposinf(m_tile).any():
                     self.refuse()  # a float mask pushed a score to +inf: the reference's error
@@ -288,6 +297,82 @@ class _HeadStep(NamedTuple):
             # A query that saw no permitted key has total 0 and acc 0: output 0.
             total[total == 0] = 1
             np.divide(acc, total, out=out[..., i0:i1, :])
+
+
+    def _mask_tile(self, s: np.ndarray, mask: np.ndarray | None, i0: int, i1: int, j0: int, j1: int) -> None:
+        """Mask the tile of queries i0..i1-1 by keys j0..j1-1 in place."""
+        # Keys past the diagonal of this tile: key j is allowed when j <= i.
+        allowed = np.tri(i1 - i0, j1 - j0, i0 - j0, dtype=bool) if self.is_causal and j1 - 1 > i0 else None
+        if mask is not None or allowed is not None:
+            _apply_mask(s, None if mask is None else mask[..., i0:i1, j0:j1], allowed)
+
+    def _run_shift_free(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None,
+                        out: np.ndarray) -> None:
+        """:meth:`run` when every ``exp(score)`` is known to stay in range.
+
+        The softmax does not change when every score of a row is shifted by
+        the same number; the online softmax shifts by the running maximum
+        only so that ``exp`` cannot overflow. When :func:`_shift_free` has
+        proved that it cannot, each tile needs one pass (``exp``) instead of
+        four (maximum, subtraction, ``exp``, sum), and nothing is rescaled.
+        The row sums come out of the second matrix product: V gets a column
+        of ones, so ``exp(S) @ [V | 1]`` holds the weighted sum of the values
+        and, in its last column, the sum of the weights.
+        """
+        n_q, n_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
+        rows, cols = self.tile.rows, self.tile.cols
+        k_t = np.swapaxes(k, -1, -2)
+        for i0 in range(0, n_q, rows):
+            i1 = min(i0 + rows, n_q)
+            q_block = q[..., i0:i1, :] * self.factor
+            n_seen = min(n_k, i1) if self.is_causal else n_k
+            acc = None
+            for j0 in range(0, n_seen, cols):
+                j1 = min(j0 + cols, n_seen)
+                s = _tile_scores(q_block, k_t[..., j0:j1], False, self.shapes)  # |scores| <= the bound
+                self._mask_tile(s, mask, i0, i1, j0, j1)
+                np.exp(s, out=s)
+                v_ones = np.empty((*v.shape[:-2], j1 - j0, d_v + 1), dtype=v.dtype)
+                v_ones[..., :d_v] = v[..., j0:j1, :]
+                v_ones[..., d_v] = 1
+                if acc is None:
+                    acc = s @ v_ones
+                else:
+                    acc += s @ v_ones
+                del s
+            total = acc[..., d_v:]
+            total[total == 0] = 1  # a query that saw no permitted key: output 0
+            np.divide(acc[..., :d_v], total, out=out[..., i0:i1, :])
+
+
+def _shift_free(qa: np.ndarray, ka: np.ndarray, va: np.ndarray, factor: float, mask: np.ndarray | None) -> bool:
+    """True when the scores' ``exp`` needs no shift: no overflow, no underflow.
+
+    By the Cauchy-Schwarz inequality every score obeys
+    ``|score| <= B = |factor| * max_i |q_i| * max_j |k_j|``. When
+    ``B <= log(largest float) / 2``, ``exp(score)`` lies between ``exp(-B)``
+    and ``exp(B)``: far from both overflow and the subnormal range, with
+    full relative precision. The sums are bounded too: the row sums by
+    ``n_k * exp(B)`` and the weighted sums of values by
+    ``n_k * exp(B) * max|v|``, which must stay below the largest float.
+    A float mask may add anything to the scores, so it always takes the
+    shifted path; a boolean or causal mask only writes ``-inf``, whose
+    ``exp`` is an exact 0.
+    """
+    if mask is not None and mask.dtype != np.bool_:
+        return False
+    dtype = np.result_type(qa, ka, va)
+    log_max = math.log(float(np.finfo(dtype).max))
+    with np.errstate(over="ignore", invalid="ignore"):
+        # Squared row norms in the inputs' own dtype: n numbers, no copy of
+        # Q or K; an overflow gives inf, and the bound then fails as it should.
+        top_q = float(np.sqrt(np.einsum("...d,...d->...", qa, qa).max()))
+        top_k = float(np.sqrt(np.einsum("...d,...d->...", ka, ka).max()))
+        top_v = max(float(va.max()), -float(va.min()))  # max|v| without a copy of V
+    bound = abs(factor) * top_q * top_k
+    if not (np.isfinite(bound) and np.isfinite(top_v)):
+        return False
+    return bound <= log_max / 2 and bound + math.log(ka.shape[-2]) + math.log(max(top_v, 1.0)) <= log_max - 2
 
 
 def _scaled(q_block: np.ndarray, factor: float, checked: bool) -> np.ndarray:

@@ -86,6 +86,55 @@ def test_leading_dimensions_broadcast_as_in_the_reference(data):
     assert got.shape == (2, 3, 4, 2)
 
 
+@given(attention_cases(), st.data())
+def test_the_shifted_path_equals_the_reference_where_the_shift_free_one_would_run(case, data):
+    # blocked_attention skips the running maximum when a bound proves that
+    # exp(score) cannot overflow (most ordinary inputs, so most cases of
+    # test_blocked_equals_the_reference). Force the shifted path everywhere:
+    # it must give the reference's output too.
+    step_run = lib.blocked._HeadStep.run
+
+    def shifted(self, *args):
+        return step_run(self._replace(shift_free=False), *args)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lib.blocked._HeadStep, "run", shifted)
+        assert_same_as_reference(case.q, case.k, case.v, data.draw(masks_for(case)),
+                                 is_causal=data.draw(st.booleans()), block_size=data.draw(st.integers(1, 5)))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_ordinary_inputs_take_the_shift_free_path(monkeypatch, causal):
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((2, 300, 64)).astype(np.float32) for _ in range(3))
+    taken = []
+    real = lib.blocked._HeadStep._run_shift_free
+
+    def recording(self, *args):
+        taken.append(True)
+        return real(self, *args)
+
+    monkeypatch.setattr(lib.blocked._HeadStep, "_run_shift_free", recording)
+    assert_same_as_reference(q, k, v, is_causal=causal, block_size=64)
+    assert taken
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_shift_free_path_is_taken_exactly_when_the_bound_allows(dtype):
+    # Cauchy-Schwarz: |q.k| * scale <= |q| |k| * scale. Scores of one query
+    # and one key of lengths a and b (scale 1) are bounded by a * b; the
+    # bound must stay under half the log of the largest float.
+    limit = math.log(float(np.finfo(dtype).max)) / 2
+    v = np.ones((1, 1), dtype)
+    for length, expected in ((math.sqrt(limit) * 0.99, True), (math.sqrt(limit) * 1.01, False)):
+        q = np.array([[length, 0.0]], dtype)
+        k = np.array([[0.0, length]], dtype)  # orthogonal: the score itself is 0, the bound is not
+        assert lib.blocked._shift_free(q, k, v, 1.0, None) is expected
+    q = np.ones((1, 1), dtype)
+    assert lib.blocked._shift_free(q, q, v, 1.0, np.zeros((1, 1), dtype)) is False  # a float mask
+    assert lib.blocked._shift_free(q, q, v, 1.0, np.ones((1, 1), bool)) is True
+
+
 def test_fully_masked_rows_get_a_zero_output():
     rng = np.random.default_rng(3)
     q, k, v = rng.normal(size=(6, 4)), rng.normal(size=(9, 4)), rng.normal(size=(9, 3))

@@ -234,3 +234,11 @@ def test_the_quiz_s_numeric_answers():
     assert sorted(right.values()) == pytest.approx(sorted(expected))
     positions = [next(i for i, a in enumerate(q["answers"]) if a["correct"]) for q in quiz if q["type"] == "multiple_choice"]
     assert len(quiz) >= 8 and len(set(positions)) >= 3, positions
+
+
+def test_the_shift_free_bound_s_limits(page_text):
+    # Half the natural log of the largest float: float32's largest is
+    # (2 - 2**-23) * 2**127, float64's (2 - 2**-52) * 2**1023.
+    for name, mantissa, exponent in (("float32", 23, 127), ("float64", 52, 1023)):
+        limit = (math.log(2 - 2.0**-mantissa) + exponent * math.log(2)) / 2
+        assert f"{name}: B may be at most {limit:.2f}" in page_text
