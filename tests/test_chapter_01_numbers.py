@@ -49,7 +49,7 @@ def test_welcome_toy_example_prints_the_exact_weights_and_output(welcome):
 
 
 def test_welcome_map_names_chapter_9_and_homework_9(welcome):
-    assert "A head that learns" in welcome.prose and "homework 9" in welcome.prose
+    assert "A head that learns" in welcome.prose and "the backward pass of attention" in welcome.prose
     assert "chapters 3, 5" not in welcome.prose                    # no stale list of explorer chapters
 
 
