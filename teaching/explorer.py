@@ -136,45 +136,38 @@ def _labels(control: Slider | Choice) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Slider:
+class _ListControl:
+    """A control over a finite list of values (shown with ``fmt``).
+
+    ``names``, if given, are shown instead of the formatted values.
+    """
+
+    name: str
+    label: str
+    values: Sequence[Any]
+    value: Any = None
+    fmt: str = "{}"
+    names: Sequence[str] | None = None
+
+    def options(self) -> list[Any]:
+        return list(self.values)
+
+    def labels(self) -> list[str]:
+        return _labels(self)
+
+
+class Slider(_ListControl):
     """A slider over a finite list of values (shown with ``fmt``).
 
     ``names``, if given, are shown instead of the formatted values.
     """
 
-    name: str
-    label: str
-    values: Sequence[Any]
-    value: Any = None
-    fmt: str = "{}"
-    names: Sequence[str] | None = None
 
-    def options(self) -> list[Any]:
-        return list(self.values)
-
-    def labels(self) -> list[str]:
-        return _labels(self)
-
-
-@dataclass(frozen=True)
-class Choice:
+class Choice(_ListControl):
     """A drop-down list of options (strings or numbers, shown with ``fmt``).
 
     ``names``, if given, are shown instead of the formatted values.
     """
-
-    name: str
-    label: str
-    values: Sequence[Any]
-    value: Any = None
-    fmt: str = "{}"
-    names: Sequence[str] | None = None
-
-    def options(self) -> list[Any]:
-        return list(self.values)
-
-    def labels(self) -> list[str]:
-        return _labels(self)
 
 
 @dataclass(frozen=True)

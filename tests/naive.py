@@ -26,3 +26,15 @@ def naive_attention(q, k, v, allowed=None, scale=None):
         weights.append(row)
         outputs.append([sum(row[j] * v[j][c] for j in range(len(k))) for c in range(len(v[0]))])
     return outputs, weights
+
+
+def softmax(z):
+    """Softmax of a list of floats, shifted by its maximum."""
+    top = max(z)
+    e = [math.exp(v - top) for v in z]
+    return [v / sum(e) for v in e]
+
+
+def dot(a, b):
+    """Dot product of two lists of floats."""
+    return sum(x * y for x, y in zip(a, b))

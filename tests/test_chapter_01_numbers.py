@@ -11,7 +11,7 @@ import math
 
 import pytest
 from chapter_pages import Page, assert_printed, numbers
-from naive import naive_attention
+from naive import dot, naive_attention, softmax
 
 import lib
 from lib import handbuilt
@@ -25,16 +25,6 @@ def welcome() -> Page:
 @pytest.fixture(scope="module")
 def page() -> Page:
     return Page("chapters/01_self_attention.html")
-
-
-def softmax(z):
-    top = max(z)
-    e = [math.exp(v - top) for v in z]
-    return [v / sum(e) for v in e]
-
-
-def dot(a, b):
-    return sum(x * y for x, y in zip(a, b))
 
 
 def test_welcome_prerequisite_cell_prints_x_xt_and_exp(welcome):

@@ -29,6 +29,7 @@ import nbformat
 import pytest
 from fixtures.class_grading.builder import EXPECTED, Builder
 from fixtures.homework import submissions as corpus
+from notebook_lines import hidden_test_lines as notebook_hidden_lines
 
 import grading
 from classgrader import intake, notebooks, sandbox
@@ -146,16 +147,7 @@ def solution_only_lines(builder: Builder) -> list[str]:
 
 
 def hidden_test_lines(builder: Builder) -> list[str]:
-    lines = []
-    for cell in builder.source.cells:
-        inside = False
-        for line in cell.source.splitlines():
-            if "BEGIN HIDDEN TESTS" in line:
-                inside = True
-            elif "END HIDDEN TESTS" in line:
-                inside = False
-            elif inside and line.strip():
-                lines.append(line.strip())
+    lines = notebook_hidden_lines(builder.source)
     assert lines, "hw2 should have hidden tests"
     return lines
 

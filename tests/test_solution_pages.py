@@ -20,6 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from built_book import HTML, built_page
+from notebook_lines import hidden_test_lines
 
 from classgrader import solution_book
 
@@ -45,17 +46,7 @@ def plain_phrases(markdown: str) -> list[str]:
 
 
 def hidden_lines(assignment: str) -> list[str]:
-    nb = nbformat.read(REPO / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
-    lines, inside = [], False
-    for cell in nb.cells:
-        for line in cell.source.splitlines():
-            if "BEGIN HIDDEN TESTS" in line:
-                inside = True
-            elif "END HIDDEN TESTS" in line:
-                inside = False
-            elif inside and line.strip():
-                lines.append(line.strip())
-    return lines
+    return hidden_test_lines(nbformat.read(REPO / "solutions" / assignment / f"{assignment}.ipynb", as_version=4))
 
 
 def solution_lines(assignment: str) -> list[str]:
