@@ -59,7 +59,9 @@ def explorer_and_inputs(name: str) -> tuple[Explorer, dict[str, Any]]:
     matplotlib.use("Agg")
     source = ROOT / f"{PAGES[name]}.md"
     namespace: dict[str, Any] = {"__name__": "__chapter__"}
-    with contextlib.chdir(source.parent), warnings.catch_warnings():
+    # np.printoptions() puts back the print settings the chapter changes, so that
+    # later tests (lib's doctests) print as numpy does by default.
+    with contextlib.chdir(source.parent), warnings.catch_warnings(), np.printoptions():
         warnings.filterwarnings("ignore", message=".*non-interactive.*")
         for cell in jupytext.read(source).cells:
             lines = cell.source.splitlines()

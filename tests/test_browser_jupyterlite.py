@@ -35,11 +35,16 @@ HOMEWORK = sorted(p.name for p in (ROOT / "exercises").iterdir() if p.is_dir())
 
 
 def explorer_chapter() -> Path:
-    """The first chapter with an ipywidgets explorer (its slider is moved below)."""
+    """The first chapter with an explorer that has a slider (moved below).
+
+    In a live kernel, teaching.explorer shows ipywidgets: a SelectionSlider per
+    Slider control and a widgets.Image that the Python side redraws.
+    """
     for md in CHAPTERS:
-        if "import ipywidgets" in md.read_text(encoding="utf-8"):
+        text = md.read_text(encoding="utf-8")
+        if "from teaching.explorer import" in text and "Slider(" in text:
             return md
-    pytest.fail("no chapter imports ipywidgets: choose another chapter for the live-explorer test")
+    pytest.fail("no chapter has an explorer with a slider: choose another chapter for the live-explorer test")
 
 
 # --------------------------------------------------------------------------- driving JupyterLite
@@ -143,7 +148,7 @@ def test_a_chapter_runs_in_the_browser_and_its_explorer_answers(book_browser, br
     slider = page.locator(".jp-OutputArea-output .widget-slider .noUi-handle, "
                           ".jp-OutputArea-output .widget-slider input[type=range]").first
     slider.wait_for(state="visible", timeout=60_000)
-    before = page.locator(".widget-interact img").first.get_attribute("src")
+    before = page.locator(".jp-OutputArea-output img.widget-image").first.get_attribute("src")
     readout = page.locator(".widget-slider .widget-readout").first.inner_text()
     slider.focus()
     page.keyboard.press("Home")
@@ -151,7 +156,7 @@ def test_a_chapter_runs_in_the_browser_and_its_explorer_answers(book_browser, br
         "(old) => { const r = document.querySelector('.widget-slider .widget-readout');"
         " return r && r.textContent.trim() !== old; }", arg=readout.strip(), timeout=30_000)
     page.wait_for_function(
-        "(old) => { const i = document.querySelector('.widget-interact img');"
+        "(old) => { const i = document.querySelector('.jp-OutputArea-output img.widget-image');"
         " return i && i.getAttribute('src') !== old; }", arg=before, timeout=60_000)
     page.screenshot(path=str(ROOT / "_build" / "screenshots" / "lite_chapter.png"))
     assert_stayed_home(log)
