@@ -77,10 +77,12 @@ EXTRA_PACKAGES: dict[str, tuple[list[str], list[str]]] = {
 }
 # The browser (frontend) side of the widgets, for the JupyterLite app.
 WIDGETS_FRONTEND = "jupyterlab_widgets"
-# teaching imports jupyterquiz and jupytercards inside its functions, where
-# Pyodide's import scan cannot see them: they load with the course.
+# teaching imports jupyterquiz, jupytercards and (for the live explorers)
+# ipywidgets inside its functions, where Pyodide's import scan cannot see
+# them: they load with the course.
 COURSE_PACKAGE = (
-    "sdpa-course", ["lib", "teaching", "grading"], ["numpy", "matplotlib", "jupyterquiz", "jupytercards"]
+    "sdpa-course", ["lib", "teaching", "grading"],
+    ["numpy", "matplotlib", "jupyterquiz", "jupytercards", "ipywidgets"],
 )
 # JupyterLite's kernel: the notebooks name it so that they open without asking.
 KERNELSPEC = {"name": "python", "display_name": "Python (Pyodide)", "language": "python"}
