@@ -288,6 +288,18 @@ def test_printed_page_is_the_chapter_alone(open_page):
     assert not log.problems(), log.problems()
 
 
+def test_a_printed_explorer_is_a_still_figure(open_page):
+    # On paper (and in the book's PDF) an explorer shows its starting figure,
+    # not controls that could not move there.
+    page, log = open_page("chapters/06_causal_masking.html")
+    explorer = page.locator(".explorer").first
+    assert explorer.locator(".explorer-controls").is_visible()
+    page.emulate_media(media="print")
+    assert not explorer.locator(".explorer-controls").is_visible()
+    assert explorer.locator("img.explorer-figure").is_visible()
+    assert not log.problems(), log.problems()
+
+
 # --------------------------------------------------------------------------- screenshots
 
 
