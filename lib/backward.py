@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import as_float_array
-from .attention import _check_scale, scaled_dot_product_attention
+from ._checks import as_float_array, check_scale
+from .attention import scaled_dot_product_attention
 
 __all__ = ["softmax_backward", "attention_backward"]
 
@@ -145,7 +145,7 @@ def attention_backward(
         q, k, v, mask, is_causal=is_causal, scale=scale, return_weights=True
     )
     qa, ka, va = (as_float_array(x, name) for x, name in ((q, "q"), (k, "k"), (v, "v")))
-    factor = _check_scale(scale, qa.shape[-1])
+    factor = check_scale(scale, qa.shape[-1])
     g = as_float_array(grad_out, "grad_out", min_ndim=2, layout="(..., n_q, d_v)")
     if g.shape != out.shape:
         raise ValueError(
