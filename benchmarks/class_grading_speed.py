@@ -6,7 +6,7 @@ One run, one folder of submissions, both graders:
    assignment's source), released with ``nbgrader generate_assignment`` (not
    timed);
 2. 40 submissions in nbgrader's ``submitted/`` layout, made from the committed
-   notebooks by the class-grading fixture builder: 30 correct, 5 blank and,
+   notebooks by :mod:`sample_submissions` (as the class grader's tests): 30 correct, 5 blank and,
    for hw2, 5 partly right (a softmax that overflows on large logits);
 3. ``nbgrader autograde ASSIGNMENT`` on that folder (sequential, one kernel
    per notebook), timed;
@@ -36,11 +36,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
-
-from fixtures.class_grading.builder import Builder  # noqa: E402
+sys.path.insert(0, str(REPO))  # run from a checkout without installing the course
 
 from grading import nbgrader_tools  # noqa: E402
+from sample_submissions import Builder  # noqa: E402
 
 
 def make_submissions(course: Path, assignment: str, n: int) -> dict[str, str]:
@@ -52,7 +51,7 @@ def make_submissions(course: Path, assignment: str, n: int) -> dict[str, str]:
     n_blank = n_partial = n // 8
     naive = None
     if assignment == "hw2_stable_softmax":
-        naive = b._with_answer(f"def {b.function}(z):\n    e = np.exp(z)\n    return e / e.sum(axis=-1, keepdims=True)\n")
+        naive = b.with_answer(f"def {b.function}(z):\n    e = np.exp(z)\n    return e / e.sum(axis=-1, keepdims=True)\n")
     else:
         n_partial = 0
     for i in range(n):

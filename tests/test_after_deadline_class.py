@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fixtures.class_grading.builder import Builder
+from sample_submissions import Builder
 from test_class_grading import LIMITS, needs_sandbox, quiet
 
 from classgrader import cli, item_analysis, late

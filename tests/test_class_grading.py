@@ -1,7 +1,7 @@
 """Grading a whole class (classgrader): bad submissions, sandbox, gradebook, restarts.
 
 One class of bad submissions of hw2 (made by
-``tests/fixtures/class_grading/builder.py`` from the committed notebooks) is
+``sample_submissions/builder.py`` from the committed notebooks) is
 graded once per test session; the tests then check each submission's status
 and score, the gradebook, the reports, that no solution text and no hidden
 test leaked, and that the network was out of reach. Other tests interrupt a
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from fixtures.class_grading.builder import EXPECTED, Builder
+from sample_submissions import EXPECTED, Builder
 from fixtures.homework import submissions as corpus
 from notebook_lines import hidden_test_lines as notebook_hidden_lines
 
@@ -456,7 +456,7 @@ def test_a_flood_of_results_and_a_fork_bomb_are_contained():
 @needs_sandbox
 def test_an_interrupted_run_resumes_without_losing_or_doubling_grades(tmp_path, builder):
     students = [f"s{i}" for i in range(5)]
-    slow = builder._with_cell_after_answer("import time\ntime.sleep(0.6)")
+    slow = builder.with_cell_after_answer("import time\ntime.sleep(0.6)")
     for sid in students:
         folder = tmp_path / "submitted" / sid / ASSIGNMENT
         folder.mkdir(parents=True)
