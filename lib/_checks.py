@@ -37,19 +37,14 @@ def as_float_array(
     """
     arr = np.asarray(x)
     if arr.dtype == np.bool_:
-        raise TypeError(
-            f"{name} must hold real numbers, not booleans (a boolean array is a mask); got dtype bool"
-        )
+        raise TypeError(f"{name} must hold real numbers, not booleans (a boolean array is a mask); got dtype bool")
     if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
         raise TypeError(f"{name} must hold real numbers; got dtype {arr.dtype}")
     if not np.issubdtype(arr.dtype, np.floating):
         arr = arr.astype(np.float64)
     if arr.ndim < min_ndim:
         expected = layout or f"at least {min_ndim} dimensions"
-        raise ValueError(
-            f"{name} must have shape {expected} (at least {min_ndim} dimensions); "
-            f"got shape {arr.shape}"
-        )
+        raise ValueError(f"{name} must have shape {expected} (at least {min_ndim} dimensions); got shape {arr.shape}")
     bad = np.isnan(arr) | (np.isinf(arr) if not allow_neg_inf else np.isposinf(arr))
     if bad.any():
         first = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -91,9 +86,7 @@ def broadcast_batch(named: dict[str, np.ndarray], core: int = 2) -> tuple[int, .
         return np.broadcast_shapes(*(a.shape[: a.ndim - core] for a in named.values()))
     except ValueError:
         shapes = ", ".join(f"{n} has shape {a.shape}" for n, a in named.items())
-        raise ValueError(
-            f"the leading (batch) dimensions do not broadcast: {shapes}"
-        ) from None
+        raise ValueError(f"the leading (batch) dimensions do not broadcast: {shapes}") from None
 
 
 def check_mask(mask: Any, scores_shape: tuple[int, ...]) -> np.ndarray:
@@ -107,8 +100,7 @@ def check_mask(mask: Any, scores_shape: tuple[int, ...]) -> np.ndarray:
         fits = False
     if not fits:
         raise ValueError(
-            f"mask of shape {arr.shape} does not broadcast to the scores' shape "
-            f"{tuple(scores_shape)} (..., n_q, n_k)"
+            f"mask of shape {arr.shape} does not broadcast to the scores' shape {tuple(scores_shape)} (..., n_q, n_k)"
         )
     return arr
 
@@ -166,6 +158,5 @@ def same_width(w_q: np.ndarray, w_k: np.ndarray, width: str) -> None:
     """Check that W_Q and W_K give queries and keys of one width (``width`` names it)."""
     if w_q.shape[1] != w_k.shape[1]:
         raise ValueError(
-            f"w_q and w_k must have the same width {width}: w_q has shape {w_q.shape}, "
-            f"w_k has shape {w_k.shape}"
+            f"w_q and w_k must have the same width {width}: w_q has shape {w_q.shape}, w_k has shape {w_k.shape}"
         )

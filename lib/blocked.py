@@ -222,8 +222,12 @@ def blocked_attention(
         views.append(np.broadcast_to(mask, (*lead, n_q, n_k)))
     tile = choose_tile(n_q, n_k, d_k, d_v, score_dtype.itemsize, heads=lead[-1], side=side)
     head_step = _HeadStep(
-        factor, is_causal, tile, checked=not scores_cannot_overflow(qa, ka, factor),
-        shift_free=_shift_free(qa, ka, va, factor, mask), shapes=(qa.shape, ka.shape),
+        factor,
+        is_causal,
+        tile,
+        checked=not scores_cannot_overflow(qa, ka, factor),
+        shift_free=_shift_free(qa, ka, va, factor, mask),
+        shapes=(qa.shape, ka.shape),
         refuse=lambda: scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, scale=scale),
     )
     for outer in np.ndindex(*lead[:-1]):
@@ -285,7 +289,6 @@ class _HeadStep(NamedTuple):
             total[total == 0] = 1
             np.divide(acc, total, out=out[..., i0:i1, :])
 
-
     def _mask_tile(self, s: np.ndarray, mask: np.ndarray | None, i0: int, i1: int, j0: int, j1: int) -> None:
         """Mask the tile of queries i0..i1-1 by keys j0..j1-1 in place."""
         # Keys past the diagonal of this tile: key j is allowed when j <= i.
@@ -293,8 +296,9 @@ class _HeadStep(NamedTuple):
         if mask is not None or allowed is not None:
             apply_mask(s, None if mask is None else mask[..., i0:i1, j0:j1], allowed)
 
-    def _run_shift_free(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None,
-                        out: np.ndarray) -> None:
+    def _run_shift_free(
+        self, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None, out: np.ndarray
+    ) -> None:
         """:meth:`run` when every ``exp(score)`` is known to stay in range.
 
         The softmax does not change when every score of a row is shifted by

@@ -38,14 +38,26 @@ LOOKUP_NAMES: tuple[str, ...] = ("apple", "banana", "cherry", "date")
 
 #: The features of the pronoun head, one coordinate each of a token vector.
 PRONOUN_FEATURES: tuple[str, ...] = (
-    "singular noun", "plural noun", "singular pronoun", "plural pronoun", "other word",
+    "singular noun",
+    "plural noun",
+    "singular pronoun",
+    "plural pronoun",
+    "other word",
 )
 
 #: Which feature each known word has; every other word is an "other word".
 PRONOUN_LEXICON: dict[str, str] = {
-    "cat": "singular noun", "dog": "singular noun", "mat": "singular noun", "girl": "singular noun",
-    "cats": "plural noun", "dogs": "plural noun", "mats": "plural noun", "girls": "plural noun",
-    "it": "singular pronoun", "she": "singular pronoun", "he": "singular pronoun",
+    "cat": "singular noun",
+    "dog": "singular noun",
+    "mat": "singular noun",
+    "girl": "singular noun",
+    "cats": "plural noun",
+    "dogs": "plural noun",
+    "mats": "plural noun",
+    "girls": "plural noun",
+    "it": "singular pronoun",
+    "she": "singular pronoun",
+    "he": "singular pronoun",
     "they": "plural pronoun",
 }
 
@@ -235,9 +247,9 @@ def previous_token_head(
     n, v = len(tokens), len(vocab)
     x = np.concatenate([words, np.eye(n)], axis=1)
     w_q = np.zeros((v + n, n))
-    w_q[v + np.arange(1, n), np.arange(n - 1)] = sharpness   # position i -> unit vector i - 1
+    w_q[v + np.arange(1, n), np.arange(n - 1)] = sharpness  # position i -> unit vector i - 1
     w_k = np.zeros((v + n, n))
-    w_k[v + np.arange(n), np.arange(n)] = 1.0                # position j -> unit vector j
+    w_k[v + np.arange(n), np.arange(n)] = 1.0  # position j -> unit vector j
     w_v = np.zeros((v + n, v))
-    w_v[np.arange(v), np.arange(v)] = 1.0                    # the word part, unchanged
+    w_v[np.arange(v), np.arange(v)] = 1.0  # the word part, unchanged
     return {"tokens": tokens, "vocab": vocab, "x": x, "w_q": w_q, "w_k": w_k, "w_v": w_v}

@@ -26,9 +26,7 @@ def split_heads(x: Any, n_heads: int) -> np.ndarray:
     h = as_int(n_heads, "n_heads", minimum=1)
     width = xa.shape[-1]
     if width % h:
-        raise ValueError(
-            f"n_heads ({h}) must divide the width of x ({width}); x has shape {xa.shape}"
-        )
+        raise ValueError(f"n_heads ({h}) must divide the width of x ({width}); x has shape {xa.shape}")
     parts = xa.reshape(*xa.shape[:-1], h, width // h)
     return np.swapaxes(parts, -2, -3)
 
@@ -121,8 +119,6 @@ def multi_head_attention(
     q = split_heads(xa @ mats["w_q"], h)
     k = split_heads(kva @ mats["w_k"], h)
     v = split_heads(kva @ mats["w_v"], h)
-    heads, weights = scaled_dot_product_attention(
-        q, k, v, mask, is_causal=is_causal, return_weights=True
-    )
+    heads, weights = scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, return_weights=True)
     out = merge_heads(heads) @ wo
     return (out, weights) if return_weights else out

@@ -11,9 +11,7 @@ from ._checks import as_float_array, same_width, weight_matrix
 __all__ = ["project_qkv"]
 
 
-def project_qkv(
-    x: Any, w_q: Any, w_k: Any, w_v: Any
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def project_qkv(x: Any, w_q: Any, w_k: Any, w_v: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Queries, keys and values ``Q = X W_Q``, ``K = X W_K``, ``V = X W_V``.
 
     Row i of ``X`` is token i, so row i of the results is ``q_i = x_i W_Q``,

@@ -75,7 +75,10 @@ def test_explorer_asymmetry_grows_with_t(page):
     for t in (0.0, 0.5, 1.0):
         qt = x @ ((1 - t) * w["w_k"] + t * w["w_q"])
         e = qt @ k.T
-        assert f"t = {t:.1f}: symmetric = {np.allclose(e, e.T)!s:5}   largest |e_ij - e_ji| = {np.abs(e - e.T).max():.3f}" in page.output_with("t = 0.0: symmetric")
+        assert (
+            f"t = {t:.1f}: symmetric = {np.allclose(e, e.T)!s:5}   largest |e_ij - e_ji| = {np.abs(e - e.T).max():.3f}"
+            in page.output_with("t = 0.0: symmetric")
+        )
 
 
 def test_query_of_sat_by_hand(page):
