@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import os
 import platform
@@ -56,6 +57,7 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
@@ -80,7 +82,7 @@ CURVE_SIDES = (32, 64, 128, 256, 512, 1024)
 PASSES = ("scale", "max", "subtract", "exp", "sum", "divide")
 
 
-def make_inputs(shape: tuple[int, ...], seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def make_inputs(shape: tuple[int, ...], seed: int = 0) -> tuple[np.ndarray, ...]:
     rng = np.random.default_rng(seed)
     return tuple(rng.standard_normal(shape, dtype=np.float32) for _ in range(3))
 
@@ -105,6 +107,11 @@ def attention_function(
 
         return call
     raise ValueError(f"unknown implementation {impl!r}; expected one of {IMPLS}")
+
+
+def _repeated(call: Callable[[], object], times: int) -> list[object]:
+    """Call ``call`` ``times`` times (the passes over one tile, as often as the whole matrix holds tiles)."""
+    return [call() for _ in range(times)]
 
 
 def best_times(calls: dict[str, Callable[[], object]], repeats: int, desc: str) -> dict[str, float]:
@@ -211,7 +218,7 @@ def measure_passes(shape: tuple[int, ...], repeats: int) -> dict:
     }
     for name in PASSES:
         calls[f"{name}"] = whole_calls[name]
-        calls[f"{name}_tiled"] = lambda call=tile_calls[name]: [call() for _ in range(copies)]
+        calls[f"{name}_tiled"] = functools.partial(_repeated, tile_calls[name], copies)
     seconds = best_times(calls, repeats, "passes")
     return {
         "shape": list(shape),
@@ -237,7 +244,7 @@ def measure_tile_curve(shape: tuple[int, ...], repeats: int, sides: tuple[int, .
     calls: dict[str, Callable[[], object]] = {"qk_matmul": lambda: q @ kt, "pv_matmul": lambda: p @ v}
     calls["chosen"] = lambda: lib.blocked_attention(q, k, v)
     for side in sides:
-        calls[str(side)] = lambda side=side: lib.blocked_attention(q, k, v, block_size=side)
+        calls[str(side)] = functools.partial(lib.blocked_attention, q, k, v, block_size=side)
     seconds = best_times(calls, repeats, "tile sizes")
     floor = seconds["qk_matmul"] + seconds["pv_matmul"]
     n, d, heads = shape[-2], shape[-1], _heads(shape)
@@ -334,7 +341,7 @@ def measure_memory(sizes: tuple[int, ...], d: int) -> dict:
 
 
 def machine() -> dict:
-    info = {
+    info: dict[str, Any] = {
         "processor": _cpu_model(),
         "logical_cores": os.cpu_count(),
         "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
@@ -460,9 +467,9 @@ def main(argv: list[str] | None = None) -> None:
         args.memory_sizes = [n for n in args.memory_sizes if n <= 8192] or args.memory_sizes
     started = time.time()
     shape = tuple(args.speed_shape)
-    results = {
+    results: dict[str, Any] = {
         "generated_by": "benchmarks/attention_speed_memory.py",
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine(),
         "speed": measure_speed(shape, args.repeats),
         "passes": measure_passes(shape, args.repeats),

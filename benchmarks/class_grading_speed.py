@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run from a checkout without installing the course
@@ -126,12 +127,12 @@ def main() -> None:
 
         expected = scores(course / "gradebook.db", args.assignment)
         agree = {label: scores(out / "gradebook.db", args.assignment) == expected for label, (_, out) in ours.items()}
-        by_kind = {}
+        by_kind: dict[str, set[Any]] = {}
         for sid, kind in kinds.items():
             by_kind.setdefault(kind, set()).add(expected.get(sid))
 
     result = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "assignment": args.assignment,
         "submissions": args.n,

@@ -56,7 +56,7 @@ def as_float_array(
     return arr
 
 
-def as_int(value: object, name: str, *, minimum: int) -> int:
+def as_int(value: Any, name: str, *, minimum: int) -> int:
     """Return ``value`` as an int of at least ``minimum``, or raise a clear error.
 
     Python and numpy integers pass; floats (even ``2.0``) and strings do not.

@@ -233,7 +233,8 @@ def blocked_attention(
     for outer in np.ndindex(*lead[:-1]):
         for h0 in range(0, lead[-1], tile.heads):
             heads = (*outer, slice(h0, h0 + tile.heads))
-            head_step.run(*(a[heads] for a in views[:3]), None if mask is None else views[3][heads], out[heads])
+            q_h, k_h, v_h = (a[heads] for a in views[:3])
+            head_step.run(q_h, k_h, v_h, None if mask is None else views[3][heads], out[heads])
     return out.reshape((*np.broadcast_shapes(batch, va.shape[:-2]), n_q, d_v))
 
 
@@ -285,6 +286,7 @@ class _HeadStep(NamedTuple):
                     acc *= rescale
                     acc += s @ v[..., j0:j1, :]
                 del s  # free this tile of scores before the next one is computed
+            assert total is not None and acc is not None  # n_seen >= 1: some tile of keys was seen
             # A query that saw no permitted key has total 0 and acc 0: output 0.
             total[total == 0] = 1
             np.divide(acc, total, out=out[..., i0:i1, :])
@@ -331,6 +333,7 @@ class _HeadStep(NamedTuple):
                 else:
                     acc += s @ v_ones
                 del s
+            assert acc is not None  # n_seen >= 1: some tile of keys was seen
             total = acc[..., d_v:]
             total[total == 0] = 1  # a query that saw no permitted key: output 0
             np.divide(acc[..., :d_v], total, out=out[..., i0:i1, :])

@@ -19,6 +19,9 @@ only inputs live here; every result comes from the library's attention.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import cast
+
 import numpy as np
 
 __all__ = [
@@ -73,7 +76,7 @@ def _positive(name: str, value: float) -> float:
     return float(value)
 
 
-def _tokens(tokens: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+def _tokens(tokens: Sequence[str]) -> tuple[str, ...]:
     if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens) or len(tokens) == 0:
         raise ValueError(f"tokens must be a non-empty sequence of words (strings); got {tokens!r}")
     return tuple(tokens)
@@ -128,7 +131,7 @@ def lookup_query(*names: str, sharpness: float = 6.0) -> np.ndarray:
     if not names:
         raise ValueError("name at least one entry of the table")
     sharpness = _positive("sharpness", sharpness)
-    keys = lookup_table()["keys"]
+    keys = cast(np.ndarray, lookup_table()["keys"])
     rows = []
     for name in names:
         if name not in LOOKUP_NAMES:

@@ -47,7 +47,7 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import matplotlib
 import matplotlib.style
@@ -128,7 +128,7 @@ def _compact_png(png: bytes) -> bytes:
     return out.getvalue()
 
 
-def _labels(control: Slider | Choice) -> list[str]:
+def _labels(control: _ListControl) -> list[str]:
     if control.names is None:
         return [control.fmt.format(v) for v in control.values]
     if len(control.names) != len(control.values):
@@ -260,7 +260,7 @@ class Explorer:
     def render(self, **setting: Any) -> tuple[bytes, str]:
         """The PNG bytes and alt text of the figure for one setting."""
         full = {**self.start(), **setting}
-        with matplotlib.style.context("default"), matplotlib.rc_context(STYLE):
+        with matplotlib.style.context("default"), matplotlib.rc_context(cast(Any, STYLE)):
             fig = Figure(figsize=self.size, layout="constrained")
             FigureCanvasAgg(fig)
             alt = self.draw(fig, **full)
@@ -289,7 +289,8 @@ class Explorer:
             f'role="group" aria-label="{label}">'
             f'<div class="explorer-controls" style="display:flex;flex-wrap:wrap;gap:0.5em 2em;'
             f'align-items:center;margin-bottom:0.5em">{"".join(rows)}</div>'
-            f'<img class="explorer-figure" style="max-width:100%;height:auto" src="data:image/png;base64,{first["png"]}" '
+            f'<img class="explorer-figure" style="max-width:100%;height:auto" '
+            f'src="data:image/png;base64,{first["png"]}" '
             f'alt="{html.escape(first["alt"])}" data-state="{start_key}">'
             f'<p class="explorer-status" role="status" aria-live="polite" style="{_HIDDEN}">'
             f"{html.escape(first['alt'])}</p>"

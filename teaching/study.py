@@ -52,7 +52,7 @@ def load_quiz(path: str | Path) -> list[dict]:
     answer is a ``value`` (with the question's ``precision``) or a ``range``.
     """
     data = _read(path)
-    _need(isinstance(data, list) and data, str(path), "must be a non-empty list of questions")
+    _need(isinstance(data, list) and bool(data), str(path), "must be a non-empty list of questions")
     for n, q in enumerate(data, 1):
         where = f"{path}, question {n}"
         _need(isinstance(q, dict), where, "must be an object")
@@ -98,7 +98,7 @@ def load_quiz(path: str | Path) -> list[dict]:
 def load_cards(path: str | Path) -> list[dict]:
     """Read and check a jupytercards file: a list of cards with front and back."""
     data = _read(path)
-    _need(isinstance(data, list) and data, str(path), "must be a non-empty list of cards")
+    _need(isinstance(data, list) and bool(data), str(path), "must be a non-empty list of cards")
     for n, card in enumerate(data, 1):
         where = f"{path}, card {n}"
         _need(isinstance(card, dict), where, "must be an object")

@@ -332,7 +332,7 @@ class _Anchors(HTMLParser):
                 self.anchors.add(value)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def anchors_of(path: Path) -> frozenset[str]:
     parser = _Anchors()
     parser.feed(path.read_text(encoding="utf-8", errors="replace"))

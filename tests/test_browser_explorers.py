@@ -46,7 +46,7 @@ PAGES = {
 # --------------------------------------------------------------------------- the chapters' explorers
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def explorer_and_inputs(name: str) -> tuple[Explorer, dict[str, Any]]:
     """Run a chapter's code cells, as the build does, up to the cell that shows explorer ``name``.
 

@@ -49,7 +49,10 @@ def test_sat_the_negative_the_sat_positive(page):
 def test_rows_where_self_wins(page):
     tokens, x, w, q, k = _qk()
     raw, proj = x @ x.T, q @ k.T
-    wins = lambda e: [tokens[i] for i in range(6) if e[i].argmax() == i]
+
+    def wins(e):
+        return [tokens[i] for i in range(6) if e[i].argmax() == i]
+
     assert page.line_with("raw scores:").split(":", 1)[1].strip() == str(wins(raw))
     assert page.line_with("projected scores:").split(":", 1)[1].strip() == str(wins(proj))
 

@@ -20,6 +20,7 @@ Run ``./course build`` (or ``./course test``, which builds first) before this te
 
 import html
 import re
+
 import pytest
 from built_book import built_page
 

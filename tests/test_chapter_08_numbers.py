@@ -123,10 +123,8 @@ def test_the_worked_example_s_quoted_maxima(page_text):
     scores = scaled_scores_of_query(QUERY)
     first, second = max(scores[:2]), max(scores[:4])
     tokens, _ = lib.example_sentence()
-    assert (
-        f'from ${first:.2f}$ (key "{tokens[scores.index(first)]}") to ${second:.2f}$ (key "{tokens[scores.index(second)]}")'
-        in built_page_source()
-    )
+    first_key, second_key = tokens[scores.index(first)], tokens[scores.index(second)]
+    assert f'from ${first:.2f}$ (key "{first_key}") to ${second:.2f}$ (key "{second_key}")' in built_page_source()
     top = max(scores)
     normaliser = sum(math.exp(s - top) for s in scores)
     alt = re.search(r'alt="(Two step plots[^"]*)"', built_page(PAGE))
@@ -234,7 +232,7 @@ def test_the_memory_figure_s_alt_text_and_caption_hold():
     sizes = sorted({n for _, n in cases})
     assert sizes[0] == 1024 and round(cases[("reference", 1024)]["traced_extra_bytes"] / 2**20) == 4
     for n in sizes:
-        ref, blk = cases[("reference", n)]["traced_extra_bytes"], cases[("blocked", n)]["traced_extra_bytes"]
+        ref = cases[("reference", n)]["traced_extra_bytes"]
         assert n * n * 4 <= ref <= 1.1 * n * n * 4  # "the size of its score matrix"
     blocked = [cases[("blocked", n)]["traced_extra_bytes"] for n in sizes]
     assert all(0.75 * 2**20 <= b <= 1.25 * 2**20 for b in blocked)  # "at about 1 MiB"

@@ -27,7 +27,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from sample_submissions import EXPECTED, Builder
 from fixtures.homework import submissions as corpus
 from notebook_lines import hidden_test_lines as notebook_hidden_lines
 
@@ -35,6 +34,7 @@ import grading
 from classgrader import intake, notebooks, sandbox
 from classgrader.grade import Settings
 from classgrader.runner import grade_class
+from sample_submissions import EXPECTED, Builder
 
 REPO = Path(__file__).resolve().parent.parent
 # Hidden-test seeds come from the course secret (grading/seeds.py): the corpus's
@@ -402,9 +402,10 @@ def test_the_sandbox_is_an_unprivileged_empty_world():
         "caps = [l for l in status.splitlines() if l.startswith(('CapEff', 'CapBnd', 'NoNewPrivs'))]",
         "print(json.dumps({'uid': os.getuid(), 'gid': os.getgid(), 'caps': caps, 'root': sorted(os.listdir('/')),",
         "  'pids': sorted(p for p in os.listdir('/proc') if p.isdigit()),",
-        "  'repo': os.path.exists(%r), 'venv_lib': os.path.exists(%r)}))" % (str(REPO / "solutions"), str(REPO / "lib")),
+        f"  'repo': os.path.exists({str(REPO / 'solutions')!r}), 'venv_lib': os.path.exists({str(REPO / 'lib')!r})}}))",
         "try:\n    open('/usr/evil', 'w')\nexcept OSError as e:\n    print('usr', type(e).__name__)",
-        "try:\n    open('/tmp/big', 'wb').write(b'x' * (100 * 1024 * 1024))\nexcept OSError as e:\n    print('tmp', type(e).__name__)",
+        "try:\n    open('/tmp/big', 'wb').write(b'x' * (100 * 1024 * 1024))\n"
+        "except OSError as e:\n    print('tmp', type(e).__name__)",
     ])
     outcome = sandbox.run({"cells": [{"n": 0, "source": probe, "role": "extra"}], "checks": []},
                           {"driver.py": sandbox.DRIVER}, LIMITS, uid=61123)
