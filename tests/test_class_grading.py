@@ -402,7 +402,8 @@ def test_the_sandbox_is_an_unprivileged_empty_world():
         "caps = [l for l in status.splitlines() if l.startswith(('CapEff', 'CapBnd', 'NoNewPrivs'))]",
         "print(json.dumps({'uid': os.getuid(), 'gid': os.getgid(), 'caps': caps, 'root': sorted(os.listdir('/')),",
         "  'pids': sorted(p for p in os.listdir('/proc') if p.isdigit()),",
-        f"  'repo': os.path.exists({str(REPO / 'solutions')!r}), 'venv_lib': os.path.exists({str(REPO / 'lib')!r})}}))",
+        f"  'repo': os.path.exists({str(REPO / 'solutions')!r}),"
+        f" 'venv_lib': os.path.exists({str(REPO / 'lib')!r})}}))",
         "try:\n    open('/usr/evil', 'w')\nexcept OSError as e:\n    print('usr', type(e).__name__)",
         "try:\n    open('/tmp/big', 'wb').write(b'x' * (100 * 1024 * 1024))\n"
         "except OSError as e:\n    print('tmp', type(e).__name__)",
