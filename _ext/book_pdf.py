@@ -40,9 +40,15 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-dev-shm-usage", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
 ]
 PRINT_PAGE = "__book_print__.html"  # served from memory at the site root, never written
 
@@ -211,8 +217,13 @@ def make_pdf(site: Path, out: Path, browser: Any = None) -> dict:
             )
             out.parent.mkdir(parents=True, exist_ok=True)
             page.pdf(
-                path=str(out), format="A4", print_background=True, outline=True, tagged=True,
-                display_header_footer=True, header_template="<span></span>",
+                path=str(out),
+                format="A4",
+                print_background=True,
+                outline=True,
+                tagged=True,
+                display_header_footer=True,
+                header_template="<span></span>",
                 footer_template=(
                     '<div style="font-size:8pt;width:100%;text-align:center;color:#555">'
                     '<span class="pageNumber"></span></div>'

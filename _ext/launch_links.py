@@ -90,9 +90,7 @@ def launch_settings(theme_options: dict[str, Any]) -> tuple[dict[str, Any], bool
         return options, False
     parts = urlparse(repo)
     if parts.scheme != "https" or parts.hostname != "github.com" or len(parts.path.strip("/").split("/")) != 2:
-        raise ExtensionError(
-            f"_config.yml: repository: url must be https://github.com/<owner>/<name>; got {repo!r}"
-        )
+        raise ExtensionError(f"_config.yml: repository: url must be https://github.com/<owner>/<name>; got {repo!r}")
     options["launch_buttons"] = {k: v for k, v in launch.items() if k not in PROVIDERS or v}
     options.setdefault("use_repository_button", True)
     return options, True

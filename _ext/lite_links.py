@@ -28,23 +28,35 @@ def lite_url(pagename: str, pathto: Any) -> str:
     return f"{pathto(LITE_NOTEBOOKS, 1)}?path={pagename}.ipynb"
 
 
-def add_lite_button(
-    app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any
-) -> None:
+def add_lite_button(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
     if not pagename.startswith(LITE_FOLDERS) or "header_buttons" not in context:
         return
     url = lite_url(pagename, context["pathto"])
     buttons = context["header_buttons"]
-    buttons.insert(0, {
-        "type": "link", "url": url, "tooltip": TOOLTIP, "icon": "fas fa-play",
-        "label": "lite-button", "text": LABEL,
-    })
+    buttons.insert(
+        0,
+        {
+            "type": "link",
+            "url": url,
+            "tooltip": TOOLTIP,
+            "icon": "fas fa-play",
+            "label": "lite-button",
+            "text": LABEL,
+        },
+    )
     for group in buttons:
         if group.get("label") == "launch-buttons":
-            group["buttons"].insert(0, {
-                "type": "link", "url": url, "tooltip": TOOLTIP, "icon": "fas fa-play",
-                "text": f"{LABEL} (JupyterLite)", "label": "lite-launch-button",
-            })
+            group["buttons"].insert(
+                0,
+                {
+                    "type": "link",
+                    "url": url,
+                    "tooltip": TOOLTIP,
+                    "icon": "fas fa-play",
+                    "text": f"{LABEL} (JupyterLite)",
+                    "label": "lite-launch-button",
+                },
+            )
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

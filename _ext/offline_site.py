@@ -72,9 +72,7 @@ BODY_REWRITES: dict[str, str] = {
 
 def _locked_versions() -> dict[str, str]:
     lock = json.loads(LOCK.read_text(encoding="utf-8"))
-    return {
-        name: lock["packages"][f"node_modules/{name}"]["version"] for name in WIDGET_FILES
-    }
+    return {name: lock["packages"][f"node_modules/{name}"]["version"] for name in WIDGET_FILES}
 
 
 def _installed_version(name: str) -> str | None:
@@ -131,9 +129,7 @@ def configure(app: Sphinx, config: Any) -> None:
     config.mathjax_options = {**(config.mathjax_options or {}), "defer": None}
 
 
-def rewrite_cdn_addresses(
-    app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any
-) -> None:
+def rewrite_cdn_addresses(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
     body = context.get("body")
     if not body:
         return

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import os
 import platform
@@ -56,6 +57,7 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
@@ -80,12 +82,14 @@ CURVE_SIDES = (32, 64, 128, 256, 512, 1024)
 PASSES = ("scale", "max", "subtract", "exp", "sum", "divide")
 
 
-def make_inputs(shape: tuple[int, ...], seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def make_inputs(shape: tuple[int, ...], seed: int = 0) -> tuple[np.ndarray, ...]:
     rng = np.random.default_rng(seed)
     return tuple(rng.standard_normal(shape, dtype=np.float32) for _ in range(3))
 
 
-def attention_function(impl: str, q: np.ndarray, k: np.ndarray, v: np.ndarray, is_causal: bool = False) -> Callable[[], object]:
+def attention_function(
+    impl: str, q: np.ndarray, k: np.ndarray, v: np.ndarray, is_causal: bool = False
+) -> Callable[[], object]:
     """A no-argument call of one implementation on fixed inputs."""
     if impl == "reference":
         return lambda: lib.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
@@ -103,6 +107,11 @@ def attention_function(impl: str, q: np.ndarray, k: np.ndarray, v: np.ndarray, i
 
         return call
     raise ValueError(f"unknown implementation {impl!r}; expected one of {IMPLS}")
+
+
+def _repeated(call: Callable[[], object], times: int) -> list[object]:
+    """Call ``call`` ``times`` times (the passes over one tile, as often as the whole matrix holds tiles)."""
+    return [call() for _ in range(times)]
 
 
 def best_times(calls: dict[str, Callable[[], object]], repeats: int, desc: str) -> dict[str, float]:
@@ -209,7 +218,7 @@ def measure_passes(shape: tuple[int, ...], repeats: int) -> dict:
     }
     for name in PASSES:
         calls[f"{name}"] = whole_calls[name]
-        calls[f"{name}_tiled"] = lambda call=tile_calls[name]: [call() for _ in range(copies)]
+        calls[f"{name}_tiled"] = functools.partial(_repeated, tile_calls[name], copies)
     seconds = best_times(calls, repeats, "passes")
     return {
         "shape": list(shape),
@@ -235,20 +244,22 @@ def measure_tile_curve(shape: tuple[int, ...], repeats: int, sides: tuple[int, .
     calls: dict[str, Callable[[], object]] = {"qk_matmul": lambda: q @ kt, "pv_matmul": lambda: p @ v}
     calls["chosen"] = lambda: lib.blocked_attention(q, k, v)
     for side in sides:
-        calls[str(side)] = lambda side=side: lib.blocked_attention(q, k, v, block_size=side)
+        calls[str(side)] = functools.partial(lib.blocked_attention, q, k, v, block_size=side)
     seconds = best_times(calls, repeats, "tile sizes")
     floor = seconds["qk_matmul"] + seconds["pv_matmul"]
     n, d, heads = shape[-2], shape[-1], _heads(shape)
     points = []
     for name in ("chosen", *map(str, sides)):
         tile = lib.tiles.choose_tile(n, n, d, d, 4, heads=heads, side=None if name == "chosen" else int(name))
-        points.append({
-            "side": name,
-            "tile": tile._asdict(),
-            "tile_bytes": tile.heads * tile.rows * tile.cols * 4,
-            "seconds": seconds[name],
-            "ratio_to_matmul_floor": seconds[name] / floor,
-        })
+        points.append(
+            {
+                "side": name,
+                "tile": tile._asdict(),
+                "tile_bytes": tile.heads * tile.rows * tile.cols * 4,
+                "seconds": seconds[name],
+                "ratio_to_matmul_floor": seconds[name] / floor,
+            }
+        )
     return {"shape": list(shape), "matmul_floor_seconds": floor, "points": points}
 
 
@@ -330,7 +341,7 @@ def measure_memory(sizes: tuple[int, ...], d: int) -> dict:
 
 
 def machine() -> dict:
-    info = {
+    info: dict[str, Any] = {
         "processor": _cpu_model(),
         "logical_cores": os.cpu_count(),
         "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
@@ -379,8 +390,10 @@ def print_table(results: dict) -> None:
     s, r = speed["seconds"], speed["ratio_to_matmul_floor"]
     shape = "x".join(map(str, speed["shape"]))
     tile = speed["tile"]
-    print(f"\n1. speed, float32 {shape}, best of {speed['repeats']} "
-          f"(tiles of {tile['rows']} x {tile['cols']} scores, {tile['heads']} head(s) a step)")
+    print(
+        f"\n1. speed, float32 {shape}, best of {speed['repeats']} "
+        f"(tiles of {tile['rows']} x {tile['cols']} scores, {tile['heads']} head(s) a step)"
+    )
     print(f"   {'':22s}{'ms':>9s}{'x floor':>9s}" + (f"{'x torch':>9s}" if "ratio_to_torch" in speed else ""))
     for name in ("qk_matmul", "pv_matmul", "matmul_floor"):
         print(f"   {name:22s}{s[name] * 1e3:9.1f}")
@@ -395,12 +408,16 @@ def print_table(results: dict) -> None:
         rss = "-" if c["rss_extra_bytes"] is None else f"{c['rss_extra_bytes'] / 2**20:.1f}"
         print(f"   {c['impl']:10s}{c['n']:7d}{c['seconds']:9.3f}{traced:>12s}{rss:>10s}")
     for n, ratio in memory["summary"].items():
-        print(f"   n = {n}: blocked / reference extra memory = 1/{1 / ratio['blocked_over_reference_extra_memory']:.0f}")
+        print(
+            f"   n = {n}: blocked / reference extra memory = 1/{1 / ratio['blocked_over_reference_extra_memory']:.0f}"
+        )
     passes = results["passes"]
     caches = ", ".join(f"{key} {val / 2**10:.0f} KiB" for key, val in results["machine"]["caches"].items()) or "unknown"
-    print(f"\n4. the reference's passes over its {passes['score_matrix_bytes'] / 2**20:.0f} MiB score matrix, "
-          f"and the same passes over {passes['tiles_per_matrix']} tiles of {passes['tile_bytes'] / 2**10:.0f} KiB "
-          f"(caches: {caches})")
+    print(
+        f"\n4. the reference's passes over its {passes['score_matrix_bytes'] / 2**20:.0f} MiB score matrix, "
+        f"and the same passes over {passes['tiles_per_matrix']} tiles of {passes['tile_bytes'] / 2**10:.0f} KiB "
+        f"(caches: {caches})"
+    )
     print(f"   {'pass':12s}{'whole ms':>10s}{'tiled ms':>10s}")
     for name, sec in passes["seconds"]["products"].items():
         print(f"   {name:12s}{sec * 1e3:10.1f}")
@@ -412,21 +429,26 @@ def print_table(results: dict) -> None:
     print(f"   {'side':8s}{'tile':>16s}{'KiB':>9s}{'ms':>9s}{'x floor':>9s}")
     for point in curve["points"]:
         tile = point["tile"]
-        print(f"   {point['side']:8s}{tile['heads']:>5d} x {tile['rows']:>4d} x {tile['cols']:<4d}"
-              f"{point['tile_bytes'] / 2**10:9.0f}{point['seconds'] * 1e3:9.1f}{point['ratio_to_matmul_floor']:9.2f}")
+        print(
+            f"   {point['side']:8s}{tile['heads']:>5d} x {tile['rows']:>4d} x {tile['cols']:<4d}"
+            f"{point['tile_bytes'] / 2**10:9.0f}{point['seconds'] * 1e3:9.1f}{point['ratio_to_matmul_floor']:9.2f}"
+        )
     print()
     if results["machine"]["torch"] is None:
         print("3. PyTorch is not installed: its comparison was skipped (it is optional).")
     else:
-        print(f"3. PyTorch {results['machine']['torch']['version']} on the CPU, "
-              f"{results['machine']['torch']['threads']} threads: see the x torch column and the torch rows.")
+        print(
+            f"3. PyTorch {results['machine']['torch']['version']} on the CPU, "
+            f"{results['machine']['torch']['threads']} threads: see the x torch column and the torch rows."
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=15, help="rounds of the speed measurement (default 15)")
-    parser.add_argument("--quick", action="store_true",
-                        help="5 rounds, memory up to n = 8192 (about a minute instead of three)")
+    parser.add_argument(
+        "--quick", action="store_true", help="5 rounds, memory up to n = 8192 (about a minute instead of three)"
+    )
     parser.add_argument("--speed-shape", type=int, nargs=3, default=SPEED_SHAPE, metavar=("B", "N", "D"))
     parser.add_argument("--memory-sizes", type=int, nargs="+", default=MEMORY_SIZES, metavar="N")
     parser.add_argument("--output", type=Path, default=RESULTS, help="where to write the JSON results")
@@ -445,9 +467,9 @@ def main(argv: list[str] | None = None) -> None:
         args.memory_sizes = [n for n in args.memory_sizes if n <= 8192] or args.memory_sizes
     started = time.time()
     shape = tuple(args.speed_shape)
-    results = {
+    results: dict[str, Any] = {
         "generated_by": "benchmarks/attention_speed_memory.py",
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine(),
         "speed": measure_speed(shape, args.repeats),
         "passes": measure_passes(shape, args.repeats),

@@ -9,37 +9,16 @@ scores; a query with no permitted key gets zero weights and a zero output.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
-from ._checks import as_float_array, broadcast_batch, check_mask
+from ._checks import as_float_array, broadcast_batch, check_mask, check_qk, check_scale, check_v
+from ._scores import apply_mask, scaled_scores_of_checked, softmax_of_checked
 from .masks import causal_mask
-from .softmax import _softmax_of_checked, softmax
+from .softmax import softmax
 
 __all__ = ["scaled_scores", "scaled_dot_product_attention", "attend_one_query"]
-
-
-def _check_qk(q: Any, k: Any) -> tuple[np.ndarray, np.ndarray]:
-    qa = as_float_array(q, "q", min_ndim=2, layout="(..., n_q, d_k)")
-    ka = as_float_array(k, "k", min_ndim=2, layout="(..., n_k, d_k)")
-    if qa.shape[-1] != ka.shape[-1]:
-        raise ValueError(
-            f"d_k of q ({qa.shape[-1]}) must equal d_k of k ({ka.shape[-1]}): "
-            f"q has shape {qa.shape} (..., n_q, d_k), k has shape {ka.shape} (..., n_k, d_k)"
-        )
-    return qa, ka
-
-
-def _check_scale(scale: float | None, d_k: int) -> float:
-    if scale is None:
-        return 1.0 / math.sqrt(d_k) if d_k > 0 else 1.0
-    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.number)):
-        raise TypeError(f"scale must be a real number or None; got {type(scale).__name__} {scale!r}")
-    if not math.isfinite(float(scale)):
-        raise ValueError(f"scale must be finite; got {scale!r}")
-    return float(scale)
 
 
 def scaled_scores(
@@ -75,77 +54,15 @@ def scaled_scores(
     array([[  1., -inf],
            [  0.,   1.]])
     """
-    qa, ka = _check_qk(q, k)
+    qa, ka = check_qk(q, k)
     broadcast_batch({"q": qa, "k": ka})
-    factor = _check_scale(scale, qa.shape[-1])
-    scores = _raw_scaled_scores(qa, ka, factor)
+    factor = check_scale(scale, qa.shape[-1])
+    scores = scaled_scores_of_checked(qa, ka, factor)
     allowed = causal_mask(qa.shape[-2], ka.shape[-2]) if is_causal else None
     if mask is not None:
         mask = check_mask(mask, scores.shape)
-    _apply_mask(scores, mask, allowed)
+    apply_mask(scores, mask, allowed)
     return scores
-
-
-def _raw_scaled_scores(
-    qa: np.ndarray, ka: np.ndarray, factor: float, shapes: tuple[tuple[int, ...], ...] | None = None
-) -> np.ndarray:
-    """``(qa * factor) @ ka^T`` as a fresh array, or a clear error if it overflows.
-
-    Scaling the ``n_q x d_k`` queries gives the same scores as scaling the
-    ``n_q x n_k`` scores (up to rounding) and saves a pass over the largest
-    array. ``qa`` and ``ka`` are checked arrays, or blocks of rows of them;
-    then ``shapes`` gives the shapes of the whole q and k for the error message.
-    """
-    if _scores_cannot_overflow(qa, ka, factor):
-        return (qa * factor) @ np.swapaxes(ka, -1, -2)
-    with np.errstate(over="ignore", invalid="ignore"):
-        scores = (qa * factor) @ np.swapaxes(ka, -1, -2)
-    # min and max see any inf or NaN without building a boolean array as
-    # large as the scores (the scores can be the biggest array in memory).
-    if scores.size and not (np.isfinite(scores.min()) and np.isfinite(scores.max())):
-        raise _overflow_error(scores.dtype, *(shapes or (qa.shape, ka.shape)))
-    return scores
-
-
-def _scores_cannot_overflow(qa: np.ndarray, ka: np.ndarray, factor: float) -> bool:
-    """True when no score ``(q_i * factor) . k_j`` can overflow, from a bound.
-
-    Every term of the dot product, and every partial sum, is at most
-    ``d_k * max|q| * |factor| * max|k|`` in size (and ``max|q| * |factor|``
-    bounds the scaled queries). When that bound is far below the largest
-    float, the scores need no check: a few passes over Q and K (n x d_k
-    numbers) replace two over the scores (n_q x n_k). Python floats hold
-    the bound, so it cannot overflow itself (it becomes ``inf``: False).
-    """
-    if qa.size == 0 or ka.size == 0:
-        return True
-    top_q = max(float(qa.max()), -float(qa.min()))
-    top_k = max(float(ka.max()), -float(ka.min()))
-    bound = qa.shape[-1] * top_q * abs(factor) * max(top_k, 1.0)
-    return bound < float(np.finfo(np.result_type(qa, ka)).max) / 4
-
-
-def _overflow_error(dtype: np.dtype, q_shape: tuple[int, ...], k_shape: tuple[int, ...]) -> ValueError:
-    """The error for scores that overflow, naming the shapes of q and k."""
-    return ValueError(
-        "the scores q.k * scale overflow the floating-point range of "
-        f"{dtype}; rescale q and k (q has shape {q_shape}, k has shape {k_shape})"
-    )
-
-
-def _apply_mask(scores: np.ndarray, mask: np.ndarray | None, allowed: np.ndarray | None) -> None:
-    """Mask ``scores`` in place: add a float ``mask``, and set -inf where a
-    boolean ``mask`` or ``allowed`` (e.g. the causal mask) is False.
-
-    Both masks are already checked and broadcast to the shape of ``scores``.
-    """
-    if mask is not None:
-        if mask.dtype == np.bool_:
-            allowed = mask if allowed is None else (allowed & mask)
-        else:
-            scores += mask.astype(scores.dtype, copy=False)
-    if allowed is not None:
-        np.copyto(scores, np.array(-np.inf, dtype=scores.dtype), where=~allowed)
 
 
 def scaled_dot_product_attention(
@@ -207,7 +124,7 @@ def scaled_dot_product_attention(
     array([2., 3.])
     """
     scores = scaled_scores(q, k, mask, is_causal=is_causal, scale=scale)
-    va = _check_v(v, np.asarray(q), np.asarray(k))
+    va = check_v(v, np.asarray(q), np.asarray(k))
     float_mask = mask is not None and np.asarray(mask).dtype != np.bool_
     if float_mask and scores.size and np.isposinf(scores.max()):
         # Adding a float mask pushed a score past the largest float; refuse
@@ -215,22 +132,9 @@ def scaled_dot_product_attention(
         as_float_array(scores, "x", allow_neg_inf=True)
     # The scores are a fresh array that nothing else refers to, and they are
     # already checked: the softmax can turn them into the weights in place.
-    weights = _softmax_of_checked(scores, -1, overwrite=True)
+    weights = softmax_of_checked(scores, -1, overwrite=True)
     out = weights @ va
     return (out, weights) if return_weights else out
-
-
-def _check_v(v: Any, qa: np.ndarray, ka: np.ndarray) -> np.ndarray:
-    """Check that ``v`` has one row per key and a batch shape that fits q and k."""
-    va = as_float_array(v, "v", min_ndim=2, layout="(..., n_k, d_v)")
-    n_k = ka.shape[-2]
-    if va.shape[-2] != n_k:
-        raise ValueError(
-            f"n_k of k ({n_k}) must equal n_k of v ({va.shape[-2]}): k has shape "
-            f"{ka.shape} (..., n_k, d_k), v has shape {va.shape} (..., n_k, d_v)"
-        )
-    broadcast_batch({"q": qa, "k": ka, "v": va})
-    return va
 
 
 def attend_one_query(
@@ -278,7 +182,7 @@ def attend_one_query(
     permitted = np.ones(ka.shape[0], dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
     if permitted.shape != (ka.shape[0],):
         raise ValueError(f"allowed must have shape (n_k,) = ({ka.shape[0]},); got shape {permitted.shape}")
-    factor = _check_scale(scale, qa.shape[0])
+    factor = check_scale(scale, qa.shape[0])
     e = np.array([np.dot(qa, ka[j]) for j in range(ka.shape[0])])
     s = e * factor
     a = softmax(np.where(permitted, s, -np.inf))

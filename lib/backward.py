@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import as_float_array
-from .attention import _check_scale, scaled_dot_product_attention
+from ._checks import as_float_array, check_scale
+from .attention import scaled_dot_product_attention
 
 __all__ = ["softmax_backward", "attention_backward"]
 
@@ -67,9 +67,7 @@ def softmax_backward(weights: Any, grad_weights: Any, axis: int = -1) -> np.ndar
     a = as_float_array(weights, "weights")
     g = as_float_array(grad_weights, "grad_weights")
     if a.shape != g.shape:
-        raise ValueError(
-            f"grad_weights must have the shape of weights {a.shape}; got shape {g.shape}"
-        )
+        raise ValueError(f"grad_weights must have the shape of weights {a.shape}; got shape {g.shape}")
     if a.ndim == 0:
         raise ValueError("weights must have at least one dimension; got shape ()")
     if not -a.ndim <= axis < a.ndim:
@@ -141,24 +139,20 @@ def attention_backward(
     >>> dq                    # raising q_0 would shift weight to the smaller value row
     array([[-0.62559439,  0.62559439]])
     """
-    out, weights = scaled_dot_product_attention(
-        q, k, v, mask, is_causal=is_causal, scale=scale, return_weights=True
-    )
+    out, weights = scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, scale=scale, return_weights=True)
     qa, ka, va = (as_float_array(x, name) for x, name in ((q, "q"), (k, "k"), (v, "v")))
-    factor = _check_scale(scale, qa.shape[-1])
+    factor = check_scale(scale, qa.shape[-1])
     g = as_float_array(grad_out, "grad_out", min_ndim=2, layout="(..., n_q, d_v)")
     if g.shape != out.shape:
-        raise ValueError(
-            f"grad_out must have the shape of the output {out.shape} (..., n_q, d_v); got shape {g.shape}"
-        )
+        raise ValueError(f"grad_out must have the shape of the output {out.shape} (..., n_q, d_v); got shape {g.shape}")
     dtype = np.result_type(weights, g)
     a, g = weights.astype(dtype, copy=False), g.astype(dtype, copy=False)
-    dv = np.swapaxes(a, -1, -2) @ g                         # (..., n_k, d_v)
-    grad_weights = g @ np.swapaxes(va.astype(dtype, copy=False), -1, -2)   # (..., n_q, n_k)
-    grad_scores = softmax_backward(a, grad_weights)          # zero where the weight is zero
+    dv = np.swapaxes(a, -1, -2) @ g  # (..., n_k, d_v)
+    grad_weights = g @ np.swapaxes(va.astype(dtype, copy=False), -1, -2)  # (..., n_q, n_k)
+    grad_scores = softmax_backward(a, grad_weights)  # zero where the weight is zero
     grad_scores *= factor
-    dq = grad_scores @ ka.astype(dtype, copy=False)         # (..., n_q, d_k)
-    dk = np.swapaxes(grad_scores, -1, -2) @ qa.astype(dtype, copy=False)   # (..., n_k, d_k)
+    dq = grad_scores @ ka.astype(dtype, copy=False)  # (..., n_q, d_k)
+    dk = np.swapaxes(grad_scores, -1, -2) @ qa.astype(dtype, copy=False)  # (..., n_k, d_k)
     return (
         _reduce_to(dq, qa.shape).astype(qa.dtype, copy=False),
         _reduce_to(dk, ka.shape).astype(ka.dtype, copy=False),

@@ -36,14 +36,13 @@ shifted path.
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._checks import as_float_array, broadcast_batch, check_mask
-from .attention import _apply_mask, _check_qk, _check_scale, _check_v, _overflow_error, _scores_cannot_overflow
+from ._checks import as_float_array, as_int, broadcast_batch, check_mask, check_qk, check_scale, check_v
+from ._scores import apply_mask, check_no_overflow, scores_cannot_overflow
 from .attention import scaled_dot_product_attention
 from .tiles import Tile, choose_tile
 
@@ -64,18 +63,6 @@ class OnlineSoftmaxStep(NamedTuple):
     stop: int
     running_max: np.ndarray
     running_sum: np.ndarray
-
-
-def _block_size(block_size: object) -> int:
-    try:
-        size = operator.index(block_size)  # accepts int and numpy integers, not floats
-    except TypeError:
-        raise TypeError(
-            f"block_size must be an integer; got {type(block_size).__name__} {block_size!r}"
-        ) from None
-    if size < 1:
-        raise ValueError(f"block_size must be 1 or more; got {size}")
-    return size
 
 
 def _merge_max(m_old: np.ndarray, m_block: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -128,7 +115,7 @@ def online_softmax_steps(x: Any, block_size: int = DEFAULT_BLOCK_SIZE) -> list[O
     3 3.0 1.503215
     """
     arr = as_float_array(x, "x", min_ndim=1, layout="(..., n)", allow_neg_inf=True)
-    size = _block_size(block_size)
+    size = as_int(block_size, "block_size", minimum=1)
     m = np.full(arr.shape[:-1], -np.inf, dtype=arr.dtype)
     total = np.zeros(arr.shape[:-1], dtype=arr.dtype)
     steps = []
@@ -212,15 +199,15 @@ def blocked_attention(
     True
     """
     # The same checks, in the same order, as the reference.
-    qa, ka = _check_qk(q, k)
+    qa, ka = check_qk(q, k)
     batch = broadcast_batch({"q": qa, "k": ka})
-    factor = _check_scale(scale, qa.shape[-1])
+    factor = check_scale(scale, qa.shape[-1])
     n_q, n_k = qa.shape[-2], ka.shape[-2]
     scores_shape = (*batch, n_q, n_k)
     if mask is not None:
         mask = check_mask(mask, scores_shape)
-    va = _check_v(v, qa, ka)
-    side = None if block_size is None else _block_size(block_size)
+    va = check_v(v, qa, ka)
+    side = None if block_size is None else as_int(block_size, "block_size", minimum=1)
 
     d_k, d_v = qa.shape[-1], va.shape[-1]
     score_dtype = np.result_type(qa, ka)
@@ -235,14 +222,19 @@ def blocked_attention(
         views.append(np.broadcast_to(mask, (*lead, n_q, n_k)))
     tile = choose_tile(n_q, n_k, d_k, d_v, score_dtype.itemsize, heads=lead[-1], side=side)
     head_step = _HeadStep(
-        factor, is_causal, tile, checked=not _scores_cannot_overflow(qa, ka, factor),
-        shift_free=_shift_free(qa, ka, va, factor, mask), shapes=(qa.shape, ka.shape),
+        factor,
+        is_causal,
+        tile,
+        checked=not scores_cannot_overflow(qa, ka, factor),
+        shift_free=_shift_free(qa, ka, va, factor, mask),
+        shapes=(qa.shape, ka.shape),
         refuse=lambda: scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, scale=scale),
     )
     for outer in np.ndindex(*lead[:-1]):
         for h0 in range(0, lead[-1], tile.heads):
             heads = (*outer, slice(h0, h0 + tile.heads))
-            head_step.run(*(a[heads] for a in views[:3]), None if mask is None else views[3][heads], out[heads])
+            q_h, k_h, v_h = (a[heads] for a in views[:3])
+            head_step.run(q_h, k_h, v_h, None if mask is None else views[3][heads], out[heads])
     return out.reshape((*np.broadcast_shapes(batch, va.shape[:-2]), n_q, d_v))
 
 
@@ -294,20 +286,21 @@ class _HeadStep(NamedTuple):
                     acc *= rescale
                     acc += s @ v[..., j0:j1, :]
                 del s  # free this tile of scores before the next one is computed
+            assert total is not None and acc is not None  # n_seen >= 1: some tile of keys was seen
             # A query that saw no permitted key has total 0 and acc 0: output 0.
             total[total == 0] = 1
             np.divide(acc, total, out=out[..., i0:i1, :])
-
 
     def _mask_tile(self, s: np.ndarray, mask: np.ndarray | None, i0: int, i1: int, j0: int, j1: int) -> None:
         """Mask the tile of queries i0..i1-1 by keys j0..j1-1 in place."""
         # Keys past the diagonal of this tile: key j is allowed when j <= i.
         allowed = np.tri(i1 - i0, j1 - j0, i0 - j0, dtype=bool) if self.is_causal and j1 - 1 > i0 else None
         if mask is not None or allowed is not None:
-            _apply_mask(s, None if mask is None else mask[..., i0:i1, j0:j1], allowed)
+            apply_mask(s, None if mask is None else mask[..., i0:i1, j0:j1], allowed)
 
-    def _run_shift_free(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None,
-                        out: np.ndarray) -> None:
+    def _run_shift_free(
+        self, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None, out: np.ndarray
+    ) -> None:
         """:meth:`run` when every ``exp(score)`` is known to stay in range.
 
         The softmax does not change when every score of a row is shifted by
@@ -340,6 +333,7 @@ class _HeadStep(NamedTuple):
                 else:
                     acc += s @ v_ones
                 del s
+            assert acc is not None  # n_seen >= 1: some tile of keys was seen
             total = acc[..., d_v:]
             total[total == 0] = 1  # a query that saw no permitted key: output 0
             np.divide(acc[..., :d_v], total, out=out[..., i0:i1, :])
@@ -391,6 +385,5 @@ def _tile_scores(
         return q_block @ k_t
     with np.errstate(over="ignore", invalid="ignore"):
         s = q_block @ k_t
-    if s.size and not (np.isfinite(s.min()) and np.isfinite(s.max())):
-        raise _overflow_error(s.dtype, *shapes)
+    check_no_overflow(s, *shapes)
     return s

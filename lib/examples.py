@@ -50,9 +50,7 @@ def example_sentence(d_model: int = 4, seed: int = 0) -> tuple[tuple[str, ...], 
     return SENTENCE, np.stack([table[word] for word in SENTENCE])
 
 
-def example_projections(
-    d_model: int = 4, d_k: int = 3, d_v: int = 2, seed: int = 1
-) -> dict[str, np.ndarray]:
+def example_projections(d_model: int = 4, d_k: int = 3, d_v: int = 2, seed: int = 1) -> dict[str, np.ndarray]:
     """Reproducible projection matrices for the example sentence.
 
     Returns ``{"w_q": (d_model, d_k), "w_k": (d_model, d_k), "w_v": (d_model, d_v)}``

@@ -19,6 +19,9 @@ only inputs live here; every result comes from the library's attention.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import cast
+
 import numpy as np
 
 __all__ = [
@@ -38,14 +41,26 @@ LOOKUP_NAMES: tuple[str, ...] = ("apple", "banana", "cherry", "date")
 
 #: The features of the pronoun head, one coordinate each of a token vector.
 PRONOUN_FEATURES: tuple[str, ...] = (
-    "singular noun", "plural noun", "singular pronoun", "plural pronoun", "other word",
+    "singular noun",
+    "plural noun",
+    "singular pronoun",
+    "plural pronoun",
+    "other word",
 )
 
 #: Which feature each known word has; every other word is an "other word".
 PRONOUN_LEXICON: dict[str, str] = {
-    "cat": "singular noun", "dog": "singular noun", "mat": "singular noun", "girl": "singular noun",
-    "cats": "plural noun", "dogs": "plural noun", "mats": "plural noun", "girls": "plural noun",
-    "it": "singular pronoun", "she": "singular pronoun", "he": "singular pronoun",
+    "cat": "singular noun",
+    "dog": "singular noun",
+    "mat": "singular noun",
+    "girl": "singular noun",
+    "cats": "plural noun",
+    "dogs": "plural noun",
+    "mats": "plural noun",
+    "girls": "plural noun",
+    "it": "singular pronoun",
+    "she": "singular pronoun",
+    "he": "singular pronoun",
     "they": "plural pronoun",
 }
 
@@ -61,7 +76,7 @@ def _positive(name: str, value: float) -> float:
     return float(value)
 
 
-def _tokens(tokens: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+def _tokens(tokens: Sequence[str]) -> tuple[str, ...]:
     if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens) or len(tokens) == 0:
         raise ValueError(f"tokens must be a non-empty sequence of words (strings); got {tokens!r}")
     return tuple(tokens)
@@ -116,7 +131,7 @@ def lookup_query(*names: str, sharpness: float = 6.0) -> np.ndarray:
     if not names:
         raise ValueError("name at least one entry of the table")
     sharpness = _positive("sharpness", sharpness)
-    keys = lookup_table()["keys"]
+    keys = cast(np.ndarray, lookup_table()["keys"])
     rows = []
     for name in names:
         if name not in LOOKUP_NAMES:
@@ -235,9 +250,9 @@ def previous_token_head(
     n, v = len(tokens), len(vocab)
     x = np.concatenate([words, np.eye(n)], axis=1)
     w_q = np.zeros((v + n, n))
-    w_q[v + np.arange(1, n), np.arange(n - 1)] = sharpness   # position i -> unit vector i - 1
+    w_q[v + np.arange(1, n), np.arange(n - 1)] = sharpness  # position i -> unit vector i - 1
     w_k = np.zeros((v + n, n))
-    w_k[v + np.arange(n), np.arange(n)] = 1.0                # position j -> unit vector j
+    w_k[v + np.arange(n), np.arange(n)] = 1.0  # position j -> unit vector j
     w_v = np.zeros((v + n, v))
-    w_v[np.arange(v), np.arange(v)] = 1.0                    # the word part, unchanged
+    w_v[np.arange(v), np.arange(v)] = 1.0  # the word part, unchanged
     return {"tokens": tokens, "vocab": vocab, "x": x, "w_q": w_q, "w_k": w_k, "w_v": w_v}

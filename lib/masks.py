@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
+from ._checks import as_int
+
 __all__ = ["causal_mask"]
-
-
-def _size(n: object, name: str) -> int:
-    try:
-        value = operator.index(n)  # accepts int and numpy integers, not floats
-    except TypeError:
-        raise TypeError(f"{name} must be an integer; got {type(n).__name__} {n!r}") from None
-    if value < 0:
-        raise ValueError(f"{name} must be 0 or more; got {value}")
-    return value
 
 
 def causal_mask(n_q: int, n_k: int | None = None) -> np.ndarray:
@@ -46,6 +36,6 @@ def causal_mask(n_q: int, n_k: int | None = None) -> np.ndarray:
     array([[1, 0, 0, 0],
            [1, 1, 0, 0]])
     """
-    rows = _size(n_q, "n_q")
-    cols = rows if n_k is None else _size(n_k, "n_k")
+    rows = as_int(n_q, "n_q", minimum=0)
+    cols = rows if n_k is None else as_int(n_k, "n_k", minimum=0)
     return np.tri(rows, cols, dtype=bool)

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import numpy as np
 
-from ._checks import as_float_array
+from ._checks import as_float_array, as_int, same_width, weight_matrix
 from .attention import scaled_dot_product_attention
 
 __all__ = ["split_heads", "merge_heads", "multi_head_attention"]
-
-
-def _heads(n_heads: object) -> int:
-    try:
-        h = operator.index(n_heads)
-    except TypeError:
-        raise TypeError(f"n_heads must be an integer; got {type(n_heads).__name__} {n_heads!r}") from None
-    if h < 1:
-        raise ValueError(f"n_heads must be 1 or more; got {h}")
-    return h
 
 
 def split_heads(x: Any, n_heads: int) -> np.ndarray:
@@ -34,12 +23,10 @@ def split_heads(x: Any, n_heads: int) -> np.ndarray:
            [6., 7.]])
     """
     xa = as_float_array(x, "x", min_ndim=2, layout="(..., n, d_model)")
-    h = _heads(n_heads)
+    h = as_int(n_heads, "n_heads", minimum=1)
     width = xa.shape[-1]
     if width % h:
-        raise ValueError(
-            f"n_heads ({h}) must divide the width of x ({width}); x has shape {xa.shape}"
-        )
+        raise ValueError(f"n_heads ({h}) must divide the width of x ({width}); x has shape {xa.shape}")
     parts = xa.reshape(*xa.shape[:-1], h, width // h)
     return np.swapaxes(parts, -2, -3)
 
@@ -110,25 +97,19 @@ def multi_head_attention(
     """
     xa = as_float_array(x, "x", min_ndim=2, layout="(..., n_q, d_model)")
     kva = xa if x_kv is None else as_float_array(x_kv, "x_kv", min_ndim=2, layout="(..., n_k, d_model)")
-    h = _heads(n_heads)
+    h = as_int(n_heads, "n_heads", minimum=1)
     d_model = xa.shape[-1]
     if kva.shape[-1] != d_model:
         raise ValueError(
             f"x_kv must have the same width d_model as x: x has shape {xa.shape}, x_kv has shape {kva.shape}"
         )
     mats = {}
-    for name, w, rows in (("w_q", w_q, d_model), ("w_k", w_k, d_model), ("w_v", w_v, d_model)):
-        wa = as_float_array(w, name, min_ndim=2, layout="(d_model, width)")
-        if wa.ndim != 2 or wa.shape[0] != rows:
-            raise ValueError(f"{name} must have shape ({rows}, width) to match x of shape {xa.shape}; got shape {wa.shape}")
+    for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
+        wa = weight_matrix(w, name, xa.shape)
         if wa.shape[1] % h:
             raise ValueError(f"n_heads ({h}) must divide the width of {name}; {name} has shape {wa.shape}")
         mats[name] = wa
-    if mats["w_q"].shape[1] != mats["w_k"].shape[1]:
-        raise ValueError(
-            f"w_q and w_k must have the same width h*d_k: w_q has shape {mats['w_q'].shape}, "
-            f"w_k has shape {mats['w_k'].shape}"
-        )
+    same_width(mats["w_q"], mats["w_k"], "h*d_k")
     wo = as_float_array(w_o, "w_o", min_ndim=2, layout="(h*d_v, d_out)")
     if wo.ndim != 2 or wo.shape[0] != mats["w_v"].shape[1]:
         raise ValueError(
@@ -138,8 +119,6 @@ def multi_head_attention(
     q = split_heads(xa @ mats["w_q"], h)
     k = split_heads(kva @ mats["w_k"], h)
     v = split_heads(kva @ mats["w_v"], h)
-    heads, weights = scaled_dot_product_attention(
-        q, k, v, mask, is_causal=is_causal, return_weights=True
-    )
+    heads, weights = scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, return_weights=True)
     out = merge_heads(heads) @ wo
     return (out, weights) if return_weights else out

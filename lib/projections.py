@@ -6,14 +6,12 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import as_float_array
+from ._checks import as_float_array, same_width, weight_matrix
 
 __all__ = ["project_qkv"]
 
 
-def project_qkv(
-    x: Any, w_q: Any, w_k: Any, w_v: Any
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def project_qkv(x: Any, w_q: Any, w_k: Any, w_v: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Queries, keys and values ``Q = X W_Q``, ``K = X W_K``, ``V = X W_V``.
 
     Row i of ``X`` is token i, so row i of the results is ``q_i = x_i W_Q``,
@@ -42,19 +40,6 @@ def project_qkv(
     (array([[1., 2.]]), array([[2., 4.]]), array([[3.]]))
     """
     xa = as_float_array(x, "x", min_ndim=2, layout="(..., n, d_model)")
-    d_model = xa.shape[-1]
-    mats = {}
-    for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
-        wa = as_float_array(w, name, min_ndim=2, layout="(d_model, width)")
-        if wa.ndim != 2 or wa.shape[0] != d_model:
-            raise ValueError(
-                f"{name} must have shape (d_model, width) = ({d_model}, width) to match x of "
-                f"shape {xa.shape}; got shape {wa.shape}"
-            )
-        mats[name] = wa
-    if mats["w_q"].shape[1] != mats["w_k"].shape[1]:
-        raise ValueError(
-            f"w_q and w_k must have the same width d_k: w_q has shape {mats['w_q'].shape}, "
-            f"w_k has shape {mats['w_k'].shape}"
-        )
-    return xa @ mats["w_q"], xa @ mats["w_k"], xa @ mats["w_v"]
+    wq, wk, wv = (weight_matrix(w, name, xa.shape) for w, name in ((w_q, "w_q"), (w_k, "w_k"), (w_v, "w_v")))
+    same_width(wq, wk, "d_k")
+    return xa @ wq, xa @ wk, xa @ wv

@@ -40,8 +40,6 @@ def dot_product_scores(x: Any, y: Any | None = None) -> np.ndarray:
     xa = as_float_array(x, "x", min_ndim=2, layout="(..., n, d)")
     ya = xa if y is None else as_float_array(y, "y", min_ndim=2, layout="(..., m, d)")
     if xa.shape[-1] != ya.shape[-1]:
-        raise ValueError(
-            f"x and y must have the same vector width d: x has shape {xa.shape}, y has shape {ya.shape}"
-        )
+        raise ValueError(f"x and y must have the same vector width d: x has shape {xa.shape}, y has shape {ya.shape}")
     broadcast_batch({"x": xa, "y": ya})
     return xa @ np.swapaxes(ya, -1, -2)

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ._checks import as_float_array
+from ._scores import softmax_of_checked
 
 __all__ = ["softmax", "softmax_jacobian"]
 
@@ -45,7 +46,7 @@ def softmax(x: Any, axis: int = -1) -> np.ndarray:
     arr = as_float_array(x, "x", allow_neg_inf=True)
     if arr.ndim == 0:
         raise ValueError("x must have at least one dimension to take a softmax over; got shape ()")
-    return _softmax_of_checked(arr, axis, overwrite=False)
+    return softmax_of_checked(arr, axis, overwrite=False)
 
 
 def softmax_jacobian(weights: Any) -> np.ndarray:
@@ -81,27 +82,3 @@ def softmax_jacobian(weights: Any) -> np.ndarray:
     a = as_float_array(weights, "weights", min_ndim=1, layout="(..., n)")
     column = a[..., :, None]
     return column * np.eye(a.shape[-1], dtype=a.dtype) - column * a[..., None, :]
-
-
-def _softmax_of_checked(arr: np.ndarray, axis: int, *, overwrite: bool) -> np.ndarray:
-    """The work of :func:`softmax` on a float array already known to be valid.
-
-    With ``overwrite=True`` the weights are written into ``arr`` itself (its
-    caller owns it, e.g. a fresh score matrix), which saves allocating a
-    second array of the same size. Every step after the subtraction works in
-    place for the same reason.
-    """
-    if arr.shape[axis] == 0:
-        return arr if overwrite else arr.copy()
-    shift = np.max(arr, axis=axis, keepdims=True)
-    # A slice made only of -inf has no finite maximum; shifting it by 0 makes
-    # every exp exactly 0 instead of exp(-inf - -inf) = NaN.
-    shift[np.isneginf(shift)] = 0
-    weights = np.subtract(arr, shift, out=arr if overwrite else None)
-    np.exp(weights, out=weights)
-    total = weights.sum(axis=axis, keepdims=True)
-    # Only a slice of -inf sums to 0 (elsewhere the maximum contributes
-    # exp(0) = 1); its weights are all 0 and stay 0 when divided by 1.
-    total[total == 0] = 1
-    weights /= total
-    return weights

@@ -15,31 +15,65 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 __all__ = ["attention_diagram"]
 
 # Okabe-Ito colours (Okabe and Ito, "Color Universal Design"), light tints for box faces.
-_INPUT = "#BFE1F4"     # sky blue, tinted: the inputs Q, K, V and the output O
-_MATMUL = "#F5DDA6"    # orange, tinted: matrix products
-_SCALE = "#B3E0D3"     # bluish green, tinted: the scale
-_MASK = "#FFFFFF"      # white with a dashed edge: the optional mask
-_SOFTMAX = "#EBC7DC"   # reddish purple, tinted: the softmax
+_INPUT = "#BFE1F4"  # sky blue, tinted: the inputs Q, K, V and the output O
+_MATMUL = "#F5DDA6"  # orange, tinted: matrix products
+_SCALE = "#B3E0D3"  # bluish green, tinted: the scale
+_MASK = "#FFFFFF"  # white with a dashed edge: the optional mask
+_SOFTMAX = "#EBC7DC"  # reddish purple, tinted: the softmax
 _EDGE = "#222222"
+
 
 def _box(ax, x: float, y: float, text: str, face: str, *, width: float = 1.5, dashed: bool = False) -> None:
     """A rounded box of the given face colour centred on (x, y), with text inside."""
-    ax.add_patch(FancyBboxPatch(
-        (x - width / 2, y - 0.32), width, 0.64, boxstyle="round,pad=0.04,rounding_size=0.12",
-        facecolor=face, edgecolor=_EDGE, lw=1.6, linestyle="--" if dashed else "-",
-    ))
+    ax.add_patch(
+        FancyBboxPatch(
+            (x - width / 2, y - 0.32),
+            width,
+            0.64,
+            boxstyle="round,pad=0.04,rounding_size=0.12",
+            facecolor=face,
+            edgecolor=_EDGE,
+            lw=1.6,
+            linestyle="--" if dashed else "-",
+        )
+    )
     ax.text(x, y, text, ha="center", va="center", fontsize=12, color="black")
 
 
-def _arrow(ax, start: tuple[float, float], end: tuple[float, float], label: str = "", *,
-           above: bool = True, dashed: bool = False) -> None:
+def _arrow(
+    ax,
+    start: tuple[float, float],
+    end: tuple[float, float],
+    label: str = "",
+    *,
+    above: bool = True,
+    dashed: bool = False,
+) -> None:
     """An arrow from start to end, with an optional label above (or below) its middle."""
-    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=16, lw=1.6,
-                                 color=_EDGE, linestyle="--" if dashed else "-", shrinkA=0, shrinkB=0))
+    ax.add_patch(
+        FancyArrowPatch(
+            start,
+            end,
+            arrowstyle="-|>",
+            mutation_scale=16,
+            lw=1.6,
+            color=_EDGE,
+            linestyle="--" if dashed else "-",
+            shrinkA=0,
+            shrinkB=0,
+        )
+    )
     if label:
         x, y = (start[0] + end[0]) / 2, (start[1] + end[1]) / 2
-        ax.text(x, y + (0.12 if above else -0.12), label, ha="center", va="bottom" if above else "top",
-                fontsize=10.5, color="black")
+        ax.text(
+            x,
+            y + (0.12 if above else -0.12),
+            label,
+            ha="center",
+            va="bottom" if above else "top",
+            fontsize=10.5,
+            color="black",
+        )
 
 
 def attention_diagram() -> Figure:
@@ -64,9 +98,9 @@ def attention_diagram() -> Figure:
     ax.set_ylim(-1.0, 3.0)
     ax.axis("off")
 
-    row = 1.0                                  # the main line of steps
+    row = 1.0  # the main line of steps
     xs = {"matmul1": 2.6, "scale": 5.4, "mask": 8.2, "softmax": 11.0, "matmul2": 13.9}
-    half = 0.75                                # half the width of a step's box
+    half = 0.75  # half the width of a step's box
 
     # The inputs Q and K come in from the left, V from above the second MatMul.
     _box(ax, 0.45, 2.3, "Q\n(n_q, d_k)", _INPUT, width=1.4)
@@ -91,11 +125,17 @@ def attention_diagram() -> Figure:
 
     # The mask may be skipped: a dashed bypass below the Mask box.
     low = row - 0.75
-    ax.plot([xs["scale"], xs["scale"], xs["softmax"]], [row - 0.36, low, low],
-            color=_EDGE, lw=1.4, linestyle="--")
+    ax.plot([xs["scale"], xs["scale"], xs["softmax"]], [row - 0.36, low, low], color=_EDGE, lw=1.4, linestyle="--")
     _arrow(ax, (xs["softmax"], low), (xs["softmax"], row - 0.36), dashed=True)
-    ax.text(xs["mask"], low - 0.08, "no mask: S goes straight to the softmax", ha="center", va="top",
-            fontsize=10, color="black")
+    ax.text(
+        xs["mask"],
+        low - 0.08,
+        "no mask: S goes straight to the softmax",
+        ha="center",
+        va="top",
+        fontsize=10,
+        color="black",
+    )
 
     _box(ax, xs["matmul2"], 2.4, "V\n(n_k, d_v)", _INPUT, width=1.4)
     _arrow(ax, (xs["matmul2"], 2.4 - 0.36), (xs["matmul2"], row + 0.36))

@@ -47,7 +47,7 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import matplotlib
 import matplotlib.style
@@ -74,8 +74,10 @@ STYLE: dict[str, Any] = {
 }
 
 # Read by screen readers (announced on each change), not shown.
-_HIDDEN = ("position:absolute;width:1px;height:1px;margin:-1px;padding:0;overflow:hidden;"
-           "clip:rect(0,0,0,0);white-space:nowrap;border:0")
+_HIDDEN = (
+    "position:absolute;width:1px;height:1px;margin:-1px;padding:0;overflow:hidden;"
+    "clip:rect(0,0,0,0);white-space:nowrap;border:0"
+)
 
 # Swaps the precomputed image for the controls' setting; nothing else.
 _SCRIPT = """
@@ -126,12 +128,11 @@ def _compact_png(png: bytes) -> bytes:
     return out.getvalue()
 
 
-def _labels(control: Slider | Choice) -> list[str]:
+def _labels(control: _ListControl) -> list[str]:
     if control.names is None:
         return [control.fmt.format(v) for v in control.values]
     if len(control.names) != len(control.values):
-        raise ValueError(f"control {control.name!r} has {len(control.values)} values "
-                         f"but {len(control.names)} names")
+        raise ValueError(f"control {control.name!r} has {len(control.values)} values but {len(control.names)} names")
     return [str(n) for n in control.names]
 
 
@@ -196,8 +197,14 @@ class Explorer:
     figure's size in inches (at 100 dots per inch).
     """
 
-    def __init__(self, name: str, draw: Callable[..., str], *controls: Control,
-                 size: tuple[float, float] = (6.4, 4.0), label: str = "") -> None:
+    def __init__(
+        self,
+        name: str,
+        draw: Callable[..., str],
+        *controls: Control,
+        size: tuple[float, float] = (6.4, 4.0),
+        label: str = "",
+    ) -> None:
         if not name or not name.replace("-", "").isalnum():
             raise ValueError(f"an explorer's name must be letters, digits and '-'; got {name!r}")
         if not controls:
@@ -210,13 +217,17 @@ class Explorer:
                 raise ValueError(f"explorer {name!r}: control {c.name!r} has no values")
             c.labels()  # names, if given, must match the values
             if c.value is not None and c.value not in c.options():
-                raise ValueError(f"explorer {name!r}: the start value {c.value!r} of control "
-                                 f"{c.name!r} is not one of its values {c.options()}")
+                raise ValueError(
+                    f"explorer {name!r}: the start value {c.value!r} of control "
+                    f"{c.name!r} is not one of its values {c.options()}"
+                )
         self.name, self.draw, self.controls = name, draw, tuple(controls)
         self.size, self.label = size, label or name
         if self.state_count() > MAX_STATES:
-            raise ValueError(f"explorer {name!r} has {self.state_count()} settings; at most "
-                             f"{MAX_STATES} are precomputed for the static page: use fewer values")
+            raise ValueError(
+                f"explorer {name!r} has {self.state_count()} settings; at most "
+                f"{MAX_STATES} are precomputed for the static page: use fewer values"
+            )
 
     # ------------------------------------------------------------------ states
 
@@ -249,7 +260,7 @@ class Explorer:
     def render(self, **setting: Any) -> tuple[bytes, str]:
         """The PNG bytes and alt text of the figure for one setting."""
         full = {**self.start(), **setting}
-        with matplotlib.style.context("default"), matplotlib.rc_context(STYLE):
+        with matplotlib.style.context("default"), matplotlib.rc_context(cast(Any, STYLE)):
             fig = Figure(figsize=self.size, layout="constrained")
             FigureCanvasAgg(fig)
             alt = self.draw(fig, **full)
@@ -278,10 +289,11 @@ class Explorer:
             f'role="group" aria-label="{label}">'
             f'<div class="explorer-controls" style="display:flex;flex-wrap:wrap;gap:0.5em 2em;'
             f'align-items:center;margin-bottom:0.5em">{"".join(rows)}</div>'
-            f'<img class="explorer-figure" style="max-width:100%;height:auto" src="data:image/png;base64,{first["png"]}" '
+            f'<img class="explorer-figure" style="max-width:100%;height:auto" '
+            f'src="data:image/png;base64,{first["png"]}" '
             f'alt="{html.escape(first["alt"])}" data-state="{start_key}">'
             f'<p class="explorer-status" role="status" aria-live="polite" style="{_HIDDEN}">'
-            f'{html.escape(first["alt"])}</p>'
+            f"{html.escape(first['alt'])}</p>"
             f'<script type="application/json" class="explorer-states">{payload}</script>'
             f"<script>{_SCRIPT}</script></div>"
         )
@@ -291,8 +303,10 @@ class Explorer:
         label = html.escape(c.label)
         if isinstance(c, Toggle):
             checked = " checked" if index else ""
-            return (f'<span class="explorer-control"><input type="checkbox" id="{ident}" '
-                    f'data-control="{c.name}"{checked}> <label for="{ident}">{label}</label></span>')
+            return (
+                f'<span class="explorer-control"><input type="checkbox" id="{ident}" '
+                f'data-control="{c.name}"{checked}> <label for="{ident}">{label}</label></span>'
+            )
         labels = c.labels()
         if isinstance(c, Slider):
             return (
@@ -304,11 +318,12 @@ class Explorer:
                 f'<output for="{ident}">{html.escape(labels[index])}</output></span>'
             )
         options = "".join(
-            f'<option{" selected" if i == index else ""}>{html.escape(text)}</option>'
-            for i, text in enumerate(labels)
+            f"<option{' selected' if i == index else ''}>{html.escape(text)}</option>" for i, text in enumerate(labels)
         )
-        return (f'<span class="explorer-control"><label for="{ident}">{label}</label> '
-                f'<select id="{ident}" data-control="{c.name}">{options}</select></span>')
+        return (
+            f'<span class="explorer-control"><label for="{ident}">{label}</label> '
+            f'<select id="{ident}" data-control="{c.name}">{options}</select></span>'
+        )
 
     # ------------------------------------------------------------------ live widgets
 

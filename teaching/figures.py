@@ -69,8 +69,9 @@ def heatmap(
                     continue
                 rgba = cmap(norm(m[i, j]))
                 light = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2] > 0.5
-                ax.text(j, i, fmt.format(m[i, j]), ha="center", va="center", fontsize=8,
-                        color="black" if light else "white")
+                ax.text(
+                    j, i, fmt.format(m[i, j]), ha="center", va="center", fontsize=8, color="black" if light else "white"
+                )
     if colorbar:
         ax.figure.colorbar(image, ax=ax, shrink=0.8)
     return ax

@@ -52,7 +52,7 @@ def load_quiz(path: str | Path) -> list[dict]:
     answer is a ``value`` (with the question's ``precision``) or a ``range``.
     """
     data = _read(path)
-    _need(isinstance(data, list) and data, str(path), "must be a non-empty list of questions")
+    _need(isinstance(data, list) and bool(data), str(path), "must be a non-empty list of questions")
     for n, q in enumerate(data, 1):
         where = f"{path}, question {n}"
         _need(isinstance(q, dict), where, "must be an object")
@@ -66,12 +66,20 @@ def load_quiz(path: str | Path) -> list[dict]:
             _need(isinstance(a.get("correct"), bool), f"{where}, answer {m}", "needs correct: true or false")
             if q["type"] == "numeric":
                 kind = a.get("type")
-                _need(kind in ("value", "range", "default"), f"{where}, answer {m}", "numeric answers are of type value, range or default")
+                _need(
+                    kind in ("value", "range", "default"),
+                    f"{where}, answer {m}",
+                    "numeric answers are of type value, range or default",
+                )
                 if kind == "value":
                     _need(isinstance(a.get("value"), (int, float)), f"{where}, answer {m}", "needs a numeric value")
                 if kind == "range":
                     r = a.get("range")
-                    _need(isinstance(r, list) and len(r) == 2 and r[0] <= r[1], f"{where}, answer {m}", "range must be [low, high]")
+                    _need(
+                        isinstance(r, list) and len(r) == 2 and r[0] <= r[1],
+                        f"{where}, answer {m}",
+                        "range must be [low, high]",
+                    )
             else:
                 _need(bool(str(a.get("answer", "")).strip()), f"{where}, answer {m}", "has no answer text")
         _need(any(a["correct"] for a in answers), where, "has no correct answer")
@@ -79,15 +87,18 @@ def load_quiz(path: str | Path) -> list[dict]:
             # jupyterquiz rounds to this many significant digits with JavaScript's
             # toPrecision, which throws for 0: the question could never be answered.
             p = q["precision"]
-            _need(isinstance(p, int) and not isinstance(p, bool) and 1 <= p <= 21, where,
-                  f"precision is a number of significant digits, 1 to 21; got {p!r}")
+            _need(
+                isinstance(p, int) and not isinstance(p, bool) and 1 <= p <= 21,
+                where,
+                f"precision is a number of significant digits, 1 to 21; got {p!r}",
+            )
     return data
 
 
 def load_cards(path: str | Path) -> list[dict]:
     """Read and check a jupytercards file: a list of cards with front and back."""
     data = _read(path)
-    _need(isinstance(data, list) and data, str(path), "must be a non-empty list of cards")
+    _need(isinstance(data, list) and bool(data), str(path), "must be a non-empty list of cards")
     for n, card in enumerate(data, 1):
         where = f"{path}, card {n}"
         _need(isinstance(card, dict), where, "must be an object")
@@ -113,5 +124,6 @@ def show_cards(path: str | Path, **options: Any) -> None:
     """Check the flashcard file, then display the deck."""
     from jupytercards import display_flashcards
 
-    display_flashcards(load_cards(path), **{"front_colors": CARD_FRONT_COLORS,
-                                            "back_colors": CARD_BACK_COLORS, **options})
+    display_flashcards(
+        load_cards(path), **{"front_colors": CARD_FRONT_COLORS, "back_colors": CARD_BACK_COLORS, **options}
+    )

@@ -73,9 +73,7 @@ def book_pages() -> list[str]:
     if not HTML.is_dir():
         return []
     return sorted(
-        p.relative_to(HTML).as_posix()
-        for p in HTML.rglob("*.html")
-        if p.relative_to(HTML).parts[0] not in NOT_PAGES
+        p.relative_to(HTML).as_posix() for p in HTML.rglob("*.html") if p.relative_to(HTML).parts[0] not in NOT_PAGES
     )
 
 
@@ -202,9 +200,7 @@ class BookBrowser:
         self.server = server
         self._pw = sync_playwright().start()
         try:
-            self.browser = self._pw.chromium.launch(
-                executable_path=executable, headless=True, args=CHROMIUM_FLAGS
-            )
+            self.browser = self._pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
         except Exception:
             self._pw.stop()
             raise
@@ -238,16 +234,14 @@ class BookBrowser:
         self.current = log
         page.on(
             "console",
-            lambda m: log.console_errors.append(f"{m.text} ({m.location.get('url', '')})")
-            if m.type == "error"
-            else None,
+            lambda m: (
+                log.console_errors.append(f"{m.text} ({m.location.get('url', '')})") if m.type == "error" else None
+            ),
         )
         page.on("pageerror", lambda e: log.page_errors.append(str(e)))
         page.on(
             "requestfailed",
-            lambda r: None
-            if r.url in log.blocked
-            else log.failed_requests.append(f"{r.url}: {r.failure}"),
+            lambda r: None if r.url in log.blocked else log.failed_requests.append(f"{r.url}: {r.failure}"),
         )
         page.on(
             "response",
@@ -338,7 +332,7 @@ class _Anchors(HTMLParser):
                 self.anchors.add(value)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def anchors_of(path: Path) -> frozenset[str]:
     parser = _Anchors()
     parser.feed(path.read_text(encoding="utf-8", errors="replace"))
@@ -382,8 +376,7 @@ def read_json(path: Path) -> Any:
 def site_server() -> Iterator[SiteServer]:
     if not (HTML / "index.html").is_file():
         pytest.fail(
-            "_build/html/index.html does not exist: build the book first "
-            "(`./course test` builds it, then runs pytest)."
+            "_build/html/index.html does not exist: build the book first (`./course test` builds it, then runs pytest)."
         )
     with SiteServer(HTML) as server:
         yield server
@@ -474,6 +467,4 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         )
         shots = sorted(p.name for p in SCREENSHOTS.glob("*.png")) if SCREENSHOTS.is_dir() else []
         if shots:
-            terminalreporter.write_line(
-                f"screenshots in {SCREENSHOTS.relative_to(ROOT)}/: {', '.join(shots)}"
-            )
+            terminalreporter.write_line(f"screenshots in {SCREENSHOTS.relative_to(ROOT)}/: {', '.join(shots)}")

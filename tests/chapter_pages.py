@@ -74,8 +74,9 @@ class Page:
         parser = _Regions()
         parser.feed(built_page(relative))
         # Quizzes and flashcards are outputs too, but hold data files, not computed numbers.
-        self.outputs = [_join_pieces(o) for o in parser.outputs
-                        if "createCards" not in o and "jq-multiple-choice-bg" not in o]
+        self.outputs = [
+            _join_pieces(o) for o in parser.outputs if "createCards" not in o and "jq-multiple-choice-bg" not in o
+        ]
         self.inputs = "".join(parser.text["input"])
         self.notes = " ".join("".join(parser.text["admonition"]).split())
         self.prose = " ".join("".join(parser.text["other"]).split())
@@ -103,6 +104,6 @@ def assert_printed(printed: list[float], expected, decimals: int) -> None:
     """Each printed number is the expected value rounded to ``decimals`` places."""
     expected = [float(e) for e in expected]
     assert len(printed) == len(expected), f"printed {printed}, expected {len(expected)} numbers {expected}"
-    tolerance = 0.5 * 10.0 ** -decimals + 1e-9
+    tolerance = 0.5 * 10.0**-decimals + 1e-9
     for p, e in zip(printed, expected):
         assert abs(p - e) <= tolerance, f"printed {p}, but the independent value is {e}"

@@ -1,8 +1,6 @@
 from hypothesis import HealthCheck, settings
 
-settings.register_profile(
-    "course", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+settings.register_profile("course", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("course")
 
 # Browser tests (tests/test_browser_*.py): fixtures and their closing summary live in tests/browser.py.

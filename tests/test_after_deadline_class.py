@@ -19,12 +19,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fixtures.class_grading.builder import Builder
 from test_class_grading import LIMITS, needs_sandbox, quiet
 
 from classgrader import cli, item_analysis, late
 from classgrader.grade import Settings
 from classgrader.runner import grade_class
+from sample_submissions import Builder
 
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "hw2_stable_softmax"

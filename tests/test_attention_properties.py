@@ -20,7 +20,9 @@ def test_matches_an_independent_pure_python_attention(case, data):
     mask = data.draw(bool_masks((case.n_q, case.n_k)))
     out, w = lib.scaled_dot_product_attention(case.q, case.k, case.v, mask, return_weights=True)
     ref_out, ref_w = naive_attention(
-        case.q.astype(float).tolist(), case.k.astype(float).tolist(), case.v.astype(float).tolist(),
+        case.q.astype(float).tolist(),
+        case.k.astype(float).tolist(),
+        case.v.astype(float).tolist(),
         allowed=mask.tolist(),
     )
     close(w, ref_w, case.q.dtype)

@@ -47,8 +47,7 @@ def check_against_finite_differences(q, k, v, mask=None, **kw):
     dq, dk, dv = lib.attention_backward(q, k, v, g, mask, **kw)
     for name, analytic, x in (("dq", dq, q), ("dk", dk, k), ("dv", dv, v)):
         scale = max(1.0, float(np.abs(analytic).max(initial=0.0)))
-        np.testing.assert_allclose(analytic, numerical_gradient(loss, x), rtol=RTOL, atol=ATOL * scale,
-                                   err_msg=name)
+        np.testing.assert_allclose(analytic, numerical_gradient(loss, x), rtol=RTOL, atol=ATOL * scale, err_msg=name)
 
 
 @settings(max_examples=40, deadline=None)
@@ -74,10 +73,9 @@ def test_gradients_match_finite_differences_with_a_float_mask_and_a_scale(case, 
 @settings(max_examples=20, deadline=None)
 @given(attention_cases(dtype=np.float64, batch=(3,)), st.booleans())
 def test_broadcast_inputs_get_gradients_summed_over_the_broadcast_dimension(case, causal):
-    for k, v in ((case.k[0], case.v[0]), (case.k[:1], case.v[:1])):   # no batch axis; a batch axis of 1
+    for k, v in ((case.k[0], case.v[0]), (case.k[:1], case.v[:1])):  # no batch axis; a batch axis of 1
         check_against_finite_differences(case.q, k, v, is_causal=causal)
-        dq, dk, dv = lib.attention_backward(case.q, k, v, np.ones(case.q.shape[:-1] + (v.shape[-1],)),
-                                            is_causal=causal)
+        dq, dk, dv = lib.attention_backward(case.q, k, v, np.ones(case.q.shape[:-1] + (v.shape[-1],)), is_causal=causal)
         assert dq.shape == case.q.shape and dk.shape == k.shape and dv.shape == v.shape
 
 
@@ -104,12 +102,12 @@ def test_softmax_backward_ignores_a_constant_added_to_the_incoming_gradient(s, c
 @given(attention_cases(), st.data())
 def test_fully_masked_rows_and_masked_keys_get_zero_gradient(case, data):
     mask = data.draw(bool_masks(case.q.shape[:-2] + (case.n_q, case.n_k)))
-    mask[..., 0, :] = False                               # query 0 may attend to nothing
+    mask[..., 0, :] = False  # query 0 may attend to nothing
     g = np.ones(case.q.shape[:-1] + (case.v.shape[-1],), dtype=case.q.dtype)
     dq, dk, dv = lib.attention_backward(case.q, case.k, case.v, g, mask)
     assert np.isfinite(dq).all() and np.isfinite(dk).all() and np.isfinite(dv).all()
     assert (dq[..., 0, :] == 0).all()
-    never_read = ~mask.any(axis=-2)                        # keys no query may attend to
+    never_read = ~mask.any(axis=-2)  # keys no query may attend to
     assert (dv[never_read] == 0).all() and (dk[never_read] == 0).all()
 
 
@@ -117,8 +115,7 @@ def test_fully_masked_rows_and_masked_keys_get_zero_gradient(case, data):
 def test_float32_stays_float32_and_agrees_with_float64(case, causal):
     g = np.ones(case.q.shape[:-1] + (case.v.shape[-1],), dtype=np.float32)
     grads32 = lib.attention_backward(case.q, case.k, case.v, g, is_causal=causal)
-    grads64 = lib.attention_backward(*(a.astype(np.float64) for a in (case.q, case.k, case.v, g)),
-                                     is_causal=causal)
+    grads64 = lib.attention_backward(*(a.astype(np.float64) for a in (case.q, case.k, case.v, g)), is_causal=causal)
     for g32, g64 in zip(grads32, grads64):
         assert g32.dtype == np.float32
         np.testing.assert_allclose(g32, g64, rtol=1e-3, atol=1e-3 * max(1.0, float(np.abs(g64).max())))
@@ -135,16 +132,26 @@ def test_seed_toy_example_by_hand():
 @pytest.mark.parametrize(
     ("call", "words"),
     [
-        (lambda: lib.attention_backward(np.ones((2, 3)), np.ones((4, 3)), np.ones((4, 5)), np.ones((2, 4))),
-         r"grad_out must have the shape of the output \(2, 5\).*got shape \(2, 4\)"),
-        (lambda: lib.attention_backward(np.ones((2, 3)), np.ones((4, 2)), np.ones((4, 5)), np.ones((2, 5))),
-         r"d_k of q \(3\) must equal d_k of k \(2\)"),
-        (lambda: lib.attention_backward(np.ones((2, 3)), np.ones((4, 3)), np.ones((4, 5)), np.full((2, 5), np.nan)),
-         r"grad_out must be finite"),
-        (lambda: lib.softmax_backward(np.ones((2, 3)) / 3, np.ones((3, 2))),
-         r"grad_weights must have the shape of weights \(2, 3\); got shape \(3, 2\)"),
-        (lambda: lib.softmax_backward(np.ones(3) / 3, np.ones(3), axis=1),
-         r"axis 1 is out of range for weights of shape \(3,\)"),
+        (
+            lambda: lib.attention_backward(np.ones((2, 3)), np.ones((4, 3)), np.ones((4, 5)), np.ones((2, 4))),
+            r"grad_out must have the shape of the output \(2, 5\).*got shape \(2, 4\)",
+        ),
+        (
+            lambda: lib.attention_backward(np.ones((2, 3)), np.ones((4, 2)), np.ones((4, 5)), np.ones((2, 5))),
+            r"d_k of q \(3\) must equal d_k of k \(2\)",
+        ),
+        (
+            lambda: lib.attention_backward(np.ones((2, 3)), np.ones((4, 3)), np.ones((4, 5)), np.full((2, 5), np.nan)),
+            r"grad_out must be finite",
+        ),
+        (
+            lambda: lib.softmax_backward(np.ones((2, 3)) / 3, np.ones((3, 2))),
+            r"grad_weights must have the shape of weights \(2, 3\); got shape \(3, 2\)",
+        ),
+        (
+            lambda: lib.softmax_backward(np.ones(3) / 3, np.ones(3), axis=1),
+            r"axis 1 is out of range for weights of shape \(3,\)",
+        ),
     ],
 )
 def test_bad_input_gets_a_clear_error(call, words):

@@ -55,7 +55,10 @@ def masks_for(draw, case):
 def test_blocked_equals_the_reference(case, data):
     mask = data.draw(masks_for(case))
     assert_same_as_reference(
-        case.q, case.k, case.v, mask,
+        case.q,
+        case.k,
+        case.v,
+        mask,
         is_causal=data.draw(st.booleans()),
         scale=data.draw(st.none() | st.floats(0.05, 3.0)),
         block_size=data.draw(st.integers(1, 8)),
@@ -68,7 +71,9 @@ def test_block_size_of_one_equal_to_n_k_and_larger_than_n_k(case, causal):
         assert_same_as_reference(case.q, case.k, case.v, is_causal=causal, block_size=size)
 
 
-@given(st.sampled_from([np.float32, np.float64]), st.integers(1, 40), st.integers(1, 40), st.integers(1, 17), st.booleans())
+@given(
+    st.sampled_from([np.float32, np.float64]), st.integers(1, 40), st.integers(1, 40), st.integers(1, 17), st.booleans()
+)
 def test_longer_sequences_with_ragged_last_blocks(dtype, n_q, n_k, size, causal):
     rng = np.random.default_rng(n_q * 1000 + n_k)
     q, k, v = (rng.normal(size=(2, n, 5)).astype(dtype) for n in (n_q, n_k, n_k))
@@ -99,8 +104,14 @@ def test_the_shifted_path_equals_the_reference_where_the_shift_free_one_would_ru
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(lib.blocked._HeadStep, "run", shifted)
-        assert_same_as_reference(case.q, case.k, case.v, data.draw(masks_for(case)),
-                                 is_causal=data.draw(st.booleans()), block_size=data.draw(st.integers(1, 5)))
+        assert_same_as_reference(
+            case.q,
+            case.k,
+            case.v,
+            data.draw(masks_for(case)),
+            is_causal=data.draw(st.booleans()),
+            block_size=data.draw(st.integers(1, 5)),
+        )
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -234,10 +245,12 @@ def test_bad_input_gets_the_reference_s_error(args, kwargs, block_size):
 
 @pytest.mark.parametrize(
     "size, error, words",
-    [(0, ValueError, "block_size must be 1 or more; got 0"),
-     (-3, ValueError, "block_size must be 1 or more; got -3"),
-     (2.5, TypeError, "block_size must be an integer; got float 2.5"),
-     ("8", TypeError, "block_size must be an integer; got str '8'")],
+    [
+        (0, ValueError, "block_size must be 1 or more; got 0"),
+        (-3, ValueError, "block_size must be 1 or more; got -3"),
+        (2.5, TypeError, "block_size must be an integer; got float 2.5"),
+        ("8", TypeError, "block_size must be an integer; got str '8'"),
+    ],
 )
 def test_bad_block_size_is_named(size, error, words):
     with pytest.raises(error, match=words.replace(".", r"\.")):
@@ -336,9 +349,26 @@ RESULTS = ROOT / "benchmarks" / "results" / "attention_speed_memory.json"
 def test_the_benchmark_script_runs_and_writes_what_the_chapter_reads(tmp_path):
     out = tmp_path / "results.json"
     done = subprocess.run(
-        [sys.executable, str(BENCHMARK), "--repeats", "2", "--speed-shape", "2", "64", "8",
-         "--memory-sizes", "128", "2048", "--output", str(out)],
-        cwd=tmp_path, capture_output=True, text=True, check=True, timeout=300,
+        [
+            sys.executable,
+            str(BENCHMARK),
+            "--repeats",
+            "2",
+            "--speed-shape",
+            "2",
+            "64",
+            "8",
+            "--memory-sizes",
+            "128",
+            "2048",
+            "--output",
+            str(out),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
     )
     data = json.loads(out.read_text())
     assert "blocked / reference extra memory" in done.stdout
@@ -370,7 +400,8 @@ def test_the_committed_benchmark_results_meet_the_targets():
     assert ref["traced_extra_bytes"] >= 16384**2 * 4  # the 1 GiB score matrix
     assert blk["traced_extra_bytes"] <= ref["traced_extra_bytes"] / 16
     assert memory["summary"]["16384"]["blocked_over_reference_extra_memory"] == pytest.approx(
-        blk["traced_extra_bytes"] / ref["traced_extra_bytes"])
+        blk["traced_extra_bytes"] / ref["traced_extra_bytes"]
+    )
     # The machine's caches and the tile chosen from them are recorded.
     machine = data["machine"]
     assert machine["caches"] and all(size > 0 for size in machine["caches"].values())
@@ -396,8 +427,10 @@ def fake_sysfs(root: Path, entries: list[tuple[str, str, str]]) -> Path:
 
 
 def test_cache_sizes_are_read_from_sysfs(tmp_path):
-    root = fake_sysfs(tmp_path / "cache", [("1", "Data", "48K"), ("1", "Instruction", "32K"),
-                                           ("2", "Unified", "2048K"), ("3", "Unified", "260M")])
+    root = fake_sysfs(
+        tmp_path / "cache",
+        [("1", "Data", "48K"), ("1", "Instruction", "32K"), ("2", "Unified", "2048K"), ("3", "Unified", "260M")],
+    )
     sizes = lib.tiles.cache_sizes(root)
     assert sizes["L1d"] == 48 * 1024 and sizes["L2"] == 2 * 2**20 and sizes["L3"] == 260 * 2**20
 
@@ -410,8 +443,15 @@ def test_an_unreported_l2_falls_back_to_the_default(monkeypatch):
         lib.tiles.tile_budget_bytes(0)
 
 
-@given(st.integers(1, 5000), st.integers(1, 5000), st.integers(1, 256), st.integers(1, 256),
-       st.sampled_from([4, 8]), st.integers(1, 64), st.integers(2**14, 2**24))
+@given(
+    st.integers(1, 5000),
+    st.integers(1, 5000),
+    st.integers(1, 256),
+    st.integers(1, 256),
+    st.sampled_from([4, 8]),
+    st.integers(1, 64),
+    st.integers(2**14, 2**24),
+)
 def test_the_chosen_tile_fits_the_budget(n_q, n_k, d_k, d_v, itemsize, heads, budget):
     tile = lib.tiles.choose_tile(n_q, n_k, d_k, d_v, itemsize, heads=heads, budget_bytes=budget)
     assert 1 <= tile.rows <= n_q and 1 <= tile.cols <= n_k and 1 <= tile.heads <= heads

@@ -58,7 +58,8 @@ def dark_page(book_browser):
     def _open(path: str):
         page, log = book_browser.open(context, path)
         assert page.evaluate("document.documentElement.dataset.theme") == "dark", (
-            "the theme did not switch to dark for a reader whose system prefers it")
+            "the theme did not switch to dark for a reader whose system prefers it"
+        )
         return page, log
 
     try:

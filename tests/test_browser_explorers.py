@@ -46,7 +46,7 @@ PAGES = {
 # --------------------------------------------------------------------------- the chapters' explorers
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def explorer_and_inputs(name: str) -> tuple[Explorer, dict[str, Any]]:
     """Run a chapter's code cells, as the build does, up to the cell that shows explorer ``name``.
 
@@ -120,7 +120,8 @@ def check_stretch(ns: dict[str, Any], setting: dict[str, Any], alt: str) -> None
     a = softmax(setting["c"] * s)
     jac = np.diag(a) - np.outer(a, a)
     largest, entropy, size = re.search(
-        r"largest weight (\S+), entropy (\S+), Frobenius norm of the Jacobian (\S+)\.$", alt).groups()
+        r"largest weight (\S+), entropy (\S+), Frobenius norm of the Jacobian (\S+)\.$", alt
+    ).groups()
     assert near(largest, a.max(), 2), alt
     assert near(entropy, -(a[a > 0] * np.log(a[a > 0])).sum(), 2), alt
     assert near(size, np.sqrt((jac**2).sum()), 3), alt
@@ -240,7 +241,8 @@ def assert_shows(explorer: Explorer, ns: dict[str, Any], shown: dict[str, Any]) 
     png, alt = explorer.render(**setting)
     assert shown["state"] == explorer.key(**setting)
     assert shown["src"] == "data:image/png;base64," + base64.b64encode(png).decode("ascii"), (
-        f"{explorer.name}: the image on the page is not the one drawn with lib for {setting}")
+        f"{explorer.name}: the image on the page is not the one drawn with lib for {setting}"
+    )
     assert shown["alt"] == alt and shown["status"] == alt
     CHECKS[explorer.name](ns, setting, alt)
 
@@ -274,8 +276,10 @@ def test_explorer_follows_every_control(open_page, name):
                 key = "ArrowLeft" if key == "ArrowRight" else "ArrowUp"
             page.keyboard.press(key)
             expected = before + (1 if key in ("ArrowRight", "ArrowDown") else -1)
-        page.wait_for_function("([b, p, v]) => Number(b.querySelector('img').dataset.state.split('-')[p]) === v",
-                               arg=[handle, position, expected])
+        page.wait_for_function(
+            "([b, p, v]) => Number(b.querySelector('img').dataset.state.split('-')[p]) === v",
+            arg=[handle, position, expected],
+        )
         assert_shows(explorer, ns, page.evaluate(SHOWN_JS, handle))
         # By setting the value: the last, then the first value.
         for index in (count - 1, 0):
@@ -300,7 +304,7 @@ def test_chapter_claims_about_stretching_hold():
     for c in (0.25, 0.5, 1, 2, 4, 8, 16, 32):
         a = softmax(c * s)
         stats[c] = (a.max(), -(a[a > 0] * np.log(a[a > 0])).sum(), np.linalg.norm(np.diag(a) - np.outer(a, a)))
-    assert stats[1][0] < 0.5 and (softmax(s) > 0.05).sum() >= 3        # several keys share the weight
+    assert stats[1][0] < 0.5 and (softmax(s) > 0.05).sum() >= 3  # several keys share the weight
     assert round(stats[32][0], 2) == 1.00 and stats[32][1] < 0.05 and stats[32][2] < 0.01
     norms = [stats[c][2] for c in sorted(stats)]
     assert max(norms) > norms[0] and np.argmax(norms) not in (0, len(norms) - 1)  # grows, then collapses

@@ -14,7 +14,6 @@ the end of the run (no timed assertion).
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from pathlib import Path

@@ -130,9 +130,7 @@ def test_a_flashcard_flips_to_its_back(open_page):
 
     assert "flip" not in (deck.get_attribute("class") or "").split()
     deck.click()
-    page.wait_for_function(
-        "() => document.querySelector('.flip-container').classList.contains('flip')"
-    )
+    page.wait_for_function("() => document.querySelector('.flip-container').classList.contains('flip')")
     page.wait_for_timeout(800)  # the CSS turn takes 0.6 s
     turned = card.evaluate(
         "(el) => { const m = getComputedStyle(el).transform.match(/matrix(?:3d)?\\(([^,]+)/);"
@@ -250,8 +248,10 @@ def test_download_button_saves_the_chapters_notebook(open_page):
     assert any(c["cell_type"] == "code" for c in notebook["cells"]), "the notebook has no code cells"
     headings = [
         line[2:].strip()
-        for c in notebook["cells"] if c["cell_type"] == "markdown"
-        for line in "".join(c["source"]).splitlines() if line.startswith("# ")
+        for c in notebook["cells"]
+        if c["cell_type"] == "markdown"
+        for line in "".join(c["source"]).splitlines()
+        if line.startswith("# ")
     ]
     assert headings and title.startswith(same_words(plain_start(headings[0]))), (
         f"the notebook's title {headings[:1]} is not the page's {title!r}"
@@ -269,8 +269,14 @@ def chapter_with_most_math() -> str:
     return max(chapters, key=lambda p: (HTML / p).read_text(encoding="utf-8").count('class="math'))
 
 
-SCREEN_ONLY = [".bd-header", ".bd-sidebar-primary", ".bd-sidebar-secondary",
-               ".bd-header-article", ".prev-next-area", ".bd-footer"]
+SCREEN_ONLY = [
+    ".bd-header",
+    ".bd-sidebar-primary",
+    ".bd-sidebar-secondary",
+    ".bd-header-article",
+    ".prev-next-area",
+    ".bd-footer",
+]
 
 
 def test_printed_page_is_the_chapter_alone(open_page):
@@ -305,7 +311,9 @@ def test_a_printed_explorer_is_a_still_figure(open_page):
 
 def heatmap_page() -> str:
     for page in notebook_pages():
-        if (HTML / page).is_file() and re.search(r'<img[^>]*alt="[^"]*heatmap', (HTML / page).read_text(encoding="utf-8"), re.I):
+        if (HTML / page).is_file() and re.search(
+            r'<img[^>]*alt="[^"]*heatmap', (HTML / page).read_text(encoding="utf-8"), re.I
+        ):
             return page
     pytest.fail("no chapter shows a heatmap (an image whose alt text says heatmap)")
 

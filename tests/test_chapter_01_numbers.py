@@ -40,7 +40,7 @@ def test_welcome_toy_example_prints_the_exact_weights_and_output(welcome):
 
 def test_welcome_map_names_chapter_9_and_homework_9(welcome):
     assert "A head that learns" in welcome.prose and "the backward pass of attention" in welcome.prose
-    assert "chapters 3, 5" not in welcome.prose                    # no stale list of explorer chapters
+    assert "chapters 3, 5" not in welcome.prose  # no stale list of explorer chapters
 
 
 def test_cat_scores_are_dot_products(page):
@@ -64,7 +64,7 @@ def test_cat_weights_are_the_softmax_of_its_scores(page):
     printed = [numbers(line.split("=")[1])[0] for line in text.splitlines() if "a_1" in line]
     assert_printed(printed, expected, 3)
     largest = max(range(6), key=lambda j: expected[j])
-    assert tokens[largest] == "mat"                                  # "took its largest weight from mat"
+    assert tokens[largest] == "mat"  # "took its largest weight from mat"
 
 
 def test_encoder_sat_row_keeps_most_weight_on_itself_and_decoder_first_row_is_one(page):
@@ -78,8 +78,9 @@ def test_soft_lookup_of_cherry_weights_0_993(page):
     table = handbuilt.lookup_table()
     scores = [dot(k, handbuilt.lookup_query("cherry")) for k in table["keys"]]
     weights = softmax(scores)
-    assert_printed(numbers(page.output_with("query for 'cherry'").split("values:")[1].split("query")[0]),
-                   [10, 20, 30, 40], 0)
+    assert_printed(
+        numbers(page.output_with("query for 'cherry'").split("values:")[1].split("query")[0]), [10, 20, 30, 40], 0
+    )
     assert_printed(numbers(page.line_with("weights: [0.002")), weights, 3)
     output = dot(weights, [10, 20, 30, 40])
     assert_printed(numbers(page.output_with("scores:  [0. 0. 6. 0.]").split("output:")[1]), [output], 3)

@@ -42,7 +42,7 @@ def test_row_maxima_sat_and_mat_on_diagonal_the_cat_prefer_mat_on_prefers_sat(pa
     tokens, x, e = _scores()
     best = [tokens[int(r.argmax())] for r in e]
     assert best == ["mat", "mat", "sat", "sat", "mat", "mat"]
-    assert [i for i in range(6) if e[i].argmax() == i] == [2, 5]    # "true for only two rows"
+    assert [i for i in range(6) if e[i].argmax() == i] == [2, 5]  # "true for only two rows"
 
 
 def test_one_hot_scores_have_eight_ones(page):
@@ -60,7 +60,9 @@ def test_self_match_shares_one_third_three_quarters_then_all(page):
         xs = rng.normal(size=(2000, 6, d))
         e = np.einsum("tir,tjr->tij", xs, xs)
         shares[d] = np.mean(np.diagonal(e, axis1=1, axis2=2) >= e.max(axis=2))
-        assert f"d_model = {d:4d}: self-score is the row max in {shares[d]:7.2%} of rows" in page.output_with("d_model =    1")
+        assert f"d_model = {d:4d}: self-score is the row max in {shares[d]:7.2%} of rows" in page.output_with(
+            "d_model =    1"
+        )
     assert abs(shares[1] - 1 / 3) < 0.02 and shares[4] > 0.75
     assert all(shares[d] == 1.0 for d in (32, 64, 128))
 
@@ -103,8 +105,8 @@ def test_sat_on_symmetry_and_the_row_wise_weights(page):
 
 def test_diagonal_is_the_squared_length(page):
     tokens, x, e = _scores()
-    assert_printed(numbers(page.line_with("diagonal e_ii :")), (x ** 2).sum(axis=1), 3)
-    assert_printed(numbers(page.line_with("|x_i|^2       :"))[1:], (x ** 2).sum(axis=1), 3)
+    assert_printed(numbers(page.line_with("diagonal e_ii :")), (x**2).sum(axis=1), 3)
+    assert_printed(numbers(page.line_with("|x_i|^2       :"))[1:], (x**2).sum(axis=1), 3)
 
 
 def test_row_maximum_table(page):
@@ -118,7 +120,7 @@ def test_row_maximum_table(page):
 
 def test_unit_vectors_match_themselves_best_and_the_two_the_tie(page):
     tokens, x, e = _scores()
-    unit = x / np.sqrt((x ** 2).sum(axis=1, keepdims=True))
+    unit = x / np.sqrt((x**2).sum(axis=1, keepdims=True))
     c = unit @ unit.T
     assert np.allclose(np.diag(c), 1) and np.allclose(np.diag(c), c.max(axis=1))
     assert np.isclose(c[0, 4], 1) and np.isclose(c[4, 0], 1)

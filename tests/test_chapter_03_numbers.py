@@ -49,7 +49,10 @@ def test_sat_the_negative_the_sat_positive(page):
 def test_rows_where_self_wins(page):
     tokens, x, w, q, k = _qk()
     raw, proj = x @ x.T, q @ k.T
-    wins = lambda e: [tokens[i] for i in range(6) if e[i].argmax() == i]
+
+    def wins(e):
+        return [tokens[i] for i in range(6) if e[i].argmax() == i]
+
     assert page.line_with("raw scores:").split(":", 1)[1].strip() == str(wins(raw))
     assert page.line_with("projected scores:").split(":", 1)[1].strip() == str(wins(proj))
 
@@ -75,7 +78,10 @@ def test_explorer_asymmetry_grows_with_t(page):
     for t in (0.0, 0.5, 1.0):
         qt = x @ ((1 - t) * w["w_k"] + t * w["w_q"])
         e = qt @ k.T
-        assert f"t = {t:.1f}: symmetric = {np.allclose(e, e.T)!s:5}   largest |e_ij - e_ji| = {np.abs(e - e.T).max():.3f}" in page.output_with("t = 0.0: symmetric")
+        assert (
+            f"t = {t:.1f}: symmetric = {np.allclose(e, e.T)!s:5}   largest |e_ij - e_ji| = {np.abs(e - e.T).max():.3f}"
+            in page.output_with("t = 0.0: symmetric")
+        )
 
 
 def test_query_of_sat_by_hand(page):

@@ -76,7 +76,6 @@ def test_seeds_slipped_digits_appear_only_in_the_note_about_the_slip(regions):
             assert digits not in regions[name], f"the seed's slipped {digits} appears outside the note ({name})"
 
 
-
 # --------------------------------------------------------------------------- the seed's slip
 
 
@@ -89,7 +88,9 @@ def test_notes_weights_are_off_by_2e_5_from_the_fifth_decimal(page):
     error = abs(float(SEED_SLIPPED[0]) - float(weights[0]))
     assert f"{error:.1e}" == "2.0e-05"
     line = page.line_with("absolute error of the notes' weights")
-    assert f"{error:.1e}" in line and line.rstrip().endswith(f"first wrong decimal: {_first_differing_decimal(SEED_SLIPPED[0], weights[0])}")
+    assert f"{error:.1e}" in line and line.rstrip().endswith(
+        f"first wrong decimal: {_first_differing_decimal(SEED_SLIPPED[0], weights[0])}"
+    )
     assert _first_differing_decimal(SEED_SLIPPED[0], weights[0]) == 5
 
 
@@ -105,8 +106,8 @@ def test_notes_outputs_are_off_by_4e_5_from_the_fourth_decimal(page):
 
 def test_slip_note_hand_check_digits(page):
     root = math.exp(1 / math.sqrt(2))
-    assert f"{root:.10f}" in page.notes                       # 2.0281149816
-    assert f"{root / (root + 1):.7f}" in page.notes          # 0.6697615
+    assert f"{root:.10f}" in page.notes  # 2.0281149816
+    assert f"{root / (root + 1):.7f}" in page.notes  # 0.6697615
     assert f"{4 - 2 * float(SEED_SLIPPED[0]):.8f}" == SEED_SLIPPED[2]  # the notes are consistent with their own weight
     assert f"{2.0281 / 3.0281:.5f}" == "0.66976"
 
@@ -153,7 +154,7 @@ def test_weights_are_fairly_even_largest_on_to_sat(page):
     biggest = max(flat)
     i, j = divmod(flat.index(biggest), len(tokens))
     assert (tokens[i], tokens[j]) == ("on", "sat") and round(biggest, 2) == 0.39
-    assert sum(0.09 <= w <= 0.25 for w in flat) > len(flat) / 2        # "most weights"
+    assert sum(0.09 <= w <= 0.25 for w in flat) > len(flat) / 2  # "most weights"
     assert any("about 0.39" in alt and 'query "on" attending to key "sat"' in alt for alt in page.alts)
 
 
@@ -184,7 +185,7 @@ def _previous_token():
 def test_previous_token_scaled_score_is_12_over_root_6(page):
     line = page.line_with("scaled score of the previous position")
     assert line.rstrip().endswith(f"{12 / math.sqrt(6):.3f}")
-    assert f"{12 / math.sqrt(6):.2f}" in page.notes                      # 4.90
+    assert f"{12 / math.sqrt(6):.2f}" in page.notes  # 4.90
 
 
 def test_previous_token_weights_printed_and_explained(page):
@@ -206,7 +207,10 @@ def test_previous_token_outputs_carry_the_previous_word(page):
     for i in range(1, 6):
         word = vocab[max(range(len(vocab)), key=lambda c: out[i][c])]
         assert word == lib.SENTENCE[i - 1]
-        assert f"output of {i} {lib.SENTENCE[i]!r:6}: largest share {max(out[i]):.3f} is the word {word!r}" in page.output_with("output of 3")
+        assert (
+            f"output of {i} {lib.SENTENCE[i]!r:6}: largest share {max(out[i]):.3f} is the word {word!r}"
+            in page.output_with("output of 3")
+        )
     assert round(max(out[0]), 3) == round(2 / 6, 3)
 
 
@@ -222,7 +226,7 @@ def test_pronoun_it_weights_cat_0_98_and_dogs_0(page):
     line = page.line_with("query 'it' weights key 'cat'")
     assert_printed(numbers(line), [weights[6][1], weights[6][4]], 3)
     assert round(weights[6][1], 2) == 0.98 and round(weights[6][4], 2) == 0.0
-    assert f"{8 / math.sqrt(2):.2f}" in page.notes                       # 5.66
+    assert f"{8 / math.sqrt(2):.2f}" in page.notes  # 5.66
 
 
 def test_pronoun_other_rows_are_one_eighth(page):
@@ -237,9 +241,18 @@ def test_pronoun_other_rows_are_one_eighth(page):
 def test_pronoun_output_of_it_is_mostly_singular_noun(page):
     head, (out, _) = _pronoun()
     line = page.line_with("output of 'it'")
-    assert_printed(numbers(line.split(":", 1)[1].replace("singular noun", "").replace("plural noun", "")
-                           .replace("singular pronoun", "").replace("plural pronoun", "").replace("other word", "")),
-                   out[6], 3)
+    assert_printed(
+        numbers(
+            line.split(":", 1)[1]
+            .replace("singular noun", "")
+            .replace("plural noun", "")
+            .replace("singular pronoun", "")
+            .replace("plural pronoun", "")
+            .replace("other word", "")
+        ),
+        out[6],
+        3,
+    )
     assert max(range(5), key=lambda c: out[6][c]) == head["features"].index("singular noun")
 
 
@@ -290,7 +303,7 @@ def test_toy_example_intermediate_lines(page):
     toy = page.output_with("exp of the scaled scores")
 
     def line(start: str) -> list[float]:
-        return numbers(next(l for l in toy.splitlines() if l.startswith(start))[len(start):])
+        return numbers(next(l for l in toy.splitlines() if l.startswith(start))[len(start) :])
 
     assert_printed(line("Q K^T "), [1.0, 0.0], 8)
     assert_printed(line("sqrt(d_k) "), [math.sqrt(2)], 8)

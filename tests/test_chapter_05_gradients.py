@@ -131,8 +131,17 @@ def test_printed_summary_at_512_matches(page, independent):
     assert int(m[4]) == round(100 * (g > 1).mean())
     assert float(m[5]) == pytest.approx(g.max(), rel=6e-3)
     s = independent["scaled"][512]["grad"]
-    m = re.search(r"d_k = 512, scaled: +median " + NUMBER + r", mean " + NUMBER
-                  + r"; all queries between " + NUMBER + r" and " + NUMBER, page)
+    m = re.search(
+        r"d_k = 512, scaled: +median "
+        + NUMBER
+        + r", mean "
+        + NUMBER
+        + r"; all queries between "
+        + NUMBER
+        + r" and "
+        + NUMBER,
+        page,
+    )
     assert m, "the d_k = 512 scaled summary line is missing"
     assert [float(x) for x in m.groups()] == pytest.approx([np.median(s), s.mean(), s.min(), s.max()], rel=6e-3)
 
@@ -159,9 +168,9 @@ def test_claim_unscaled_mean_about_five_times_the_scaled(independent):
 
 def test_claim_largest_gradients_are_several_units_hundreds_of_times_the_median(independent):
     g = independent["unscaled"][512]["grad"]
-    assert 3 < g.max() < 13, g.max()                    # alt text: "between about 1 and 12"
+    assert 3 < g.max() < 13, g.max()  # alt text: "between about 1 and 12"
     assert g.max() / np.median(g) > 100
-    assert (g > 1).mean() > 0.2                          # a visible cluster above 1
+    assert (g > 1).mean() > 0.2  # a visible cluster above 1
 
 
 def test_claim_unscaled_spread_over_twenty_powers_of_ten_none_below_the_floor(independent):
@@ -180,7 +189,7 @@ def test_claim_unscaled_median_rises_up_to_32_then_falls(independent):
     medians = [np.median(independent["unscaled"][d]["grad"]) for d in D_KS]
     peak = D_KS[int(np.argmax(medians))]
     assert peak in (16, 32), peak
-    after = medians[D_KS.index(32):]
+    after = medians[D_KS.index(32) :]
     assert all(b < a for a, b in zip(after, after[1:])), after
     assert medians[-1] < medians[0]
 
@@ -203,13 +212,14 @@ def test_claim_unscaled_jacobian_median_falls(independent):
 
 
 def test_printed_saturation_summary_matches(page, independent):
-    m = re.search(r"effective number of keys e\^H = " + NUMBER + r"; largest weight above 0\.99 for (\d+)% of queries",
-                  page)
+    m = re.search(
+        r"effective number of keys e\^H = " + NUMBER + r"; largest weight above 0\.99 for (\d+)% of queries", page
+    )
     assert m, "the saturation summary line is missing"
     u = independent["unscaled"][512]
     assert float(m[1]) == pytest.approx(math.exp(u["entropy"].mean()), abs=0.006)
     assert int(m[2]) == round(100 * (u["largest"] > 0.99).mean())
-    assert float(m[1]) < 1.5                            # "barely more than one"
+    assert float(m[1]) < 1.5  # "barely more than one"
 
 
 def test_claim_saturation_alt_text(independent):

@@ -20,6 +20,7 @@ Run ``./course build`` (or ``./course test``, which builds first) before this te
 
 import html
 import re
+
 import pytest
 from built_book import built_page
 
@@ -100,7 +101,7 @@ def test_largest_printed_mean_is_within_noise():
 def test_optional_note_standard_error_numbers():
     from math import erfc, sqrt
 
-    assert round(0.05 / sqrt(8 / 100_000), 1) == 5.6       # "about 5.6 standard errors"
-    assert round(0.05 / sqrt(8 / 20_000), 1) == 2.5         # "only 2.5 standard errors"
-    two_sided = erfc(2.5 / sqrt(2))                          # P(|Z| > 2.5)
-    assert 70 < 1 / two_sided < 90                           # "about once in eighty runs"
+    assert round(0.05 / sqrt(8 / 100_000), 1) == 5.6  # "about 5.6 standard errors"
+    assert round(0.05 / sqrt(8 / 20_000), 1) == 2.5  # "only 2.5 standard errors"
+    two_sided = erfc(2.5 / sqrt(2))  # P(|Z| > 2.5)
+    assert 70 < 1 / two_sided < 90  # "about once in eighty runs"

@@ -102,8 +102,8 @@ def test_float32_spacing_near_1e9_is_64(page):
 
 
 def test_float16_largest_and_gap(page):
-    largest = struct.unpack("<e", bytes.fromhex("ff7b"))[0]           # 0x7bff
-    below = struct.unpack("<e", bytes.fromhex("fe7b"))[0]             # 0x7bfe
+    largest = struct.unpack("<e", bytes.fromhex("ff7b"))[0]  # 0x7bff
+    below = struct.unpack("<e", bytes.fromhex("fe7b"))[0]  # 0x7bfe
     assert largest == 65504 and largest - below == 32
     assert "largest float16: 65504.0" in page
     assert "gap from the largest float16 to the next one down: 32.0" in page
@@ -146,8 +146,9 @@ def test_future_change_leaves_earlier_outputs_exactly_unchanged(qkv):
     for j in range(6):
         x2 = x.copy()
         x2[j] = rng.normal(size=x.shape[1])
-        out, _ = naive_attention((x2 @ w["w_q"]).tolist(), (x2 @ w["w_k"]).tolist(),
-                                 (x2 @ w["w_v"]).tolist(), allowed=causal(6, 6))
+        out, _ = naive_attention(
+            (x2 @ w["w_q"]).tolist(), (x2 @ w["w_k"]).tolist(), (x2 @ w["w_v"]).tolist(), allowed=causal(6, 6)
+        )
         assert out[:j] == base[:j]
 
 
@@ -156,8 +157,9 @@ def test_kv_cache_claim_printed_and_recomputed(page):
     w = lib.example_projections()
 
     def outs(xs, mask):
-        return naive_attention((xs @ w["w_q"]).tolist(), (xs @ w["w_k"]).tolist(), (xs @ w["w_v"]).tolist(),
-                               allowed=mask)[0]
+        return naive_attention(
+            (xs @ w["w_q"]).tolist(), (xs @ w["w_k"]).tolist(), (xs @ w["w_v"]).tolist(), allowed=mask
+        )[0]
 
     assert outs(x[:5], causal(5, 5)) == outs(x, causal(6, 6))[:5]
     assert outs(x[:5], None) != outs(x, None)[:5]
@@ -199,8 +201,9 @@ def test_padded_queries_get_zero_weights_and_outputs(page):
     x_pad = np.vstack([np.zeros((2, x.shape[1])), x[:4]])
     real = [False, False, True, True, True, True]
     allowed = [[j <= i and real[j] for j in range(6)] for i in range(6)]
-    out, weights = naive_attention((x_pad @ w["w_q"]).tolist(), (x_pad @ w["w_k"]).tolist(),
-                                   (x_pad @ w["w_v"]).tolist(), allowed=allowed)
+    out, weights = naive_attention(
+        (x_pad @ w["w_q"]).tolist(), (x_pad @ w["w_k"]).tolist(), (x_pad @ w["w_v"]).tolist(), allowed=allowed
+    )
     assert out[:2] == [[0.0, 0.0], [0.0, 0.0]] and weights[:2] == [[0.0] * 6] * 2
     assert re.search(r"outputs of the two <pad> queries:\s*\[\[0\. 0\.\]\s*\[0\. 0\.\]\]", page)
     assert "any NaN anywhere: False" in page

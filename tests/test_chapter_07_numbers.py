@@ -56,7 +56,7 @@ def test_d_k_is_computed_not_typed():
     from pathlib import Path
 
     text = (Path(__file__).resolve().parents[1] / SOURCE).read_text(encoding="utf-8")
-    cell = text[text.index("MODELS = ["): text.index("]", text.index("MODELS = ["))]
+    cell = text[text.index("MODELS = [") : text.index("]", text.index("MODELS = ["))]
     assert "width // heads_" in text and "128" not in cell and ", 64," not in cell
 
 
@@ -79,8 +79,12 @@ def chapter_inputs() -> dict:
 def head_weights(inp: dict, head: int) -> list[list[float]]:
     cols = slice(4 * head, 4 * head + 4)
     x = inp["x"]
-    return naive_attention((x @ inp["w_q"][:, cols]).tolist(), (x @ inp["w_k"][:, cols]).tolist(),
-                           (x @ inp["w_v"][:, cols]).tolist(), scale=1 / 2)[1]
+    return naive_attention(
+        (x @ inp["w_q"][:, cols]).tolist(),
+        (x @ inp["w_k"][:, cols]).tolist(),
+        (x @ inp["w_v"][:, cols]).tolist(),
+        scale=1 / 2,
+    )[1]
 
 
 def test_each_head_uses_the_scale_of_its_own_width(chapter_inputs, page):
@@ -90,8 +94,14 @@ def test_each_head_uses_the_scale_of_its_own_width(chapter_inputs, page):
     for head in range(3):
         cols = slice(4 * head, 4 * head + 4)
         x = inp["x"]
-        heads.append(naive_attention((x @ inp["w_q"][:, cols]).tolist(), (x @ inp["w_k"][:, cols]).tolist(),
-                                     (x @ inp["w_v"][:, cols]).tolist(), scale=1 / 2)[0])
+        heads.append(
+            naive_attention(
+                (x @ inp["w_q"][:, cols]).tolist(),
+                (x @ inp["w_k"][:, cols]).tolist(),
+                (x @ inp["w_v"][:, cols]).tolist(),
+                scale=1 / 2,
+            )[0]
+        )
     np.testing.assert_allclose(out, np.concatenate(heads, axis=1) @ inp["w_o"], atol=1e-12)
     assert "same as an explicit scale of 1/sqrt(4): True" in page
 
@@ -133,9 +143,12 @@ def test_causal_heads_give_the_future_exactly_zero(chapter_inputs, page):
     x = chapter_inputs["x"]
     for head in range(3):
         cols = slice(4 * head, 4 * head + 4)
-        _, w = naive_attention((x @ chapter_inputs["w_q"][:, cols]).tolist(),
-                               (x @ chapter_inputs["w_k"][:, cols]).tolist(),
-                               (x @ chapter_inputs["w_v"][:, cols]).tolist(),
-                               allowed=[[j <= i for j in range(6)] for i in range(6)], scale=1 / 2)
+        _, w = naive_attention(
+            (x @ chapter_inputs["w_q"][:, cols]).tolist(),
+            (x @ chapter_inputs["w_k"][:, cols]).tolist(),
+            (x @ chapter_inputs["w_v"][:, cols]).tolist(),
+            allowed=[[j <= i for j in range(6)] for i in range(6)],
+            scale=1 / 2,
+        )
         assert all(w[i][j] == 0.0 for i in range(6) for j in range(i + 1, 6))
     assert "every head gives the future exactly 0: True" in page

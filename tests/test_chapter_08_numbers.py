@@ -89,8 +89,12 @@ def test_the_score_matrix_against_q_k_v_and_o_is_computed(page_text):
     d = 64
     for n in (1024, 4096, 16384):
         ratio = n * n / (4 * n * d)
-        assert re.search(rf"\b{n}\s+{4 * n * d * 4 / 2**20:.0f} MiB\s+{n * n * 4 / 2**20:.0f} MiB\s+{ratio:.0f}x", page_text), n
-    assert f"At n = 16384 the score matrix is {16384 / (4 * d):.0f} times the size of Q, K, V and O together" in page_text
+        assert re.search(
+            rf"\b{n}\s+{4 * n * d * 4 / 2**20:.0f} MiB\s+{n * n * 4 / 2**20:.0f} MiB\s+{ratio:.0f}x", page_text
+        ), n
+    assert (
+        f"At n = 16384 the score matrix is {16384 / (4 * d):.0f} times the size of Q, K, V and O together" in page_text
+    )
     assert "256 times larger" not in page_text
     # The dropdown's figures.
     source = built_page_source()
@@ -119,7 +123,8 @@ def test_the_worked_example_s_quoted_maxima(page_text):
     scores = scaled_scores_of_query(QUERY)
     first, second = max(scores[:2]), max(scores[:4])
     tokens, _ = lib.example_sentence()
-    assert f"from ${first:.2f}$ (key \"{tokens[scores.index(first)]}\") to ${second:.2f}$ (key \"{tokens[scores.index(second)]}\")" in built_page_source()
+    first_key, second_key = tokens[scores.index(first)], tokens[scores.index(second)]
+    assert f'from ${first:.2f}$ (key "{first_key}") to ${second:.2f}$ (key "{second_key}")' in built_page_source()
     top = max(scores)
     normaliser = sum(math.exp(s - top) for s in scores)
     alt = re.search(r'alt="(Two step plots[^"]*)"', built_page(PAGE))
@@ -140,7 +145,9 @@ def test_rounding_differences_and_machine_epsilon(page_text):
     for bits, eps in ((52, 2.0**-52), (23, 2.0**-23)):
         mantissa, exponent = f"{eps:.1e}".split("e")
         assert f"$2^{{-{bits}}} \\approx {mantissa} \\times 10^{{{int(exponent)}}}$" in source, bits
-    found = re.findall(r"(float64|float32), causal=\w+\s*, block_size=\s*\d+: largest difference ([0-9.e+-]+)", page_text)
+    found = re.findall(
+        r"(float64|float32), causal=\w+\s*, block_size=\s*\d+: largest difference ([0-9.e+-]+)", page_text
+    )
     assert len(found) == 12
     for dtype, diff in found:
         # A few units in the last digit of values of size ~1.
@@ -157,21 +164,30 @@ def test_the_page_quotes_the_pass_by_pass_times_and_the_tile_curve(page_text):
     assert f"{total_whole / sum(products.values()):.2f} times the two products together" in page_text
     assert f"The exponential took {whole['exp'] / whole['subtract']:.2f} times as long as the subtraction" in page_text
     tile = passes["tile"]
-    assert f"Over one tile of {tile['rows']} × {tile['cols']} scores ({passes['tile_bytes'] / 2**10:.0f} KiB," in page_text
+    assert (
+        f"Over one tile of {tile['rows']} × {tile['cols']} scores ({passes['tile_bytes'] / 2**10:.0f} KiB," in page_text
+    )
     assert f"the six passes took {total_tiled * 1e3:.1f} ms: {total_whole / total_tiled:.1f} times faster" in page_text
     # The score matrix of 16 x 1024 x 1024 float32 is the 64 MiB the text names.
     assert passes["score_matrix_bytes"] == 16 * 1024 * 1024 * 4 == 64 * 2**20
     for name in whole:
         moved = passes["score_matrix_bytes"] * (1 if name in ("max", "sum") else 2)
-        assert re.search(rf"\| {name} \| {whole[name] * 1e3:.1f} \| {moved / whole[name] / 1e9:.1f} \| "
-                         rf"{tiled[name] * 1e3:.1f} \| {whole[name] / tiled[name]:.1f} \|", built_markdown_tables(page_text)), name
+        assert re.search(
+            rf"\| {name} \| {whole[name] * 1e3:.1f} \| {moved / whole[name] / 1e9:.1f} \| "
+            rf"{tiled[name] * 1e3:.1f} \| {whole[name] / tiled[name]:.1f} \|",
+            built_markdown_tables(page_text),
+        ), name
     points = data["tile_curve"]["points"]
     chosen = next(p for p in points if p["side"] == "chosen")
     best = min((p for p in points if p["side"] != "chosen"), key=lambda p: p["ratio_to_matmul_floor"])
-    assert (f"The fastest tile side measured was {best['side']} ({best['ratio_to_matmul_floor']:.2f}× the floor)"
-            in page_text)
-    assert (f"the tile chosen from the cache, {chosen['tile']['rows']} × {chosen['tile']['cols']}, "
-            f"took {chosen['ratio_to_matmul_floor']:.2f}× the floor") in page_text
+    assert (
+        f"The fastest tile side measured was {best['side']} ({best['ratio_to_matmul_floor']:.2f}× the floor)"
+        in page_text
+    )
+    assert (
+        f"the tile chosen from the cache, {chosen['tile']['rows']} × {chosen['tile']['cols']}, "
+        f"took {chosen['ratio_to_matmul_floor']:.2f}× the floor"
+    ) in page_text
     # The tile the speed run used is the one chosen from the recorded L2 size.
     assert data["speed"]["tile"] == chosen["tile"] == tile
     assert data["machine"]["tile_budget_bytes"] == data["machine"]["caches"].get("L2", 2**20) // 2
@@ -182,7 +198,10 @@ def built_markdown_tables(page_text: str) -> str:
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", built_page(PAGE), flags=re.S)
     lines = []
     for row in rows:
-        cells = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, flags=re.S)]
+        cells = [
+            html.unescape(re.sub(r"<[^>]+>", "", c)).strip()
+            for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, flags=re.S)
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -201,8 +220,7 @@ def test_the_page_names_the_machine_and_its_caches(page_text):
 def test_the_speed_table_and_the_causal_ratios(page_text):
     data = committed()
     ratios = data["speed"]["ratio_to_matmul_floor"]
-    assert (f"(with a causal mask: {ratios['reference_causal']:.2f}× and {ratios['blocked_causal']:.2f}×)"
-            in page_text)
+    assert f"(with a causal mask: {ratios['reference_causal']:.2f}× and {ratios['blocked_causal']:.2f}×)" in page_text
     tables = built_markdown_tables(page_text)
     for key, ratio in ratios.items():
         assert f"| {data['speed']['seconds'][key] * 1e3:.1f} | {ratio:.2f} |" in tables, key
@@ -214,7 +232,7 @@ def test_the_memory_figure_s_alt_text_and_caption_hold():
     sizes = sorted({n for _, n in cases})
     assert sizes[0] == 1024 and round(cases[("reference", 1024)]["traced_extra_bytes"] / 2**20) == 4
     for n in sizes:
-        ref, blk = cases[("reference", n)]["traced_extra_bytes"], cases[("blocked", n)]["traced_extra_bytes"]
+        ref = cases[("reference", n)]["traced_extra_bytes"]
         assert n * n * 4 <= ref <= 1.1 * n * n * 4  # "the size of its score matrix"
     blocked = [cases[("blocked", n)]["traced_extra_bytes"] for n in sizes]
     assert all(0.75 * 2**20 <= b <= 1.25 * 2**20 for b in blocked)  # "at about 1 MiB"
@@ -225,7 +243,11 @@ def test_the_memory_figure_s_alt_text_and_caption_hold():
 
 def test_the_quiz_s_numeric_answers():
     quiz = json.loads((Path(__file__).resolve().parents[1] / "chapters" / "08_online_softmax.quiz.json").read_text())
-    right = {q["question"][:40]: next(a["value"] for a in q["answers"] if a["correct"]) for q in quiz if q["type"] == "numeric"}
+    right = {
+        q["question"][:40]: next(a["value"] for a in q["answers"] if a["correct"])
+        for q in quiz
+        if q["type"] == "numeric"
+    }
     expected = [
         1.5 * math.exp(2 - (2 + math.log(4))) + 1.0,  # running sum after a new maximum
         8192**2 * 4 / 2**20,  # MiB of the score matrix at n = 8192
@@ -234,7 +256,9 @@ def test_the_quiz_s_numeric_answers():
         round(math.sqrt(2**20 / 2 / 4)),  # largest square float32 tile in half of 1 MiB
     ]
     assert sorted(right.values()) == pytest.approx(sorted(expected))
-    positions = [next(i for i, a in enumerate(q["answers"]) if a["correct"]) for q in quiz if q["type"] == "multiple_choice"]
+    positions = [
+        next(i for i, a in enumerate(q["answers"]) if a["correct"]) for q in quiz if q["type"] == "multiple_choice"
+    ]
     assert len(quiz) >= 8 and len(set(positions)) >= 3, positions
 
 

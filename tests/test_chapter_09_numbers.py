@@ -69,8 +69,12 @@ def number(printed: str, pattern: str) -> float:
 
 
 def _sinusoid(n: int, d: int) -> np.ndarray:
-    return np.array([[math.sin(i / 10000 ** (c / d)) if c % 2 == 0 else math.cos(i / 10000 ** ((c - 1) / d))
-                      for c in range(d)] for i in range(n)])
+    return np.array(
+        [
+            [math.sin(i / 10000 ** (c / d)) if c % 2 == 0 else math.cos(i / 10000 ** ((c - 1) / d)) for c in range(d)]
+            for i in range(n)
+        ]
+    )
 
 
 def _naive_head(x: np.ndarray) -> np.ndarray:
@@ -158,7 +162,7 @@ def _data():
 def _train(x: np.ndarray, targets: np.ndarray) -> tuple[list[float], dict[int, float]]:
     d = x.shape[-1]
     init = np.random.default_rng(1)
-    weights = [init.normal(scale=d ** -0.5, size=(d, width)) for width in (D_K, D_K, VOCAB)]
+    weights = [init.normal(scale=d**-0.5, size=(d, width)) for width in (D_K, D_K, VOCAB)]
     first = [np.zeros_like(m) for m in weights]
     second = [np.zeros_like(m) for m in weights]
     scored = np.zeros((BATCH, N, 1))
@@ -169,7 +173,7 @@ def _train(x: np.ndarray, targets: np.ndarray) -> tuple[list[float], dict[int, f
         proj = [x @ m for m in weights]
         out, a = _forward(*proj)
         err = (out - targets) * scored
-        losses.append(float(np.sum(err ** 2) / count))
+        losses.append(float(np.sum(err**2) / count))
         mass[t] = float(np.mean([a[:, i, i - 1] for i in range(1, N)]))
         if t == STEPS:
             break
@@ -177,7 +181,7 @@ def _train(x: np.ndarray, targets: np.ndarray) -> tuple[list[float], dict[int, f
         for m, (weight, grad) in enumerate(zip(weights, grads)):
             full = np.einsum("bnr,bnc->rc", x, grad)
             first[m] = 0.9 * first[m] + 0.1 * full
-            second[m] = 0.999 * second[m] + 0.001 * full ** 2
+            second[m] = 0.999 * second[m] + 0.001 * full**2
             step = (first[m] / (1 - 0.9 ** (t + 1))) / (np.sqrt(second[m] / (1 - 0.999 ** (t + 1))) + 1e-8)
             weight -= LR * step
     return losses, mass
@@ -190,7 +194,7 @@ def trained():
 
 
 def close(shown: float, mine: float, decimals: int) -> bool:
-    return abs(shown - mine) <= 0.5 * 10 ** -decimals + 1e-9
+    return abs(shown - mine) <= 0.5 * 10**-decimals + 1e-9
 
 
 def test_training_with_positions_learns_the_previous_token(printed, trained):
@@ -199,7 +203,7 @@ def test_training_with_positions_learns_the_previous_token(printed, trained):
     end = number(printed, r"with positions: loss [0-9.]+ at the start, ([0-9.e+-]+) after 300 steps")
     assert close(start, losses[0], 4)
     assert abs(end - losses[-1]) <= 0.01 * losses[-1]
-    assert losses[-1] < 1e-3 * losses[0]                      # the head learns the job
+    assert losses[-1] < 1e-3 * losses[0]  # the head learns the job
     for t in (0, 30, 300):
         shown = number(printed, rf"step +{t}: mean weight on the previous token ([0-9.]+)")
         assert close(shown, mass[t], 3), (t, shown, mass[t])

@@ -1,7 +1,7 @@
 """Grading a whole class (classgrader): bad submissions, sandbox, gradebook, restarts.
 
 One class of bad submissions of hw2 (made by
-``tests/fixtures/class_grading/builder.py`` from the committed notebooks) is
+``sample_submissions/builder.py`` from the committed notebooks) is
 graded once per test session; the tests then check each submission's status
 and score, the gradebook, the reports, that no solution text and no hidden
 test leaked, and that the network was out of reach. Other tests interrupt a
@@ -27,7 +27,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from fixtures.class_grading.builder import EXPECTED, Builder
 from fixtures.homework import submissions as corpus
 from notebook_lines import hidden_test_lines as notebook_hidden_lines
 
@@ -35,6 +34,7 @@ import grading
 from classgrader import intake, notebooks, sandbox
 from classgrader.grade import Settings
 from classgrader.runner import grade_class
+from sample_submissions import EXPECTED, Builder
 
 REPO = Path(__file__).resolve().parent.parent
 # Hidden-test seeds come from the course secret (grading/seeds.py): the corpus's
@@ -402,9 +402,11 @@ def test_the_sandbox_is_an_unprivileged_empty_world():
         "caps = [l for l in status.splitlines() if l.startswith(('CapEff', 'CapBnd', 'NoNewPrivs'))]",
         "print(json.dumps({'uid': os.getuid(), 'gid': os.getgid(), 'caps': caps, 'root': sorted(os.listdir('/')),",
         "  'pids': sorted(p for p in os.listdir('/proc') if p.isdigit()),",
-        "  'repo': os.path.exists(%r), 'venv_lib': os.path.exists(%r)}))" % (str(REPO / "solutions"), str(REPO / "lib")),
+        f"  'repo': os.path.exists({str(REPO / 'solutions')!r}),"
+        f" 'venv_lib': os.path.exists({str(REPO / 'lib')!r})}}))",
         "try:\n    open('/usr/evil', 'w')\nexcept OSError as e:\n    print('usr', type(e).__name__)",
-        "try:\n    open('/tmp/big', 'wb').write(b'x' * (100 * 1024 * 1024))\nexcept OSError as e:\n    print('tmp', type(e).__name__)",
+        "try:\n    open('/tmp/big', 'wb').write(b'x' * (100 * 1024 * 1024))\n"
+        "except OSError as e:\n    print('tmp', type(e).__name__)",
     ])
     outcome = sandbox.run({"cells": [{"n": 0, "source": probe, "role": "extra"}], "checks": []},
                           {"driver.py": sandbox.DRIVER}, LIMITS, uid=61123)
@@ -456,7 +458,7 @@ def test_a_flood_of_results_and_a_fork_bomb_are_contained():
 @needs_sandbox
 def test_an_interrupted_run_resumes_without_losing_or_doubling_grades(tmp_path, builder):
     students = [f"s{i}" for i in range(5)]
-    slow = builder._with_cell_after_answer("import time\ntime.sleep(0.6)")
+    slow = builder.with_cell_after_answer("import time\ntime.sleep(0.6)")
     for sid in students:
         folder = tmp_path / "submitted" / sid / ASSIGNMENT
         folder.mkdir(parents=True)

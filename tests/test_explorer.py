@@ -23,8 +23,14 @@ def draw(fig, c, shown, sort):
 
 
 def make(**options):
-    return Explorer("demo", draw, Slider("c", "factor c", [0.5, 1, 2], value=1),
-                    Choice("shown", "show", ["weights", "other"]), Toggle("sort", "sort"), **options)
+    return Explorer(
+        "demo",
+        draw,
+        Slider("c", "factor c", [0.5, 1, 2], value=1),
+        Choice("shown", "show", ["weights", "other"]),
+        Toggle("sort", "sort"),
+        **options,
+    )
 
 
 def test_every_setting_has_a_key_and_a_figure():
@@ -34,7 +40,7 @@ def test_every_setting_has_a_key_and_a_figure():
     assert explorer.key() == "1-0-0" and explorer.key(c=2, sort=True) == "2-0-1"
     png, alt = explorer.render(c=2)
     assert png.startswith(b"\x89PNG") and alt == f"largest weight {np.exp(2) / np.exp([2, 0, -2]).sum():.3f} at c = 2"
-    assert explorer.render(c=2) == (png, alt)                  # the same bytes every time
+    assert explorer.render(c=2) == (png, alt)  # the same bytes every time
     assert explorer.render(c=0.5)[0] != png
 
 
@@ -48,7 +54,7 @@ def test_static_html_holds_every_state_and_labelled_controls():
     for ident in ("explorer-demo-c", "explorer-demo-shown", "explorer-demo-sort"):
         assert f'id="{ident}"' in page and f'<label for="{ident}">' in page
     assert 'type="range"' in page and "<select" in page and 'type="checkbox"' in page
-    assert 'data-state="1-0-0"' in page                        # starts at the declared setting
+    assert 'data-state="1-0-0"' in page  # starts at the declared setting
 
 
 def test_display_is_static_html_in_the_build_and_widgets_in_a_live_kernel(monkeypatch):
@@ -85,7 +91,10 @@ def test_live_widgets_redraw_with_the_same_figure():
         (lambda: Explorer("demo", draw, Slider("c", "c", [])), "has no values"),
         (lambda: Explorer("demo", draw, Slider("c", "c", range(9)), Slider("d", "d", range(9))), "81 settings"),
         (lambda: Explorer("demo", draw, Slider("c", "c", [1, 2], names=["one"])), "2 values but 1 names"),
-        (lambda: Explorer("demo", lambda fig, c: "", Slider("c", "c", [1])).render(), "must return the figure's alt text"),
+        (
+            lambda: Explorer("demo", lambda fig, c: "", Slider("c", "c", [1])).render(),
+            "must return the figure's alt text",
+        ),
         (lambda: make().key(d=1), "has no control ['d']"),
     ],
 )

@@ -60,7 +60,9 @@ def test_causal_with_more_keys_than_queries_is_top_left_aligned():
 
 
 def test_causal_with_more_queries_than_keys():
-    _, w = lib.scaled_dot_product_attention(np.ones((3, 1)), np.ones((2, 1)), np.ones((2, 1)), is_causal=True, return_weights=True)
+    _, w = lib.scaled_dot_product_attention(
+        np.ones((3, 1)), np.ones((2, 1)), np.ones((2, 1)), is_causal=True, return_weights=True
+    )
     np.testing.assert_array_equal(w, [[1, 0], [0.5, 0.5], [0.5, 0.5]])
 
 

@@ -114,7 +114,6 @@ def test_the_report_page_csv_and_histograms(analysed):
 
 
 def test_histogram_colours_are_the_colour_blind_safe_blue():
-    import numpy as np
     from matplotlib import image
 
     item = {"cell": "c", "points": 2.0, "scores": [0, 2, 2, 1], "pass_rate": 0.5, "mean": 1.25,

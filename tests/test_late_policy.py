@@ -14,7 +14,7 @@ import pytest
 
 from classgrader import intake, late
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 BERLIN = late.zone("Europe/Berlin")
 
 

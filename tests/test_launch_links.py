@@ -25,8 +25,13 @@ from launch_links import launch_settings, placeholder  # noqa: E402
 HTML = ROOT / "_build" / "html"
 PLACEHOLDER_LINK = re.compile(r'href="[^"]*(example-org|example\.org|example\.com)[^"]*"')
 REAL = "https://github.com/some-school/sdpa-course"
-LAUNCH = {"notebook_interface": "jupyterlab", "binderhub_url": "https://mybinder.org",
-          "colab_url": "https://colab.research.google.com", "jupyterhub_url": "", "thebe": False}
+LAUNCH = {
+    "notebook_interface": "jupyterlab",
+    "binderhub_url": "https://mybinder.org",
+    "colab_url": "https://colab.research.google.com",
+    "jupyterhub_url": "",
+    "thebe": False,
+}
 
 
 def test_placeholder_addresses_are_recognised():
@@ -46,15 +51,20 @@ def test_with_a_real_repository_binder_colab_and_the_repository_button_are_on():
     options, on = launch_settings({"repository_url": REAL, "launch_buttons": dict(LAUNCH)})
     assert on and options["use_repository_button"] is True
     assert options["launch_buttons"]["binderhub_url"] == "https://mybinder.org"
-    assert "jupyterhub_url" not in options["launch_buttons"]          # empty: no JupyterHub button
+    assert "jupyterhub_url" not in options["launch_buttons"]  # empty: no JupyterHub button
 
 
-@pytest.mark.parametrize("options, words", [
-    ({"repository_url": "https://github.com/example-org/sdpa-course"}, "repository: url is a placeholder"),
-    ({"repository_url": REAL, "launch_buttons": {"jupyterhub_url": "https://jupyterhub.example.org"}},
-     "jupyterhub_url is a placeholder"),
-    ({"repository_url": "https://gitlab.com/school/course"}, "must be https://github.com/<owner>/<name>"),
-])
+@pytest.mark.parametrize(
+    "options, words",
+    [
+        ({"repository_url": "https://github.com/example-org/sdpa-course"}, "repository: url is a placeholder"),
+        (
+            {"repository_url": REAL, "launch_buttons": {"jupyterhub_url": "https://jupyterhub.example.org"}},
+            "jupyterhub_url is a placeholder",
+        ),
+        ({"repository_url": "https://gitlab.com/school/course"}, "must be https://github.com/<owner>/<name>"),
+    ],
+)
 def test_placeholders_and_unsupported_repositories_fail_the_build(options, words):
     with pytest.raises(ExtensionError, match=re.escape(words)):
         launch_settings(options)
@@ -72,8 +82,11 @@ def test_built_book_links_to_no_placeholder():
     pages = sorted(HTML.rglob("*.html"))
     if not pages:
         pytest.fail("the book has not been built: run ./course test (or ./course build) first")
-    offenders = [f"{p.relative_to(HTML)}: {m.group(0)}" for p in pages
-                 for m in PLACEHOLDER_LINK.finditer(p.read_text(encoding="utf-8"))]
+    offenders = [
+        f"{p.relative_to(HTML)}: {m.group(0)}"
+        for p in pages
+        for m in PLACEHOLDER_LINK.finditer(p.read_text(encoding="utf-8"))
+    ]
     assert not offenders, "\n".join(offenders[:10])
 
 
@@ -112,8 +125,12 @@ def build_small_book(tmp_path: Path, repository_url: str) -> str:
         encoding="utf-8",
     )
     out = tmp_path / "html"
-    result = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W", str(src), str(out)],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W", str(src), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return (out / "index.html").read_text(encoding="utf-8")
 
@@ -122,7 +139,7 @@ def test_small_book_with_a_real_repository_shows_the_launch_buttons(tmp_path):
     html = build_small_book(tmp_path, REAL)
     assert "https://mybinder.org/v2/gh/some-school/sdpa-course/main" in html
     assert "https://colab.research.google.com/github/some-school/sdpa-course/blob/main/index" in html
-    assert 'href="' + REAL in html                                    # the repository button
+    assert 'href="' + REAL in html  # the repository button
 
 
 def test_small_book_without_a_repository_shows_none_but_keeps_the_download(tmp_path):

@@ -91,8 +91,9 @@ def test_formulas_are_typeset_not_raw_tex(reader):
     assert "√" in text
     # No TeX left in the prose. Code cells may hold TeX in Python strings (plot
     # titles such as r"$\sqrt{d_k}$"): lines with a quote or an = are code.
-    prose = [line for page in reader.pages for line in page.extract_text().splitlines()
-             if not re.search(r"[\"'=]", line)]
+    prose = [
+        line for page in reader.pages for line in page.extract_text().splitlines() if not re.search(r"[\"'=]", line)
+    ]
     raw = [line for line in prose if re.search(r"\\(?:frac|sqrt|mathrm|top)\{|\\\(|\\\[", line)]
     assert not raw, f"raw TeX in the PDF: {raw[:5]}"
 
@@ -110,7 +111,9 @@ def test_internal_links_lead_to_a_destination(reader):
                 outside.append(str(action["/URI"]))
             else:
                 internal.append(str(annot.get("/Dest") or (action or {}).get("/D")))
-    assert len(internal) >= len(toc_files()), f"only {len(internal)} internal links (the contents alone has {len(toc_files())})"
+    assert len(internal) >= len(toc_files()), (
+        f"only {len(internal)} internal links (the contents alone has {len(toc_files())})"
+    )
     dangling = sorted({d for d in internal if d not in names})
     assert not dangling, f"links to no destination: {dangling[:5]}"
     local = [u for u in outside if re.match(r"https?://(127\.|localhost)", u)]

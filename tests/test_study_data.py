@@ -34,8 +34,12 @@ def test_flashcard_file_is_valid(path):
     assert len(load_cards(path)) >= 3
 
 
-GOOD = {"question": "2+2?", "type": "numeric", "precision": 1,
-        "answers": [{"type": "value", "value": 4, "correct": True, "feedback": "Yes."}]}
+GOOD = {
+    "question": "2+2?",
+    "type": "numeric",
+    "precision": 1,
+    "answers": [{"type": "value", "value": 4, "correct": True, "feedback": "Yes."}],
+}
 
 
 @pytest.mark.parametrize(
@@ -109,8 +113,10 @@ def correct_positions(questions: list[dict]) -> list[int]:
     """The 0-based index of every correct option of the choice questions, in file order."""
     return [
         index
-        for q in questions if q["type"] in CHOICE_TYPES
-        for index, answer in enumerate(q["answers"]) if answer["correct"]
+        for q in questions
+        if q["type"] in CHOICE_TYPES
+        for index, answer in enumerate(q["answers"])
+        if answer["correct"]
     ]
 
 
