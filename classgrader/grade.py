@@ -35,7 +35,7 @@ from . import notebooks, sandbox
 from .intake import Submission
 
 GRADER_VERSION = "1"
-COLLECTOR = "grading.core:run_cases"
+COLLECTOR = "grading.run:run_cases"
 
 # One status per submission, the most serious first.
 STATUSES = {
@@ -88,7 +88,6 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
     """Read the release, the instructor source and the checks of one assignment."""
     import grading
     import lib
-    from grading import core
 
     release_dir = course / "exercises" / name
     source_dir = course / "solutions" / name
@@ -104,7 +103,7 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
     release = nbformat.read(release_nbs[0], as_version=4)
     source = nbformat.read(source_dir / nb_name, as_version=4)
     try:
-        checks = core.checks_for(name)
+        checks = grading.checks_for(name)
     except KeyError as exc:
         raise SetupError(str(exc)) from None
     grade_cells = {}

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from .core import RTOL, Mismatch, Partial, case_inputs, check_form, compare_arrays, notes_of, value_of
+from .compare import RTOL, Mismatch, Partial, check_form, compare_arrays, notes_of, reference, value_of
+from .plain import case_inputs
 
 DTYPES = (np.float64, np.float32)
 BATCHES = ((), (3,), (2, 2))
@@ -29,8 +30,6 @@ def normal(gen: np.random.Generator, shape: Sequence[int], dtype=np.float64, sca
 
 def sentence_qkv() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Q, K, V of the book's example sentence under the chapters' projections."""
-    from .core import reference
-
     lib = reference()
     _, x = lib.example_sentence()
     w = lib.example_projections()
@@ -44,8 +43,6 @@ def judge_softmax_case(got: Any, z: np.ndarray, *, what: str, terms: int = 1) ->
     rows with nothing permitted (all -inf) are their own share
     (:func:`edge_rows`); a wrong value gets the hint of :func:`softmax_hint`.
     """
-    from .core import Partial, reference
-
     lib = reference()
     expected = lib.softmax(z, axis=-1)
     check_form(got, expected, what=what)
@@ -119,7 +116,7 @@ def judge_each(cases: list[dict], results: list[dict], judge_one: Callable[..., 
     - ``DTYPE_SHARE`` of it when the values are right but a float result has
       the wrong dtype (``judge_one`` passes on the result cast to the input's
       dtype);
-    - what a :class:`~grading.core.Partial` raised by ``judge_one`` says
+    - what a :class:`~grading.compare.Partial` raised by ``judge_one`` says
       (e.g. only the fully masked rows wrong);
     - 0 on a :class:`Mismatch`;
 
@@ -207,7 +204,7 @@ def logit_rtol(dtype: np.dtype, logit_bound: float, terms: int = 1) -> float:
     So a weight is off by at most about ``(3 + t) u B + 3 u`` relative, i.e.
     ``2 eps (1 + B)(1 + t)``; the tolerance takes twice that,
     ``4 eps (1 + B)(1 + t)``, on top of the dtype's base tolerance
-    (:data:`~grading.core.RTOL`). A wrong softmax (wrong axis, no scale,
+    (:data:`~grading.compare.RTOL`). A wrong softmax (wrong axis, no scale,
     mask after the softmax) is off by far more. It does not depend on lib's
     own rounding: lib is one of the sound methods, off by the same bound.
     """
@@ -404,8 +401,6 @@ def check_attention(
     names the one that fits. A fully masked query that is the only thing
     wrong costs half the case (:func:`edge_rows`).
     """
-    from .core import Partial, reference
-
     lib = reference()
     out, w = unpack(value, names, what)
     exp_out, exp_w = lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)

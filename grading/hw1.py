@@ -10,7 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import BATCHES, DTYPES, describe_inputs, generator, judge_each, normal
-from .core import Assignment, Mismatch, compare_arrays, make_case, reference
+from .check import Assignment
+from .compare import Mismatch, compare_arrays, reference
+from .notebook import export
+from .plain import make_case
 
 A = Assignment("hw1_dot_product_scores", chapter="chapters/02_raw_dot_product_scores.md")
 
@@ -92,4 +95,4 @@ A.add("scores_vectorized_hidden", ["scores_vectorized"], points=2, cases=_hidden
 A.add("vectorized_no_loop", ["scores_vectorized"], points=2, cases=_no_loop_cases, judge=_judge_no_loop,
       description="scores_vectorized runs no Python loop over the tokens")
 
-A.export(globals())
+export(A, globals())

@@ -11,7 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import sentence_qkv, BATCHES, DTYPES, _close, describe_inputs, generator, judge_each, normal, unpack
-from .core import Assignment, Mismatch, compare_arrays, make_case, reference
+from .check import Assignment
+from .compare import Mismatch, compare_arrays, reference
+from .notebook import export
+from .plain import make_case
 
 A = Assignment("hw3_queries_keys_values", chapter="chapters/03_queries_keys_values.md")
 
@@ -121,4 +124,4 @@ A.add("score_matrix", ["score_matrix"], points=2, cases=_score_visible, judge=_j
 A.add("score_matrix_hidden", ["score_matrix"], points=3, cases=_score_hidden, judge=_judge_scores,
       description="random n_q != n_k, batch dimensions, float32 and float64")
 
-A.export(globals())
+export(A, globals())

@@ -15,7 +15,10 @@ from ._common import (
     BATCHES, DTYPES, _close, attention_rtol, check_attention, check_weight_rows, describe_inputs, generator, judge_each,
     normal, sentence_qkv, unpack,
 )
-from .core import Assignment, Mismatch, check_form, compare_arrays, make_case, reference
+from .check import Assignment
+from .compare import Mismatch, check_form, compare_arrays, reference
+from .notebook import export
+from .plain import make_case
 
 A = Assignment("hw4_scaled_dot_product_attention", chapter="chapters/04_scaled_dot_product_attention.md")
 
@@ -137,4 +140,4 @@ A.add("attention_matrix", ["attention"], points=2, cases=_att_visible, judge=_ju
 A.add("attention_matrix_hidden", ["attention"], points=3, cases=_att_hidden, judge=_judge_attention,
       description="random sizes, batch dimensions, large scores, float32 and float64")
 
-A.export(globals())
+export(A, globals())

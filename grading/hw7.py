@@ -13,7 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import BATCHES, DTYPES, _close, attention_rtol, describe_inputs, generator, judge_each, normal
-from .core import Assignment, Mismatch, compare_arrays, make_case, reference
+from .check import Assignment
+from .compare import Mismatch, compare_arrays, reference
+from .notebook import export
+from .plain import make_case
 
 A = Assignment("hw7_multi_head_attention", chapter="chapters/07_multi_head_preview.md")
 
@@ -174,4 +177,4 @@ A.add("multi_head", ["multi_head_attention"], points=2, cases=_mha_visible, judg
 A.add("multi_head_hidden", ["multi_head_attention"], points=4, cases=_mha_hidden, judge=_judge_mha,
       description="random sizes, 1, 2 or 4 heads, batch dimensions, float32 and float64")
 
-A.export(globals())
+export(A, globals())

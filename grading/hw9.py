@@ -49,7 +49,10 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import DTYPES, attention_rtol, describe_inputs, generator, judge_each, normal, row_sum_tol, unpack
-from .core import Assignment, Mismatch, Partial, check_form, compare_arrays, make_case, reference
+from .check import Assignment
+from .compare import Mismatch, Partial, check_form, compare_arrays, reference
+from .notebook import export
+from .plain import make_case
 
 A = Assignment("hw9_attention_backward", chapter="chapters/09_a_head_that_learns.md")
 
@@ -283,4 +286,4 @@ A.add("attention_dq_dk_hidden", ["attention_backward"], points=2, cases=_attenti
       judge=_attention_judge(("dq", "dk")),
       description="dQ and dK on random sizes, batch dimensions, causal and random masks, float32 and float64")
 
-A.export(globals())
+export(A, globals())

@@ -23,7 +23,7 @@ import pytest
 from fixtures.homework import submissions as subs
 
 import grading
-from grading import nbgrader_tools as nbt
+from nbgrader_tools import scratch_course as nbt
 
 HIDDEN_MARKERS = ("BEGIN HIDDEN TESTS", "hidden=True")
 # The hidden test cells derive each student's seed from the course secret
@@ -103,7 +103,7 @@ def test_committed_exercises_are_what_nbgrader_generates(run, assignment):
     committed = subs.release_notebook(assignment)
     assert committed == run.release, (
         f"exercises/{assignment} differs from what nbgrader generates from solutions/{assignment}; "
-        f"regenerate it with: python -m grading.nbgrader_tools release {assignment}")
+        f"regenerate it with: python -m nbgrader_tools release {assignment}")
     folder = subs.REPO / "exercises" / assignment
     assert sorted(p.name for p in folder.iterdir()) == [f"{assignment}.ipynb"]
 
