@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import sentence_qkv, BATCHES, DTYPES, _close, describe_inputs, generator, judge_each, normal, unpack
+from ._common import BATCHES, DTYPES, _close, describe_inputs, generator, judge_each, normal, sentence_qkv, unpack
 from .check import Assignment
 from .compare import Mismatch, compare_arrays, reference
 from .notebook import export

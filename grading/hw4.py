@@ -12,8 +12,18 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import (
-    BATCHES, DTYPES, _close, attention_rtol, check_attention, check_weight_rows, describe_inputs, generator, judge_each,
-    normal, sentence_qkv, unpack,
+    BATCHES,
+    DTYPES,
+    _close,
+    attention_rtol,
+    check_attention,
+    check_weight_rows,
+    describe_inputs,
+    generator,
+    judge_each,
+    normal,
+    sentence_qkv,
+    unpack,
 )
 from .check import Assignment
 from .compare import Mismatch, check_form, compare_arrays, reference

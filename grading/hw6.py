@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import sentence_qkv, BATCHES, DTYPES, check_attention, describe_inputs, generator, judge_each, normal
+from ._common import BATCHES, DTYPES, check_attention, describe_inputs, generator, judge_each, normal, sentence_qkv
 from .check import Assignment
 from .compare import Mismatch, compare_arrays, reference
 from .notebook import export

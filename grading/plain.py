@@ -48,6 +48,7 @@ __all__ = [
     "well_formed",
 ]
 
+
 #: Largest array (in elements) that a learner's result may be, as plain data.
 MAX_RESULT_SIZE = 1 << 20
 _FLOAT_TYPES = (np.float16, np.float32, np.float64)

@@ -63,7 +63,9 @@ NOTED_CALLS = frozenset({"concatenate"})
 #: every joining function reaches) are Python functions there.
 _NUMPY_DIR = os.path.dirname(np.__file__)
 
+#: This package's folder: its code is the grader's, never the learner's.
 GRADING_DIR = os.path.realpath(os.path.dirname(__file__)) + os.sep
+#: The standard library's and the installed packages' folders.
 SYSTEM_DIRS = tuple(
     {os.path.realpath(p) + os.sep for key in ("stdlib", "platstdlib", "purelib", "platlib")
      if (p := sysconfig.get_paths().get(key))}

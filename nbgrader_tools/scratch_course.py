@@ -62,8 +62,8 @@ def run_nbgrader_batch(commands: list[list[str]], cwd: Path, timeout: float = 18
 
 def batch(commands: list[list[str]]) -> int:
     """Run nbgrader commands in this process (the worker of :func:`run_nbgrader_batch`)."""
-    from nbgrader.apps import NbGraderApp
     from jupyter_core.application import NoStart
+    from nbgrader.apps import NbGraderApp
 
     for args in commands:
         start = time.perf_counter()
