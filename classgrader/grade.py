@@ -125,9 +125,9 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
     gdir = Path(grading.__file__).parent
     module = getattr(grading, "ASSIGNMENTS", {}).get(name)
     own = [Path(module.__file__)] if module is not None else sorted(gdir.glob("hw*.py"))
-    for path in [gdir / "core.py", gdir / "_common.py", gdir / "seeds.py", *own] + sorted(Path(lib.__file__).parent.rglob("*.py")):
-        if path.is_file():
-            digest.update(path.name.encode() + path.read_bytes())
+    shared = [p for p in sorted(gdir.glob("*.py")) if not p.name.startswith("hw")]
+    for path in [*shared, *own, *sorted(Path(lib.__file__).parent.rglob("*.py"))]:
+        digest.update(path.name.encode() + path.read_bytes())
     return AssignmentInfo(
         name=name, notebook=nb_name, release=release, source=source, release_dir=release_dir,
         source_dir=course / "solutions", checks=checks, grade_cells=grade_cells,

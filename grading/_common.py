@@ -258,7 +258,7 @@ def edge_rows(got: Any, permitted: np.ndarray, *, what: str, row: str = "row",
         permitted = np.broadcast_to(permitted, got.shape)
     except ValueError:
         return got, None
-    empty = ~permitted.any(axis=-1)
+    empty = ~np.any(permitted, axis=-1)
     g = got.astype(np.float64)
     bad = empty & (~np.isfinite(g).all(axis=-1) | (g != 0).any(axis=-1))
     if not bad.any():
@@ -313,7 +313,7 @@ def softmax_hint(got: Any, z: np.ndarray) -> str | None:
                                "they match subtracting np.max(z, axis=-1) without keepdims=True: row j's "
                                "maximum was subtracted from column j; write np.max(z, axis=-1, keepdims=True)"))
     for cand, hint in candidates:
-        if _close(got, cand, rtol=1e-4) and not _close(got, soft(z64, -1), rtol=1e-4):
+        if near(got, cand, rtol=1e-4) and not near(got, soft(z64, -1), rtol=1e-4):
             return hint
     return None
 
@@ -341,7 +341,7 @@ def check_weight_rows(
     permitted = np.broadcast_to(permitted, got.shape)
     g = got.astype(np.float64)
     tol = row_sum_tol(got.dtype, rtol, got.shape[-1] if got.ndim else 1)
-    anything = permitted.any(axis=-1)
+    anything = np.any(permitted, axis=-1)
     nonfinite = ~np.isfinite(g).all(axis=-1)
     if nonfinite.any():
         idx = tuple(int(i) for i in np.argwhere(nonfinite)[0])
@@ -409,7 +409,7 @@ def check_attention(
     permitted = np.ones(exp_w.shape, dtype=bool) if mask is None else np.broadcast_to(mask, exp_w.shape)
     w, edge = edge_rows(w, permitted, what=f"{what}, {names[1]}", row="query", forbidden_all="a fully masked query")
     if edge is not None:
-        empty = ~permitted.any(axis=-1)
+        empty = ~np.any(permitted, axis=-1)
         out = np.where(empty[..., None], 0, out).astype(out.dtype)
     d_k = q.shape[-1]
     rtol = attention_rtol(q, k)
@@ -425,37 +425,40 @@ def check_attention(
             ("they match softmax(Q K^T / d_k): divide by sqrt(d_k), not d_k", dict(scale=1.0 / d_k)),
         ]
         for hint, kw in guesses:
-            if d_k > 1 and _close(w, lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True, **kw)[1]):
+            if d_k > 1 and near(w, lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True, **kw)[1]):
                 raise Mismatch(f"{exc}. Hint: {hint}") from None
         if "Hint:" in str(exc):
             raise
         if mask is not None:
             unmasked = lib.softmax(scores, axis=-1)
-            if _close(w, unmasked * permitted):
+            if near(w, unmasked * permitted):
                 raise Mismatch(f"{exc}. Hint: the weights are the unmasked softmax with the forbidden keys set "
                                "to 0 afterwards, so the rest no longer sum to 1: the mask was applied after "
                                "the softmax; set the forbidden scores to -inf before it") from None
-        hint = softmax_hint(w, logits)
-        if hint:
-            raise Mismatch(f"{exc}. Hint: {hint}") from None
-        if w.shape[-1] == w.shape[-2] and _close(np.swapaxes(w, -1, -2), exp_w):
+        named = softmax_hint(w, logits)
+        if named:
+            raise Mismatch(f"{exc}. Hint: {named}") from None
+        if w.shape[-1] == w.shape[-2] and near(np.swapaxes(w, -1, -2), exp_w):
             raise Mismatch(f"{exc}. Hint: they are transposed: row i is query i, column j is key j") from None
         raise
     try:
-        compare_arrays(out, exp_out, what=f"{what}, {names[0]}", scale=_value_scale(v), rtol=rtol)
+        compare_arrays(out, exp_out, what=f"{what}, {names[0]}", scale=value_scale(v), rtol=rtol)
     except Mismatch as exc:
-        if not _close(out, w.astype(np.float64) @ v.astype(np.float64), rtol=1e-4):
+        if not near(out, w.astype(np.float64) @ v.astype(np.float64), rtol=1e-4):
             raise Mismatch(f"{exc}. Hint: the output should be the weights times the values, weights @ v") from None
         raise
     if edge is not None:
         raise Partial(edge, 1 - EDGE_SHARE)
 
 
-def _value_scale(v: np.ndarray) -> float:
+def value_scale(v: np.ndarray) -> float:
+    """The size of the values ``v`` that an attention output averages: ``max(1, max |v|)``
+    (the ``scale`` of :func:`~grading.compare.compare_arrays` for an output)."""
     return max(1.0, float(np.abs(v.astype(np.float64)).max(initial=0.0)))
 
 
-def _close(a: np.ndarray, b: np.ndarray, rtol: float = 1e-4) -> bool:
+def near(a: Any, b: Any, rtol: float = 1e-4) -> bool:
+    """Does ``a`` match ``b`` loosely (same shape, within ``rtol``)? Used to name a mistake, never to score."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     if a.shape != b.shape:

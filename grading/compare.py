@@ -176,7 +176,8 @@ def compare_arrays(
     if bad.any():
         idx = _index(int(np.flatnonzero(bad)[0]), got.shape)
         raise Mismatch(f"{what}: entry {idx} is {got[idx]!s}; expected {expected[idx]!s} "
-                       f"({int(bad.sum())} entries are NaN or infinite where they should not be, or the other way round)")
+                       f"({int(bad.sum())} entries are NaN or infinite where they should not be, "
+                       "or the other way round)")
     if scale is None:
         scale = max(1.0, float(np.abs(e[finite_e]).max(initial=0.0)))
     with np.errstate(all="ignore"):

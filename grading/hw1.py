@@ -77,7 +77,8 @@ def _judge_no_loop(cases: list[dict], results: list[dict]) -> str:
             "loops over the tokens. Compute all the scores with one matrix product instead "
             "(x @ x.T, or x @ np.swapaxes(x, -1, -2) to allow batch dimensions)."
         )
-    return f"scores_vectorized runs {_lines(small)} of Python for 3 tokens and {_lines(large)} for 40: no loop over tokens"
+    return (f"scores_vectorized runs {_lines(small)} of Python for 3 tokens and {_lines(large)} for 40: "
+            "no loop over tokens")
 
 
 def _lines(n: int) -> str:

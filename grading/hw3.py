@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import BATCHES, DTYPES, _close, describe_inputs, generator, judge_each, normal, sentence_qkv, unpack
+from ._common import BATCHES, DTYPES, describe_inputs, generator, judge_each, near, normal, sentence_qkv, unpack
 from .check import Assignment
 from .compare import Mismatch, compare_arrays, reference
 from .notebook import export
@@ -60,7 +60,7 @@ def _judge_project(cases: list[dict], results: list[dict]) -> str:
                 compare_arrays(item, exp, what=f"{name}, {label}", scale=scale)
             except Mismatch as exc:
                 for other, other_exp in zip("QKV", expected):
-                    if other != label.upper() and isinstance(item, np.ndarray) and _close(item, other_exp):
+                    if other != label.upper() and isinstance(item, np.ndarray) and near(item, other_exp):
                         raise Mismatch(f"{exc}. Hint: your {label} equals X W_{other}: the projections are "
                                        "mixed up") from None
                 raise
@@ -105,10 +105,10 @@ def _judge_scores(cases: list[dict], results: list[dict]) -> str:
             compare_arrays(got, expected, what=name, scale=scale)
         except Mismatch as exc:
             d_k = q.shape[-1]
-            if isinstance(got, np.ndarray) and d_k > 1 and _close(got, expected / np.sqrt(d_k)):
+            if isinstance(got, np.ndarray) and d_k > 1 and near(got, expected / np.sqrt(d_k)):
                 raise Mismatch(f"{exc}. Hint: this asks for the raw scores q_i . k_j; the scale 1/sqrt(d_k) "
                                "comes in chapter 4") from None
-            if isinstance(got, np.ndarray) and _close(got, np.swapaxes(expected, -1, -2)):
+            if isinstance(got, np.ndarray) and near(got, np.swapaxes(expected, -1, -2)):
                 raise Mismatch(f"{exc}. Hint: it is transposed: row i is query i, column j is key j") from None
             raise
 

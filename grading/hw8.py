@@ -40,6 +40,7 @@ from ._common import (
     normal,
     sentence_qkv,
     unpack,
+    value_scale,
 )
 from .check import Assignment
 from .compare import Mismatch, Partial, check_form, compare_arrays, describe, reference
@@ -349,7 +350,7 @@ def _judge_attention(cases: list[dict], results: list[dict]) -> str:
         allowed = np.concatenate([b[2] for b in blocks], axis=1)
         expected = lib.scaled_dot_product_attention(q, k, v, allowed)
         check_form(got, expected, what=name)
-        nothing = ~allowed.any(axis=1)
+        nothing = ~np.any(allowed, axis=1)
         edge = None
         bad_edge = nothing & (np.isnan(got).any(axis=1) | (got != 0).any(axis=1))
         if bad_edge.any():
@@ -361,9 +362,8 @@ def _judge_attention(cases: list[dict], results: list[dict]) -> str:
         if np.isnan(got).any():
             raise Mismatch(f"{name}: the output contains NaN. Hint: while a query has seen only masked keys "
                            "its running maximum is -inf, and -inf - (-inf) is NaN: shift by 0 instead")
-        scale = max(1.0, float(np.abs(v.astype(np.float64)).max(initial=0.0)))
         try:
-            compare_arrays(got, expected, what=name, scale=scale, rtol=attention_rtol(q, k))
+            compare_arrays(got, expected, what=name, scale=value_scale(v), rtol=attention_rtol(q, k))
         except Mismatch as exc:
             if len(blocks) > 1:
                 last = lib.scaled_dot_product_attention(q, blocks[-1][0], blocks[-1][1], blocks[-1][2])

@@ -266,7 +266,8 @@ def _attention_hint(part: str, got: np.ndarray, q, k, v, g, mask) -> str:
     if part == "dv":
         _, a = lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)
         if a.shape[-1] == a.shape[-2] and close(a @ g):
-            return ". Hint: dV = A^T dO (the transpose of the weights), not A dO: key j's value is read by every query i"
+            return (". Hint: dV = A^T dO (the transpose of the weights), not A dO: key j's value is read by "
+                    "every query i")
     return ""
 
 

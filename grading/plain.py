@@ -64,7 +64,7 @@ def _plain_float(x: float) -> float | str:
 
 def _encode_array(arr: np.ndarray) -> dict:
     if arr.dtype.kind == "f":
-        flat = arr.astype(np.float64).ravel().tolist()
+        flat: list = arr.astype(np.float64).ravel().tolist()
         if not np.isfinite(arr).all():
             flat = [_plain_float(v) for v in flat]
     else:
@@ -204,9 +204,10 @@ def new_record(error: str | None = None) -> dict[str, Any]:
 
 
 #: The type of each key of a result record (``seconds`` is not read by the grader).
-_RECORD_TYPES = {"value": (dict, type(None)), "error": (str, type(None)), "forbidden": list, "warnings": list,
-                 "calls": list, "mutated": list,
-                 "output": str, "lines": (int, type(None))}
+_RECORD_TYPES: dict[str, type | tuple[type, ...]] = {
+    "value": (dict, type(None)), "error": (str, type(None)), "forbidden": list, "warnings": list,
+    "calls": list, "mutated": list, "output": str, "lines": (int, type(None)),
+}
 
 
 def well_formed(record: Any) -> bool:

@@ -14,6 +14,7 @@ import os
 import sys
 import sysconfig
 import threading
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -101,7 +102,7 @@ class CallWatch:
         self._dirs = tuple(d for d, p in self._packages.items() if p in FORBIDDEN_PACKAGES)
         self._hiding_dirs = tuple(d for d, p in self._packages.items() if p in _HIDING_PACKAGES)
         self._code_verdicts: dict[Any, str | None] = {}
-        self._frame = None
+        self._frame: FrameType | None = None
         self._own = (CallWatch.__exit__.__code__,)
         self._hook = self._profile  # one bound method, so that `is` can recognise it
 
@@ -190,7 +191,8 @@ class CallWatch:
 
     # -- context manager -----------------------------------------------------
     def __enter__(self) -> CallWatch:
-        self._saved = (sys.getprofile(), sys.gettrace(), threading.getprofile() if hasattr(threading, "getprofile") else None)
+        thread_profile = threading.getprofile() if hasattr(threading, "getprofile") else None
+        self._saved = (sys.getprofile(), sys.gettrace(), thread_profile)
         self._frame = sys._getframe(1)
         threading.setprofile(self._hook)
         if self.count_lines:

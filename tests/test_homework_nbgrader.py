@@ -24,6 +24,7 @@ from fixtures.homework import submissions as subs
 
 import grading
 from nbgrader_tools import scratch_course as nbt
+from nbgrader_tools.cells import nbgrader_meta
 
 HIDDEN_MARKERS = ("BEGIN HIDDEN TESTS", "hidden=True")
 # The hidden test cells derive each student's seed from the course secret
@@ -158,5 +159,5 @@ def test_no_test_cell_of_the_solution_writes_to_stderr_or_fails(run, assignment)
     nb = json.loads(path.read_text())
     for cell in nb["cells"]:
         for output in cell.get("outputs", []):
-            assert output["output_type"] != "error", cell["metadata"]["nbgrader"]["grade_id"]
-            assert output.get("name") != "stderr", (cell["metadata"]["nbgrader"]["grade_id"], output)
+            assert output["output_type"] != "error", nbgrader_meta(cell).get("grade_id")
+            assert output.get("name") != "stderr", (nbgrader_meta(cell).get("grade_id"), output)
