@@ -109,7 +109,9 @@ exercise asks for their own implementation. Limits, for the sandbox to
 cover: the watch sees only the learner's own process and the threads it
 starts during the call; source text copied from ``lib`` and ``exec``-ed is
 not a call into ``lib``. The sandbox is best run without ``lib`` importable
-at all (``grading`` imports ``lib`` only inside ``compare``).
+at all: importing ``grading`` does not import ``lib``; only making cases and
+comparing do, through :func:`grading.compare.reference`, on the grader's
+side.
 
 Adding an assignment (e.g. hw10)
 --------------------------------

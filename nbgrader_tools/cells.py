@@ -97,6 +97,7 @@ def self_check_cells(short: str) -> list:
 
 
 def notebook(cells: list) -> nbformat.NotebookNode:
+    """A homework source notebook of these cells, with the course's kernel (for writing a new homework)."""
     nb = nbformat.v4.new_notebook()
     nb.cells = cells
     nb.metadata["kernelspec"] = dict(KERNELSPEC)

@@ -107,6 +107,7 @@ def make_course(root: Path, assignments: list[str]) -> Path:
 
 
 def release_path(root: Path, assignment: str) -> Path:
+    """Where ``nbgrader generate_assignment`` writes an assignment's student notebook."""
     return Path(root) / "exercises" / assignment / f"{assignment}.ipynb"
 
 
