@@ -1,7 +1,8 @@
 """nbgrader settings for the course's homework.
 
 Instructor sources live in solutions/<assignment>/, and the student versions
-that `nbgrader generate_assignment` makes are committed in exercises/.
+that `nbgrader generate_assignment` makes are committed in exercises/
+(regenerate them with `./course release`: nbgrader_tools/scratch_course.py).
 """
 
 c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)

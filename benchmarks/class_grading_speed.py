@@ -39,7 +39,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run from a checkout without installing the course
 
-from grading import nbgrader_tools  # noqa: E402
+from nbgrader_tools import scratch_course  # noqa: E402
 from sample_submissions import Builder  # noqa: E402
 
 
@@ -97,11 +97,11 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "class_grading_speed.json")
     args = ap.parse_args()
-    env = nbgrader_tools.nbgrader_env()
+    env = scratch_course.nbgrader_env()
 
     with tempfile.TemporaryDirectory(prefix="class-grading-bench-") as tmp:
-        course = nbgrader_tools.make_course(Path(tmp) / "course", [args.assignment])
-        nbgrader_tools.generate(course, args.assignment)
+        course = scratch_course.make_course(Path(tmp) / "course", [args.assignment])
+        scratch_course.generate(course, args.assignment)
         kinds = make_submissions(course, args.assignment, args.n)
 
         t_nbgrader = timed([sys.executable, "-m", "nbgrader", "autograde", args.assignment, "--force"], course, env)

@@ -16,6 +16,8 @@ import html
 
 from markdown_it import MarkdownIt
 
+from nbgrader_tools.cells import nbgrader_meta
+
 from . import late
 from .grade import STATUSES
 
@@ -78,7 +80,7 @@ def render(result: dict, nb) -> str:
         parts.append("<p>There is no notebook to show.</p></body></html>")
         return "\n".join(parts)
     for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
+        meta = nbgrader_meta(cell)
         from_release = bool(meta) and not meta.get("solution")
         parts.append("<div class=\"cell\">")
         if cell.cell_type == "markdown":

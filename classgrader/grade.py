@@ -35,7 +35,7 @@ from . import notebooks, sandbox
 from .intake import Submission
 
 GRADER_VERSION = "1"
-COLLECTOR = "grading.core:run_cases"
+COLLECTOR = "grading.run:run_cases"
 
 # One status per submission, the most serious first.
 STATUSES = {
@@ -88,7 +88,6 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
     """Read the release, the instructor source and the checks of one assignment."""
     import grading
     import lib
-    from grading import core
 
     release_dir = course / "exercises" / name
     source_dir = course / "solutions" / name
@@ -104,7 +103,7 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
     release = nbformat.read(release_nbs[0], as_version=4)
     source = nbformat.read(source_dir / nb_name, as_version=4)
     try:
-        checks = core.checks_for(name)
+        checks = grading.checks_for(name)
     except KeyError as exc:
         raise SetupError(str(exc)) from None
     grade_cells = {}
@@ -126,9 +125,9 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
     gdir = Path(grading.__file__).parent
     module = getattr(grading, "ASSIGNMENTS", {}).get(name)
     own = [Path(module.__file__)] if module is not None else sorted(gdir.glob("hw*.py"))
-    for path in [gdir / "core.py", gdir / "_common.py", gdir / "seeds.py", *own] + sorted(Path(lib.__file__).parent.rglob("*.py")):
-        if path.is_file():
-            digest.update(path.name.encode() + path.read_bytes())
+    shared = [p for p in sorted(gdir.glob("*.py")) if not p.name.startswith("hw")]
+    for path in [*shared, *own, *sorted(Path(lib.__file__).parent.rglob("*.py"))]:
+        digest.update(path.name.encode() + path.read_bytes())
     return AssignmentInfo(
         name=name, notebook=nb_name, release=release, source=source, release_dir=release_dir,
         source_dir=course / "solutions", checks=checks, grade_cells=grade_cells,

@@ -92,10 +92,12 @@ def release_order(course: Path, assignment: str) -> list[str]:
     """The graded cells' ids in the order of the release notebook (``exercises/<assignment>/``)."""
     import nbformat
 
+    from nbgrader_tools.cells import nbgrader_meta
+
     order = []
     for path in sorted((course / "exercises" / assignment).glob("*.ipynb"))[:1]:
         for cell in nbformat.read(path, as_version=4).cells:
-            meta = cell.get("metadata", {}).get("nbgrader", {}) or {}
+            meta = nbgrader_meta(cell)
             if meta.get("grade") and meta.get("grade_id"):
                 order.append(meta["grade_id"])
     return order

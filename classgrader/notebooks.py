@@ -27,6 +27,8 @@ import json
 import re
 import nbformat
 
+from nbgrader_tools.cells import nbgrader_meta
+
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
 
 
@@ -75,11 +77,6 @@ def load(data: bytes, name: str = "notebook") -> nbformat.NotebookNode:
         cells.append(cell)
     nb.cells = cells
     return nb
-
-
-def nbgrader_meta(cell: dict) -> dict:
-    meta = cell.get("metadata", {}).get("nbgrader")
-    return meta if isinstance(meta, dict) else {}
 
 
 def release_role(cell: dict) -> str:

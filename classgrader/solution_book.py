@@ -38,6 +38,8 @@ from pathlib import Path
 
 import nbformat
 
+from nbgrader_tools.cells import nbgrader_meta
+
 REPO = Path(__file__).resolve().parent.parent
 BOOK = REPO / "solution_book"  # the book's own config and front page
 MARKER = re.compile(r"^\s*<!--\s*after:\s*([A-Za-z0-9_.-]+)\s*-->\s*$", re.M)
@@ -69,10 +71,6 @@ def grader_says(assignment: str, seed: int = SEED, **functions) -> None:
         shown += 1
     if not shown:
         raise KeyError(f"no check of {assignment} uses only {sorted(functions)}")
-
-
-def _meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
 
 
 def read_reasoning(path: Path) -> tuple[list, dict[str, list]]:
@@ -118,7 +116,7 @@ def solution_cells(source: nbformat.NotebookNode) -> list:
         elif new.cell_type == "markdown":
             # links into the learners' book do not exist in this one: keep their text
             new.source = RELATIVE_LINK.sub(r"\1", new.source)
-        new.metadata = {"grade_id": _meta(cell).get("grade_id")} if _meta(cell).get("grade_id") else {}
+        new.metadata = {"grade_id": nbgrader_meta(cell).get("grade_id")} if nbgrader_meta(cell).get("grade_id") else {}
         cells.append(new)
     return cells
 
@@ -128,7 +126,7 @@ def page(assignment: str, solutions: Path = REPO / "solutions") -> nbformat.Note
     folder = solutions / assignment
     source = nbformat.read(folder / f"{assignment}.ipynb", as_version=4)
     opening, after = read_reasoning(folder / "reasoning.md")
-    ids = {_meta(c).get("grade_id") for c in source.cells} - {None}
+    ids = {nbgrader_meta(c).get("grade_id") for c in source.cells} - {None}
     unknown = sorted(set(after) - ids - {"end"})
     if unknown:
         raise BookError(f"{assignment}/reasoning.md: <!-- after: {unknown[0]} --> names no cell of the notebook; "

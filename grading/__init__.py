@@ -6,17 +6,44 @@ very same checks. Nothing about an exercise is written twice.
 
 Layout
 ------
-``grading/core.py``
-    The shared machinery: plain-data encoding, :class:`~grading.core.CallWatch`
-    (catches calls into the reference), :func:`~grading.core.run_cases`,
-    :func:`~grading.core.compare_arrays`, the :class:`~grading.core.Check`
-    record and the registry.
+The files follow a check from its inputs to its score, and the process each
+part runs in:
+
+``grading/plain.py``
+    The plain JSON data that crosses between processes: values
+    (:func:`~grading.plain.encode`, :func:`~grading.plain.decode`), input cases
+    (:func:`~grading.plain.make_case`) and result records.
+``grading/watch.py``, ``grading/run.py``
+    The learner's process: :class:`~grading.watch.CallWatch` (catches calls
+    into the reference) and :func:`~grading.run.run_cases` (calls the
+    learner's functions on the cases). numpy only, never ``lib``.
+``grading/compare.py``
+    The grader's process: :class:`~grading.compare.Mismatch`,
+    :class:`~grading.compare.Partial`, :class:`~grading.compare.Verdict`,
+    :func:`~grading.compare.compare_arrays` and
+    :func:`~grading.compare.decide`; expected values come from ``lib``.
 ``grading/_common.py``
     Inputs and diagnostics that several assignments share (rows of softmax
-    weights, attention outputs, tolerances for logits).
-``grading/hw1.py`` ... ``grading/hw7.py``
+    weights, attention outputs, tolerances for logits, the share of a case
+    each kind of mistake earns).
+``grading/check.py``
+    :class:`~grading.check.Check` (one graded test cell) and
+    :class:`~grading.check.Assignment` (the checks of one notebook).
+``grading/hw1.py`` ... ``grading/hw9.py``
     One module per assignment, named after its number; ``hwN.A`` is its
-    :class:`~grading.core.Assignment` (``hw1.A.name == "hw1_dot_product_scores"``).
+    ``Assignment`` (``hw1.A.name == "hw1_dot_product_scores"``).
+``grading/registry.py``
+    The one list of assignment modules (:data:`~grading.registry.MODULES`)
+    and the look-ups :func:`checks_for`, :func:`get_check`, :func:`all_checks`.
+``grading/notebook.py``
+    What a notebook's test cells call: ``check_<name>`` and
+    ``check_before_submit``, all three pieces in one process.
+``grading/seeds.py``
+    The seed of each learner's hidden tests.
+
+The nbgrader tooling (writing and checking homework cells, running nbgrader in
+a scratch course, regenerating ``exercises/``) is not a check: it lives in
+the ``nbgrader_tools`` package beside this one.
 
 A check in three pieces
 -----------------------
@@ -51,7 +78,7 @@ gets a fresh seed each time.
 In a notebook the three run in one go: ``hw4.check_attention_matrix(attention)``
 runs check ``attention_matrix``, and ``hw4.check_attention_matrix(attention,
 hidden=True)`` runs ``attention_matrix_hidden``; a check that earns nothing
-raises :class:`~grading.core.CheckFailed` (an ``AssertionError``) whose
+raises :class:`~grading.notebook.CheckFailed` (an ``AssertionError``) whose
 message says what is wrong, and Jupyter shows only that message; a partly
 right check prints what is wrong and returns its score, the cell's value,
 which nbgrader reads as partial credit. ``hw4.check_before_submit(globals())``
@@ -61,7 +88,7 @@ and what each failure means (the last cell of every notebook).
 The registry
 ------------
 ``grading.checks_for("hw4_scaled_dot_product_attention")`` lists an
-assignment's checks in notebook order. Each :class:`~grading.core.Check` has
+assignment's checks in notebook order. Each :class:`~grading.check.Check` has
 ``id`` (the nbgrader ``grade_id`` of the test cell that runs it), ``points``
 (that cell's points), ``hidden``, ``functions`` (the learner functions it
 calls) and the three pieces above. ``grading.all_checks()`` gives every
@@ -82,36 +109,38 @@ exercise asks for their own implementation. Limits, for the sandbox to
 cover: the watch sees only the learner's own process and the threads it
 starts during the call; source text copied from ``lib`` and ``exec``-ed is
 not a call into ``lib``. The sandbox is best run without ``lib`` importable
-at all (``grading`` imports ``lib`` only inside ``compare``).
+at all: importing ``grading`` does not import ``lib``; only making cases and
+comparing do, through :func:`grading.compare.reference`, on the grader's
+side.
 
-Adding an assignment (e.g. hw9)
--------------------------------
-1. ``grading/hw9.py``: ``A = Assignment("hw9_<name>", chapter="chapters/...")``;
+Adding an assignment (e.g. hw10)
+--------------------------------
+1. ``grading/hw10.py``: ``A = Assignment("hw10_<name>", chapter="chapters/...")``;
    for each graded cell a ``cases(seed)`` function built with
-   :func:`~grading.core.make_case` and a ``judge(cases, results)`` that calls
+   :func:`~grading.plain.make_case` and a ``judge(cases, results)`` that calls
    :func:`~grading._common.judge_each` with a per-case function raising
-   :class:`~grading.core.Mismatch` (use :func:`~grading.core.compare_arrays`,
+   :class:`~grading.compare.Mismatch` (use :func:`~grading.compare.compare_arrays`,
    a tolerance derived as in :func:`~grading._common.logit_rtol`, and
-   :class:`~grading.core.Partial` for a case that is right but for its edge
+   :class:`~grading.compare.Partial` for a case that is right but for its edge
    case); then ``A.add(id, [function names], points=..., cases=...,
    judge=..., description=...)`` (ids ending in ``_hidden`` are hidden) and
-   finally ``A.export(globals())``. Import ``lib`` only inside judges and
-   cases, via :func:`~grading.core.reference`. Partial credit per case, the
+   finally ``export(A, globals())`` (:func:`grading.notebook.export`). Import ``lib`` only inside judges and
+   cases, via :func:`~grading.compare.reference`. Partial credit per case, the
    dtype, edge and in-place shares, seeds and the check-before-you-submit
    report then apply by themselves.
-2. Import it below and add it to ``ASSIGNMENTS``.
-3. ``solutions/hw9_<name>/hw9_<name>.ipynb``: copy an existing notebook's
+2. Add ``"hw10"`` to :data:`~grading.registry.MODULES`.
+3. ``solutions/hw10_<name>/hw10_<name>.ipynb``: copy an existing notebook's
    structure (see ``appendix/instructors.md``): a locked task statement that
    links its chapter, a locked setup cell (imports), answer cells with
    ``### BEGIN SOLUTION`` / ``### END SOLUTION``, and one locked test cell per
    check whose ``grade_id`` is the check id and whose points are the check's
    points; a hidden check's call sits between ``### BEGIN HIDDEN TESTS`` and
    ``### END HIDDEN TESTS``; the notebook ends with
-   ``grading.authoring.self_check_cells("hw9")`` (the "check before you
-   submit" text and cell). ``grading.authoring`` writes such cells.
-4. Generate ``exercises/`` (``python -m grading.nbgrader_tools release
-   hw9_<name>``), add the learners' corpus under
-   ``tests/fixtures/homework/hw9_<name>/``: three correct-but-different
+   ``nbgrader_tools.cells.self_check_cells("hw10")`` (the "check before
+   you submit" text and cell). ``nbgrader_tools.cells`` writes such cells.
+4. Generate ``exercises/`` (``python -m nbgrader_tools release
+   hw10_<name>``), add the learners' corpus under
+   ``tests/fixtures/homework/hw10_<name>/``: three correct-but-different
    submissions and at least three usual mistakes, each with the points and
    message words it must get (see the README there), plus
    ``calls_reference.py``, which earns nothing; add the mistakes to the
@@ -122,34 +151,9 @@ Adding an assignment (e.g. hw9)
    ``tests/test_class_grading.py`` pick the new assignment up by themselves.
 """
 
-from . import hw1, hw2, hw3, hw4, hw5, hw6, hw7, hw8, hw9
-from .core import (
-    CheckFailed,
-    Verdict,
-    all_checks,
-    checks_for,
-    get_check,
-    run_cases,
-)
+from .compare import Verdict
+from .notebook import CheckFailed
+from .registry import ASSIGNMENTS, all_checks, checks_for, get_check
+from .run import run_cases
 
-#: Assignment name -> its module, in course order.
-ASSIGNMENTS = {m.A.name: m for m in (hw1, hw2, hw3, hw4, hw5, hw6, hw7, hw8, hw9)}
-
-__all__ = [
-    "ASSIGNMENTS",
-    "CheckFailed",
-    "Verdict",
-    "all_checks",
-    "checks_for",
-    "get_check",
-    "hw1",
-    "hw2",
-    "hw3",
-    "hw4",
-    "hw5",
-    "hw6",
-    "hw7",
-    "hw8",
-    "hw9",
-    "run_cases",
-]
+__all__ = ["ASSIGNMENTS", "CheckFailed", "Verdict", "all_checks", "checks_for", "get_check", "run_cases"]

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from .core import RTOL, Mismatch, Partial, case_inputs, check_form, compare_arrays, notes_of, value_of
+from .compare import RTOL, Mismatch, Partial, check_form, compare_arrays, notes_of, reference, value_of
+from .plain import case_inputs
 
 DTYPES = (np.float64, np.float32)
 BATCHES = ((), (3,), (2, 2))
@@ -29,8 +30,6 @@ def normal(gen: np.random.Generator, shape: Sequence[int], dtype=np.float64, sca
 
 def sentence_qkv() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Q, K, V of the book's example sentence under the chapters' projections."""
-    from .core import reference
-
     lib = reference()
     _, x = lib.example_sentence()
     w = lib.example_projections()
@@ -44,8 +43,6 @@ def judge_softmax_case(got: Any, z: np.ndarray, *, what: str, terms: int = 1) ->
     rows with nothing permitted (all -inf) are their own share
     (:func:`edge_rows`); a wrong value gets the hint of :func:`softmax_hint`.
     """
-    from .core import Partial, reference
-
     lib = reference()
     expected = lib.softmax(z, axis=-1)
     check_form(got, expected, what=what)
@@ -119,7 +116,7 @@ def judge_each(cases: list[dict], results: list[dict], judge_one: Callable[..., 
     - ``DTYPE_SHARE`` of it when the values are right but a float result has
       the wrong dtype (``judge_one`` passes on the result cast to the input's
       dtype);
-    - what a :class:`~grading.core.Partial` raised by ``judge_one`` says
+    - what a :class:`~grading.compare.Partial` raised by ``judge_one`` says
       (e.g. only the fully masked rows wrong);
     - 0 on a :class:`Mismatch`;
 
@@ -207,7 +204,7 @@ def logit_rtol(dtype: np.dtype, logit_bound: float, terms: int = 1) -> float:
     So a weight is off by at most about ``(3 + t) u B + 3 u`` relative, i.e.
     ``2 eps (1 + B)(1 + t)``; the tolerance takes twice that,
     ``4 eps (1 + B)(1 + t)``, on top of the dtype's base tolerance
-    (:data:`~grading.core.RTOL`). A wrong softmax (wrong axis, no scale,
+    (:data:`~grading.compare.RTOL`). A wrong softmax (wrong axis, no scale,
     mask after the softmax) is off by far more. It does not depend on lib's
     own rounding: lib is one of the sound methods, off by the same bound.
     """
@@ -261,7 +258,7 @@ def edge_rows(got: Any, permitted: np.ndarray, *, what: str, row: str = "row",
         permitted = np.broadcast_to(permitted, got.shape)
     except ValueError:
         return got, None
-    empty = ~permitted.any(axis=-1)
+    empty = ~np.any(permitted, axis=-1)
     g = got.astype(np.float64)
     bad = empty & (~np.isfinite(g).all(axis=-1) | (g != 0).any(axis=-1))
     if not bad.any():
@@ -316,7 +313,7 @@ def softmax_hint(got: Any, z: np.ndarray) -> str | None:
                                "they match subtracting np.max(z, axis=-1) without keepdims=True: row j's "
                                "maximum was subtracted from column j; write np.max(z, axis=-1, keepdims=True)"))
     for cand, hint in candidates:
-        if _close(got, cand, rtol=1e-4) and not _close(got, soft(z64, -1), rtol=1e-4):
+        if near(got, cand, rtol=1e-4) and not near(got, soft(z64, -1), rtol=1e-4):
             return hint
     return None
 
@@ -344,7 +341,7 @@ def check_weight_rows(
     permitted = np.broadcast_to(permitted, got.shape)
     g = got.astype(np.float64)
     tol = row_sum_tol(got.dtype, rtol, got.shape[-1] if got.ndim else 1)
-    anything = permitted.any(axis=-1)
+    anything = np.any(permitted, axis=-1)
     nonfinite = ~np.isfinite(g).all(axis=-1)
     if nonfinite.any():
         idx = tuple(int(i) for i in np.argwhere(nonfinite)[0])
@@ -404,8 +401,6 @@ def check_attention(
     names the one that fits. A fully masked query that is the only thing
     wrong costs half the case (:func:`edge_rows`).
     """
-    from .core import Partial, reference
-
     lib = reference()
     out, w = unpack(value, names, what)
     exp_out, exp_w = lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)
@@ -414,7 +409,7 @@ def check_attention(
     permitted = np.ones(exp_w.shape, dtype=bool) if mask is None else np.broadcast_to(mask, exp_w.shape)
     w, edge = edge_rows(w, permitted, what=f"{what}, {names[1]}", row="query", forbidden_all="a fully masked query")
     if edge is not None:
-        empty = ~permitted.any(axis=-1)
+        empty = ~np.any(permitted, axis=-1)
         out = np.where(empty[..., None], 0, out).astype(out.dtype)
     d_k = q.shape[-1]
     rtol = attention_rtol(q, k)
@@ -430,37 +425,40 @@ def check_attention(
             ("they match softmax(Q K^T / d_k): divide by sqrt(d_k), not d_k", dict(scale=1.0 / d_k)),
         ]
         for hint, kw in guesses:
-            if d_k > 1 and _close(w, lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True, **kw)[1]):
+            if d_k > 1 and near(w, lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True, **kw)[1]):
                 raise Mismatch(f"{exc}. Hint: {hint}") from None
         if "Hint:" in str(exc):
             raise
         if mask is not None:
             unmasked = lib.softmax(scores, axis=-1)
-            if _close(w, unmasked * permitted):
+            if near(w, unmasked * permitted):
                 raise Mismatch(f"{exc}. Hint: the weights are the unmasked softmax with the forbidden keys set "
                                "to 0 afterwards, so the rest no longer sum to 1: the mask was applied after "
                                "the softmax; set the forbidden scores to -inf before it") from None
-        hint = softmax_hint(w, logits)
-        if hint:
-            raise Mismatch(f"{exc}. Hint: {hint}") from None
-        if w.shape[-1] == w.shape[-2] and _close(np.swapaxes(w, -1, -2), exp_w):
+        named = softmax_hint(w, logits)
+        if named:
+            raise Mismatch(f"{exc}. Hint: {named}") from None
+        if w.shape[-1] == w.shape[-2] and near(np.swapaxes(w, -1, -2), exp_w):
             raise Mismatch(f"{exc}. Hint: they are transposed: row i is query i, column j is key j") from None
         raise
     try:
-        compare_arrays(out, exp_out, what=f"{what}, {names[0]}", scale=_value_scale(v), rtol=rtol)
+        compare_arrays(out, exp_out, what=f"{what}, {names[0]}", scale=value_scale(v), rtol=rtol)
     except Mismatch as exc:
-        if not _close(out, w.astype(np.float64) @ v.astype(np.float64), rtol=1e-4):
+        if not near(out, w.astype(np.float64) @ v.astype(np.float64), rtol=1e-4):
             raise Mismatch(f"{exc}. Hint: the output should be the weights times the values, weights @ v") from None
         raise
     if edge is not None:
         raise Partial(edge, 1 - EDGE_SHARE)
 
 
-def _value_scale(v: np.ndarray) -> float:
+def value_scale(v: np.ndarray) -> float:
+    """The size of the values ``v`` that an attention output averages: ``max(1, max |v|)``
+    (the ``scale`` of :func:`~grading.compare.compare_arrays` for an output)."""
     return max(1.0, float(np.abs(v.astype(np.float64)).max(initial=0.0)))
 
 
-def _close(a: np.ndarray, b: np.ndarray, rtol: float = 1e-4) -> bool:
+def near(a: Any, b: Any, rtol: float = 1e-4) -> bool:
+    """Does ``a`` match ``b`` loosely (same shape, within ``rtol``)? Used to name a mistake, never to score."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     if a.shape != b.shape:

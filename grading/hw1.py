@@ -10,7 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import BATCHES, DTYPES, describe_inputs, generator, judge_each, normal
-from .core import Assignment, Mismatch, compare_arrays, make_case, reference
+from .check import Assignment
+from .compare import Mismatch, compare_arrays, reference
+from .notebook import export
+from .plain import make_case
 
 A = Assignment("hw1_dot_product_scores", chapter="chapters/02_raw_dot_product_scores.md")
 
@@ -74,7 +77,8 @@ def _judge_no_loop(cases: list[dict], results: list[dict]) -> str:
             "loops over the tokens. Compute all the scores with one matrix product instead "
             "(x @ x.T, or x @ np.swapaxes(x, -1, -2) to allow batch dimensions)."
         )
-    return f"scores_vectorized runs {_lines(small)} of Python for 3 tokens and {_lines(large)} for 40: no loop over tokens"
+    return (f"scores_vectorized runs {_lines(small)} of Python for 3 tokens and {_lines(large)} for 40: "
+            "no loop over tokens")
 
 
 def _lines(n: int) -> str:
@@ -92,4 +96,4 @@ A.add("scores_vectorized_hidden", ["scores_vectorized"], points=2, cases=_hidden
 A.add("vectorized_no_loop", ["scores_vectorized"], points=2, cases=_no_loop_cases, judge=_judge_no_loop,
       description="scores_vectorized runs no Python loop over the tokens")
 
-A.export(globals())
+export(A, globals())

@@ -11,7 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import BATCHES, DTYPES, describe_inputs, generator, judge_each, judge_softmax_case, normal
-from .core import Assignment, make_case
+from .check import Assignment
+from .notebook import export
+from .plain import make_case
 
 A = Assignment("hw2_stable_softmax", chapter="chapters/01_self_attention.md")
 
@@ -80,4 +82,4 @@ A.add("softmax_masked", ["softmax_rows"], points=2, cases=_masked_cases, judge=_
 A.add("softmax_hidden", ["softmax_rows"], points=4, cases=_hidden_cases, judge=_judge_softmax,
       description="random logits up to 1e4, batch dimensions, -inf entries and rows, float32 and float64")
 
-A.export(globals())
+export(A, globals())

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import sentence_qkv, BATCHES, DTYPES, _close, describe_inputs, generator, judge_each, normal, unpack
-from .core import Assignment, Mismatch, compare_arrays, make_case, reference
+from ._common import BATCHES, DTYPES, describe_inputs, generator, judge_each, near, normal, sentence_qkv, unpack
+from .check import Assignment
+from .compare import Mismatch, compare_arrays, reference
+from .notebook import export
+from .plain import make_case
 
 A = Assignment("hw3_queries_keys_values", chapter="chapters/03_queries_keys_values.md")
 
@@ -57,7 +60,7 @@ def _judge_project(cases: list[dict], results: list[dict]) -> str:
                 compare_arrays(item, exp, what=f"{name}, {label}", scale=scale)
             except Mismatch as exc:
                 for other, other_exp in zip("QKV", expected):
-                    if other != label.upper() and isinstance(item, np.ndarray) and _close(item, other_exp):
+                    if other != label.upper() and isinstance(item, np.ndarray) and near(item, other_exp):
                         raise Mismatch(f"{exc}. Hint: your {label} equals X W_{other}: the projections are "
                                        "mixed up") from None
                 raise
@@ -102,10 +105,10 @@ def _judge_scores(cases: list[dict], results: list[dict]) -> str:
             compare_arrays(got, expected, what=name, scale=scale)
         except Mismatch as exc:
             d_k = q.shape[-1]
-            if isinstance(got, np.ndarray) and d_k > 1 and _close(got, expected / np.sqrt(d_k)):
+            if isinstance(got, np.ndarray) and d_k > 1 and near(got, expected / np.sqrt(d_k)):
                 raise Mismatch(f"{exc}. Hint: this asks for the raw scores q_i . k_j; the scale 1/sqrt(d_k) "
                                "comes in chapter 4") from None
-            if isinstance(got, np.ndarray) and _close(got, np.swapaxes(expected, -1, -2)):
+            if isinstance(got, np.ndarray) and near(got, np.swapaxes(expected, -1, -2)):
                 raise Mismatch(f"{exc}. Hint: it is transposed: row i is query i, column j is key j") from None
             raise
 
@@ -121,4 +124,4 @@ A.add("score_matrix", ["score_matrix"], points=2, cases=_score_visible, judge=_j
 A.add("score_matrix_hidden", ["score_matrix"], points=3, cases=_score_hidden, judge=_judge_scores,
       description="random n_q != n_k, batch dimensions, float32 and float64")
 
-A.export(globals())
+export(A, globals())

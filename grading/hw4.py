@@ -12,10 +12,24 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import (
-    BATCHES, DTYPES, _close, attention_rtol, check_attention, check_weight_rows, describe_inputs, generator, judge_each,
-    normal, sentence_qkv, unpack,
+    BATCHES,
+    DTYPES,
+    attention_rtol,
+    check_attention,
+    check_weight_rows,
+    describe_inputs,
+    generator,
+    judge_each,
+    near,
+    normal,
+    sentence_qkv,
+    unpack,
+    value_scale,
 )
-from .core import Assignment, Mismatch, check_form, compare_arrays, make_case, reference
+from .check import Assignment
+from .compare import Mismatch, check_form, compare_arrays, reference
+from .notebook import export
+from .plain import make_case
 
 A = Assignment("hw4_scaled_dot_product_attention", chapter="chapters/04_scaled_dot_product_attention.md")
 
@@ -64,11 +78,10 @@ def _judge_one(cases: list[dict], results: list[dict]) -> str:
         except Mismatch as exc:
             d_k = q_i.shape[0]
             unscaled = lib.softmax(k.astype(np.float64) @ q_i.astype(np.float64))
-            if d_k > 1 and _close(a_i, unscaled):
+            if d_k > 1 and near(a_i, unscaled):
                 raise Mismatch(f"{exc}. Hint: they match softmax(q_i . k_j) without the scale 1/sqrt(d_k)") from None
             raise
-        compare_arrays(o_i, exp_out[0], what=f"{name}, o_i", rtol=rtol,
-                       scale=max(1.0, float(np.abs(v.astype(np.float64)).max(initial=0))))
+        compare_arrays(o_i, exp_out[0], what=f"{name}, o_i", rtol=rtol, scale=value_scale(v))
 
     return f"{judge_each(cases, results, one)} cases match lib.attend_one_query"
 
@@ -137,4 +150,4 @@ A.add("attention_matrix", ["attention"], points=2, cases=_att_visible, judge=_ju
 A.add("attention_matrix_hidden", ["attention"], points=3, cases=_att_hidden, judge=_judge_attention,
       description="random sizes, batch dimensions, large scores, float32 and float64")
 
-A.export(globals())
+export(A, globals())

@@ -55,7 +55,10 @@ import math
 import numpy as np
 
 from ._common import judge_each, unpack
-from .core import Assignment, Mismatch, Partial, make_case, rng_arg
+from .check import Assignment
+from .compare import Mismatch, Partial
+from .notebook import export
+from .plain import make_case, rng_arg
 
 A = Assignment("hw5_sqrt_dk_experiment", chapter="chapters/05_why_divide_by_sqrt_dk.md")
 
@@ -186,4 +189,4 @@ A.add("score_variance_hidden", ["estimate_score_variance"], points=4,
       cases=_variance_cases((1, 2, 9, 25, 64), N_VARIANCE), judge=_judge_variance,
       description="d_k from 1 to 64: both estimates within 7 standard deviations")
 
-A.export(globals())
+export(A, globals())

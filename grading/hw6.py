@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import sentence_qkv, BATCHES, DTYPES, check_attention, describe_inputs, generator, judge_each, normal
-from .core import Assignment, Mismatch, compare_arrays, make_case, reference
+from ._common import BATCHES, DTYPES, check_attention, describe_inputs, generator, judge_each, normal, sentence_qkv
+from .check import Assignment
+from .compare import Mismatch, compare_arrays, reference
+from .notebook import export
+from .plain import make_case
 
 A = Assignment("hw6_causal_masking", chapter="chapters/06_causal_masking.md")
 
@@ -152,4 +155,4 @@ A.add("masked_attention_hidden", ["masked_attention"], points=3, cases=_att_hidd
 A.add("no_future_leak", ["masked_attention"], points=2, cases=_leak_cases, judge=_judge_leak,
       description="with a causal mask, changing future keys and values never changes an earlier output")
 
-A.export(globals())
+export(A, globals())

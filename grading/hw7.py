@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import BATCHES, DTYPES, _close, attention_rtol, describe_inputs, generator, judge_each, normal
-from .core import Assignment, Mismatch, compare_arrays, make_case, reference
+from ._common import BATCHES, DTYPES, attention_rtol, describe_inputs, generator, judge_each, near, normal
+from .check import Assignment
+from .compare import Mismatch, compare_arrays, reference
+from .notebook import export
+from .plain import make_case
 
 A = Assignment("hw7_multi_head_attention", chapter="chapters/07_multi_head_preview.md")
 
@@ -95,7 +98,9 @@ def _merge_hint(got, x: np.ndarray) -> str | None:
     return None
 
 
-def _mha_case(x, w_q, w_k, w_v, w_o, h) -> dict:
+def _mha_case(x: np.ndarray, weights: list[np.ndarray], h: int) -> dict:
+    """A case of ``multi_head_attention(x, w_q, w_k, w_v, w_o, h)``; ``weights`` is ``[w_q, w_k, w_v, w_o]``."""
+    w_q, w_k, w_v, w_o = weights
     return make_case("multi_head_attention", x, w_q, w_k, w_v, w_o, h,
                      label=describe_inputs(x=x, w_q=w_q, w_v=w_v, w_o=w_o) + f", n_heads = {h}")
 
@@ -107,7 +112,7 @@ def _mha_visible(seed: int) -> list[dict]:
     ws = [normal(gen, (8, 8), scale=8 ** -0.5) for _ in range(4)]
     x32 = normal(gen, (2, 3, 6), np.float32)
     ws32 = [normal(gen, s, np.float32, 0.4) for s in ((6, 6), (6, 6), (6, 9), (9, 4))]
-    return [_mha_case(x, *ws, 2), _mha_case(x, *ws, 1), _mha_case(x32, *ws32, 3)]
+    return [_mha_case(x, ws, 2), _mha_case(x, ws, 1), _mha_case(x32, ws32, 3)]
 
 
 def _mha_hidden(seed: int) -> list[dict]:
@@ -121,7 +126,7 @@ def _mha_hidden(seed: int) -> list[dict]:
         s = 1.0 / np.sqrt(d_model)
         ws = [normal(gen, (d_model, h * d_k), dtype, s), normal(gen, (d_model, h * d_k), dtype, s),
               normal(gen, (d_model, h * d_v), dtype, s), normal(gen, (h * d_v, d_out), dtype, s)]
-        out.append(_mha_case(x, *ws, h))
+        out.append(_mha_case(x, ws, h))
     return out
 
 
@@ -147,12 +152,12 @@ def _judge_mha(cases: list[dict], results: list[dict]) -> str:
             compare_arrays(got, expected, what=name, rtol=rtol, scale=max(1.0, wide))
         except Mismatch as exc:
             if isinstance(got, np.ndarray) and got.shape == expected.shape:
-                if _close(got, lib.merge_heads(heads)):
+                if near(got, lib.merge_heads(heads)):
                     raise Mismatch(f"{exc}. Hint: it equals the concatenated heads without the output "
                                    "projection: multiply by W_O (w_o) at the end") from None
                 if h > 1:
                     for wrong, hint in _wrong_merges(heads):
-                        if _close(got, wrong @ w_o):
+                        if near(got, wrong @ w_o):
                             raise Mismatch(f"{exc}. Hint: {hint}") from None
             if h > 1 and isinstance(got, np.ndarray) and got.shape == expected.shape:
                 one_scale = lib.scaled_dot_product_attention(
@@ -174,4 +179,4 @@ A.add("multi_head", ["multi_head_attention"], points=2, cases=_mha_visible, judg
 A.add("multi_head_hidden", ["multi_head_attention"], points=4, cases=_mha_hidden, judge=_judge_mha,
       description="random sizes, 1, 2 or 4 heads, batch dimensions, float32 and float64")
 
-A.export(globals())
+export(A, globals())

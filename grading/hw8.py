@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import (
+    BATCHES,
     DTYPES,
     EDGE_SHARE,
     attention_rtol,
@@ -39,8 +40,12 @@ from ._common import (
     normal,
     sentence_qkv,
     unpack,
+    value_scale,
 )
-from .core import Assignment, Mismatch, Partial, check_form, compare_arrays, describe, make_case, reference
+from .check import Assignment
+from .compare import Mismatch, Partial, check_form, compare_arrays, describe, reference
+from .notebook import export
+from .plain import make_case
 
 A = Assignment("hw8_online_softmax", chapter="chapters/08_online_softmax.md")
 
@@ -88,23 +93,44 @@ def _rising_row(gen: np.random.Generator) -> np.ndarray:
     return np.sort(gen.standard_normal(int(gen.integers(8, 16))) * 3.0)
 
 
-def _running_hidden(seed: int) -> list[dict]:
-    gen = generator(seed, 2)
-    out = [_running_case(_rising_row(gen), int(gen.integers(1, 4)), "a row that rises from block to block")]
-    for i in range(1, 10):
-        lead = ((), (3,), (2, 2))[i % 3]
-        dtype = DTYPES[(i // 3) % 2]
+def _hidden_logits(gen: np.random.Generator, count: int, *, dtype_every: int, top: float, scale_first: bool,
+                   blank_row: bool) -> list[tuple[np.ndarray, int, str]]:
+    """``count`` random ``(logits, block_size, note)`` for the hidden checks of the online softmax.
+
+    Case i has batch dimensions ``BATCHES[i % 3]``, dtype ``DTYPES[(i //
+    dtype_every) % 2]``, a random length n and block size (at most
+    :data:`MAX_BLOCKS` blocks) and logits of scale ``10 ** uniform(-1,
+    top)``; every other case has -inf entries, and its first row starts
+    with a block of only -inf (``blank_row``: is only -inf). ``scale_first``
+    draws the scale before the logits: the two checks draw in these two
+    orders, kept so that each learner's hidden inputs stay what they were.
+    """
+    out = []
+    for i in range(1, count + 1):
+        lead = BATCHES[i % 3]
+        dtype = DTYPES[(i // dtype_every) % 2]
         n = int(gen.integers(1, 25))
         size = int(gen.integers(max(1, -(-n // MAX_BLOCKS)), n + 3))
-        scale = 10.0 ** gen.uniform(-1, 2.5)
-        x = gen.standard_normal((*lead, n)) * scale
+        if scale_first:
+            scale = 10.0 ** gen.uniform(-1, top)
+            x = gen.standard_normal((*lead, n)) * scale
+        else:
+            x = gen.standard_normal((*lead, n))
+            x = x * 10.0 ** gen.uniform(-1, top)
         note = ""
         if i % 2 == 1:
             x[gen.random(x.shape) < 0.4] = NEG
-            x.reshape(-1, n)[0, : min(n, size + 1)] = NEG          # a first block of only -inf
-            note = "with -inf entries"
-        out.append(_running_case(x.astype(dtype), size, note))
+            x.reshape(-1, n)[0, : n if blank_row else min(n, size + 1)] = NEG
+            note = "with -inf entries and a row of -inf" if blank_row else "with -inf entries"
+        out.append((x.astype(dtype), size, note))
     return out
+
+
+def _running_hidden(seed: int) -> list[dict]:
+    gen = generator(seed, 2)
+    out = [_running_case(_rising_row(gen), int(gen.integers(1, 4)), "a row that rises from block to block")]
+    logits = _hidden_logits(gen, 9, dtype_every=3, top=2.5, scale_first=True, blank_row=False)
+    return out + [_running_case(x, size, note) for x, size, note in logits]
 
 
 def _as_state(value, shape: tuple[int, ...], what: str) -> np.ndarray:
@@ -200,19 +226,8 @@ def _softmax_visible(seed: int) -> list[dict]:
 def _softmax_hidden(seed: int) -> list[dict]:
     gen = generator(seed, 4)
     out = [_softmax_case(_rising_row(gen), int(gen.integers(1, 4)), "a row that rises from block to block")]
-    for i in range(1, 8):
-        lead = ((), (3,), (2, 2))[i % 3]
-        dtype = DTYPES[(i // 2) % 2]
-        n = int(gen.integers(1, 25))
-        size = int(gen.integers(max(1, -(-n // MAX_BLOCKS)), n + 3))
-        x = gen.standard_normal((*lead, n)) * 10.0 ** gen.uniform(-1, 3)
-        note = ""
-        if i % 2:
-            x[gen.random(x.shape) < 0.4] = NEG
-            x.reshape(-1, n)[0] = NEG
-            note = "with -inf entries and a row of -inf"
-        out.append(_softmax_case(x.astype(dtype), size, note))
-    return out
+    logits = _hidden_logits(gen, 7, dtype_every=2, top=3.0, scale_first=False, blank_row=True)
+    return out + [_softmax_case(x, size, note) for x, size, note in logits]
 
 
 def _softmax_without_rescale(x: np.ndarray, size: int) -> np.ndarray:
@@ -335,7 +350,7 @@ def _judge_attention(cases: list[dict], results: list[dict]) -> str:
         allowed = np.concatenate([b[2] for b in blocks], axis=1)
         expected = lib.scaled_dot_product_attention(q, k, v, allowed)
         check_form(got, expected, what=name)
-        nothing = ~allowed.any(axis=1)
+        nothing = ~np.any(allowed, axis=1)
         edge = None
         bad_edge = nothing & (np.isnan(got).any(axis=1) | (got != 0).any(axis=1))
         if bad_edge.any():
@@ -347,9 +362,8 @@ def _judge_attention(cases: list[dict], results: list[dict]) -> str:
         if np.isnan(got).any():
             raise Mismatch(f"{name}: the output contains NaN. Hint: while a query has seen only masked keys "
                            "its running maximum is -inf, and -inf - (-inf) is NaN: shift by 0 instead")
-        scale = max(1.0, float(np.abs(v.astype(np.float64)).max(initial=0.0)))
         try:
-            compare_arrays(got, expected, what=name, scale=scale, rtol=attention_rtol(q, k))
+            compare_arrays(got, expected, what=name, scale=value_scale(v), rtol=attention_rtol(q, k))
         except Mismatch as exc:
             if len(blocks) > 1:
                 last = lib.scaled_dot_product_attention(q, blocks[-1][0], blocks[-1][1], blocks[-1][2])
@@ -383,4 +397,4 @@ A.add("blocked_attention_hidden", ["blocked_attention"], points=2, cases=_attent
       judge=_judge_attention,
       description="random sizes, block sizes and masks, queries with no permitted key, float32 and float64")
 
-A.export(globals())
+export(A, globals())

@@ -49,7 +49,10 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import DTYPES, attention_rtol, describe_inputs, generator, judge_each, normal, row_sum_tol, unpack
-from .core import Assignment, Mismatch, Partial, check_form, compare_arrays, make_case, reference
+from .check import Assignment
+from .compare import Mismatch, Partial, check_form, compare_arrays, reference
+from .notebook import export
+from .plain import make_case
 
 A = Assignment("hw9_attention_backward", chapter="chapters/09_a_head_that_learns.md")
 
@@ -263,7 +266,8 @@ def _attention_hint(part: str, got: np.ndarray, q, k, v, g, mask) -> str:
     if part == "dv":
         _, a = lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)
         if a.shape[-1] == a.shape[-2] and close(a @ g):
-            return ". Hint: dV = A^T dO (the transpose of the weights), not A dO: key j's value is read by every query i"
+            return (". Hint: dV = A^T dO (the transpose of the weights), not A dO: key j's value is read by "
+                    "every query i")
     return ""
 
 
@@ -283,4 +287,4 @@ A.add("attention_dq_dk_hidden", ["attention_backward"], points=2, cases=_attenti
       judge=_attention_judge(("dq", "dk")),
       description="dQ and dK on random sizes, batch dimensions, causal and random masks, float32 and float64")
 
-A.export(globals())
+export(A, globals())

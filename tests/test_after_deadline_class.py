@@ -133,7 +133,7 @@ def test_the_gradebook_holds_the_same_penalty_and_nbgrader_export_agrees(graded)
         assert rows[student]["duedate"] == dt.datetime(2026, 3, 1, 22, 59)  # naive UTC, as nbgrader
     assert rows["two_days"]["timestamp"] == dt.datetime(2026, 3, 3, 12, 0)
     assert rows["on_time"]["nb_penalty"] is None  # as nbgrader's AssignLatePenalties
-    from grading.nbgrader_tools import run_nbgrader_batch
+    from nbgrader_tools.scratch_course import run_nbgrader_batch
 
     shutil.copy(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
     run_nbgrader_batch([["export", f"--db=sqlite:///{root / 'gradebook.db'}", f"--to={root / 'nbgrader.csv'}"]],

@@ -23,6 +23,8 @@ import nbformat
 import pytest
 from browser import HTML, ROOT, SESSION, PageLog
 
+from nbgrader_tools.cells import nbgrader_meta
+
 # How long the in-browser kernel may take at most before the test gives up
 # (a limit for a hung page, not a speed requirement).
 KERNEL_LIMIT_MS = 240_000
@@ -169,7 +171,7 @@ def solution_answers(assignment: str) -> dict[str, str]:
     nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
     answers = {}
     for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
+        meta = nbgrader_meta(cell)
         if meta.get("solution"):
             answers[meta["grade_id"]] = "\n".join(
                 line for line in cell.source.splitlines()
@@ -182,7 +184,7 @@ def visible_tests(cells: list[dict]) -> list[tuple[int, str]]:
     """(index, grade_id) of the release's visible test cells (the hidden one holds only a comment)."""
     found = []
     for i, cell in enumerate(cells):
-        meta = cell["metadata"].get("nbgrader", {})
+        meta = nbgrader_meta(cell)
         if meta.get("grade") and cell["type"] == "code" and not cell["source"].lstrip().startswith("#"):
             found.append((i, meta["grade_id"]))
     return found
@@ -202,7 +204,7 @@ def desktop_messages(assignment: str) -> dict[str, tuple[str, str]]:
                    resources={"metadata": {"path": str(release.parent)}}).execute()
     found = {}
     for cell in nb.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        grade_id = nbgrader_meta(cell).get("grade_id")
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error" and grade_id:
                 found.setdefault(grade_id, (out["ename"], out["evalue"]))
@@ -212,7 +214,7 @@ def desktop_messages(assignment: str) -> dict[str, tuple[str, str]]:
 def exception_name(ename: str) -> str:
     """The class name of an error output's ename.
 
-    The Pyodide kernel writes ``<class 'grading.core.CheckFailed'>`` where
+    The Pyodide kernel writes ``<class 'grading.notebook.CheckFailed'>`` where
     ipykernel writes ``CheckFailed``; the traceback a reader sees names the same class.
     """
     match = re.fullmatch(r"<class '(?:[\w.]+\.)?(\w+)'>", ename)
@@ -240,7 +242,7 @@ def test_homework_visible_tests_fail_blank_and_pass_with_the_solution_in_the_bro
     answers = solution_answers(assignment)
     pasted = 0
     for index, cell in enumerate(cells):
-        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
+        grade_id = nbgrader_meta(cell).get("grade_id")
         if grade_id in answers:
             page.evaluate(SET_SOURCE_JS, [index, answers[grade_id]])
             pasted += 1

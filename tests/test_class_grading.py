@@ -34,6 +34,7 @@ import grading
 from classgrader import intake, notebooks, sandbox
 from classgrader.grade import Settings
 from classgrader.runner import grade_class
+from nbgrader_tools.cells import nbgrader_meta
 from sample_submissions import EXPECTED, Builder
 
 REPO = Path(__file__).resolve().parent.parent
@@ -137,7 +138,7 @@ def solution_only_lines(builder: Builder) -> list[str]:
     release_text = "\n".join(c.source for c in builder.release.cells)
     lines = []
     for cell in builder.source.cells:
-        if cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+        if nbgrader_meta(cell).get("solution"):
             for line in cell.source.splitlines():
                 s = line.strip()
                 if len(s) > 12 and "###" not in s and s not in release_text:
@@ -312,7 +313,7 @@ def test_running_again_changes_nothing(graded):
 def test_nbgrader_export_and_feedback_read_our_gradebook(graded, builder):
     """nbgrader's own export and generate_feedback work on what the grader wrote."""
     root = graded["root"]
-    from grading.nbgrader_tools import run_nbgrader_batch
+    from nbgrader_tools.scratch_course import run_nbgrader_batch
 
     shutil.copy(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
     db = f"--db=sqlite:///{root / 'gradebook.db'}"
@@ -555,7 +556,7 @@ def test_matching_restores_release_cells_and_keeps_the_learners_own(builder):
     plan = notebooks.match(learner, builder.release)
     assert plan.metadata_stripped
     roles = [(c.role, c.grade_id) for c in plan.cells if c.cell_type == "code"]
-    release_tests = [notebooks.nbgrader_meta(c)["grade_id"] for c in builder.release.cells
+    release_tests = [nbgrader_meta(c)["grade_id"] for c in builder.release.cells
                      if notebooks.release_role(c) == "test"]
     assert [gid for role, gid in roles if role == "test"] == release_tests
     assert ("setup", "setup") in roles  # restored from the release

@@ -21,15 +21,20 @@ import pytest
 from fixtures.homework import submissions as subs
 
 import grading
+import grading.notebook
 import lib
-from grading import core
-from grading.authoring import problems
-from grading.core import CallWatch, CheckFailed, decode, encode, run_cases
+from grading.compare import Verdict
+from grading.notebook import CheckFailed
+from grading.plain import decode, encode, make_case
+from grading.run import run_cases
+from grading.watch import CallWatch
+from nbgrader_tools.authoring import problems
+from nbgrader_tools.cells import nbgrader_meta
 
 ALL_CHECKS = [(a, c.id) for a, checks in grading.all_checks().items() for c in checks]
 
 
-def grade(assignment: str, check_id: str, namespace: dict, seed: int | None = None) -> core.Verdict:
+def grade(assignment: str, check_id: str, namespace: dict, seed: int | None = None) -> Verdict:
     check = grading.get_check(assignment, check_id)
     return check.grade(namespace, check.default_seed if seed is None else seed)
 
@@ -54,7 +59,7 @@ def test_source_notebook_cells_match_the_registry(assignment):
 def test_the_notebook_validator_reports_a_wrong_points_value(tmp_path):
     nb = subs.source_notebook("hw2_stable_softmax")
     for cell in nb["cells"]:
-        if cell["metadata"].get("nbgrader", {}).get("grade_id") == "softmax_large":
+        if nbgrader_meta(cell).get("grade_id") == "softmax_large":
             cell["metadata"]["nbgrader"]["points"] = 5
     path = tmp_path / "nb.ipynb"
     path.write_text(json.dumps(nb))
@@ -169,7 +174,7 @@ def test_malformed_results_give_a_failed_verdict_not_an_exception():
 
 
 def _flags(fn, *args) -> list[str]:
-    return run_cases({"f": fn}, [core.make_case("f", *args, label="test")])[0]["forbidden"]
+    return run_cases({"f": fn}, [make_case("f", *args, label="test")])[0]["forbidden"]
 
 
 Z = np.array([[1.0, 2.0, 3.0]])
@@ -475,7 +480,7 @@ def test_hidden_checks_report_their_seed_so_a_failure_can_be_replayed():
 
 
 def test_results_are_strict_json_even_for_strange_returns():
-    cases = [core.make_case("f", Z, label="x")]
+    cases = [make_case("f", Z, label="x")]
     for value in (np.array([np.nan, np.inf]), object(), (np.float32(np.nan), "s" * 5000), 2**80, [1] * 100):
         record = run_cases({"f": lambda z, v=value: v}, cases)[0]
         json.dumps(record, allow_nan=False)
@@ -530,7 +535,7 @@ def test_the_variance_checks_catch_a_wrong_scale_and_an_ignored_generator():
 
 def test_check_before_submit_says_what_passed_and_what_each_failure_means(capsys):
     ns = subs.fixture_namespace("hw2_stable_softmax", subs.HERE / "hw2_stable_softmax" / "float64_result.py")
-    scores = grading.hw2.A.check_before_submit(ns, seed=11)
+    scores = grading.hw2.check_before_submit(ns, seed=11)
     out, err = capsys.readouterr()
     assert err == ""
     assert "softmax_basic (2 points, visible): partly right, 1.5 of 2." in out
@@ -542,11 +547,11 @@ def test_check_before_submit_says_what_passed_and_what_each_failure_means(capsys
 
 def test_check_before_submit_names_unanswered_and_undefined_functions(capsys):
     ns = subs.namespace(subs.release_notebook("hw4_scaled_dot_product_attention"))
-    grading.hw4.A.check_before_submit(ns)
+    grading.hw4.check_before_submit(ns)
     out = capsys.readouterr().out
     assert "one_query (2 points, visible): not answered yet (attend_one_query still raises NotImplementedError)" in out
     assert "0 of 10 points" in out
-    grading.hw4.A.check_before_submit({})
+    grading.hw4.check_before_submit({})
     assert "NOT RUN: attention is not defined yet (run its cell first)" in capsys.readouterr().out
 
 
@@ -554,19 +559,19 @@ def test_check_before_submit_degrades_without_lib_and_is_silent_while_grading(ca
     def no_lib():
         raise ModuleNotFoundError("No module named 'lib'")
 
-    monkeypatch.setattr(core, "reference", no_lib)
-    assert grading.hw2.A.check_before_submit({}) == {}
+    monkeypatch.setattr(grading.notebook, "reference", no_lib)
+    assert grading.hw2.check_before_submit({}) == {}
     assert "cannot be imported here" in capsys.readouterr().out
     monkeypatch.undo()
     monkeypatch.setenv("GRADING_HIDDEN_SEED", "5")
-    assert grading.hw2.A.check_before_submit({}) == {}
+    assert grading.hw2.check_before_submit({}) == {}
     assert "skipped while the homework is graded" in capsys.readouterr().out
 
 
 def test_the_released_check_cell_degrades_where_grading_cannot_be_imported(tmp_path):
     nb = subs.release_notebook("hw2_stable_softmax")
     last = nb["cells"][-1]
-    assert last["metadata"]["nbgrader"]["grade_id"] == "check_before_submit"
+    assert nbgrader_meta(last)["grade_id"] == "check_before_submit"
     source = "".join(last["source"]) if isinstance(last["source"], list) else last["source"]
     done = subprocess.run([sys.executable, "-I", "-S", "-c", source], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0 and done.stderr == ""
@@ -578,7 +583,7 @@ def test_the_released_notebook_runs_its_check_cell_in_the_course_folder(tmp_path
     import nbformat
     from nbclient import NotebookClient
 
-    from grading.nbgrader_tools import nbgrader_env
+    from nbgrader_tools.scratch_course import nbgrader_env
 
     _, cells = subs.parse(subs.HERE / "hw2_stable_softmax" / "no_empty_rows.py")
     nb = nbformat.reads(json.dumps(subs.submission("hw2_stable_softmax", cells)), as_version=4)
@@ -599,7 +604,7 @@ def test_the_released_notebook_runs_its_check_cell_in_the_course_folder(tmp_path
     assert "softmax_large (2 points, visible): passed." in text
     assert "softmax_masked (2 points, visible): partly right, 1 of 2." in text
     assert "has nothing permitted (all -inf)" in text and "The hidden tests run again" in text
-    masked = next(c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "softmax_masked")
+    masked = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "softmax_masked")
     assert masked["outputs"][-1]["output_type"] == "execute_result"  # the cell's partial score, for nbgrader
     assert masked["outputs"][-1]["data"]["text/plain"] == "1.0"
 

@@ -23,7 +23,8 @@ import pytest
 from fixtures.homework import submissions as subs
 
 import grading
-from grading import nbgrader_tools as nbt
+from nbgrader_tools import scratch_course as nbt
+from nbgrader_tools.cells import nbgrader_meta
 
 HIDDEN_MARKERS = ("BEGIN HIDDEN TESTS", "hidden=True")
 # The hidden test cells derive each student's seed from the course secret
@@ -103,7 +104,7 @@ def test_committed_exercises_are_what_nbgrader_generates(run, assignment):
     committed = subs.release_notebook(assignment)
     assert committed == run.release, (
         f"exercises/{assignment} differs from what nbgrader generates from solutions/{assignment}; "
-        f"regenerate it with: python -m grading.nbgrader_tools release {assignment}")
+        f"regenerate it with: python -m nbgrader_tools release {assignment}")
     folder = subs.REPO / "exercises" / assignment
     assert sorted(p.name for p in folder.iterdir()) == [f"{assignment}.ipynb"]
 
@@ -158,5 +159,5 @@ def test_no_test_cell_of_the_solution_writes_to_stderr_or_fails(run, assignment)
     nb = json.loads(path.read_text())
     for cell in nb["cells"]:
         for output in cell.get("outputs", []):
-            assert output["output_type"] != "error", cell["metadata"]["nbgrader"]["grade_id"]
-            assert output.get("name") != "stderr", (cell["metadata"]["nbgrader"]["grade_id"], output)
+            assert output["output_type"] != "error", nbgrader_meta(cell).get("grade_id")
+            assert output.get("name") != "stderr", (nbgrader_meta(cell).get("grade_id"), output)

@@ -26,7 +26,9 @@ from hypothesis import strategies as st
 from strategies import extreme_logits, grading_seeds
 
 import grading
-from grading import core
+from grading.compare import Verdict
+from grading.plain import make_case
+from grading.run import run_cases
 
 # ---------------------------------------------------------------- softmax, several ways
 
@@ -363,10 +365,10 @@ def test_correct_implementations_earn_full_marks_on_random_hidden_inputs(assignm
         assert verdict.passed, (functions[check.functions[0]], verdict.message)
 
 
-def _verdict(assignment: str, check_id: str, functions: dict, *args) -> core.Verdict:
+def _verdict(assignment: str, check_id: str, functions: dict, *args) -> Verdict:
     check = grading.get_check(assignment, check_id)
-    case = core.make_case(check.functions[0], *args, label="drawn by Hypothesis")
-    return check.compare([case], core.run_cases(functions, [case]))
+    case = make_case(check.functions[0], *args, label="drawn by Hypothesis")
+    return check.compare([case], run_cases(functions, [case]))
 
 
 @settings(max_examples=400, derandomize=True, deadline=None)

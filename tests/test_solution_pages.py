@@ -23,6 +23,7 @@ from built_book import HTML, built_page
 from notebook_lines import hidden_test_lines
 
 from classgrader import solution_book
+from nbgrader_tools.cells import nbgrader_meta
 
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = solution_book.assignments()
@@ -53,7 +54,7 @@ def solution_lines(assignment: str) -> list[str]:
     nb = nbformat.read(REPO / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
     lines = []
     for cell in nb.cells:
-        if (cell.get("metadata", {}).get("nbgrader", {}) or {}).get("solution"):
+        if nbgrader_meta(cell).get("solution"):
             lines += [s.strip() for s in cell.source.splitlines() if len(s.strip()) > 10 and "###" not in s]
     return lines
 
@@ -64,9 +65,9 @@ def test_every_assignment_has_a_reasoning_file_with_a_title_and_mistakes():
         opening, after = solution_book.read_reasoning(REPO / "solutions" / name / "reasoning.md")
         assert opening[0].source.startswith("# "), name
         assert "end" in after and any("grader_says(" in c.source for c in after["end"]), name
-        answer_ids = {(c.get("metadata", {}).get("nbgrader", {}) or {}).get("grade_id")
+        answer_ids = {nbgrader_meta(c).get("grade_id")
                       for c in nbformat.read(REPO / "solutions" / name / f"{name}.ipynb", as_version=4).cells
-                      if (c.get("metadata", {}).get("nbgrader", {}) or {}).get("solution")}
+                      if nbgrader_meta(c).get("solution")}
         assert answer_ids <= set(after), (name, answer_ids - set(after))  # every answer has its why
 
 
@@ -84,11 +85,11 @@ def test_a_reasoning_file_that_names_no_cell_or_is_missing_fails_clearly(tmp_pat
 
 def test_generating_the_release_never_copies_a_reasoning_file(tmp_path):
     """nbgrader_config.py ignores *.md in the source folder: the release holds only the notebook."""
-    from grading import nbgrader_tools
+    from nbgrader_tools import scratch_course
 
-    root = nbgrader_tools.make_course(tmp_path, ASSIGNMENTS)
+    root = scratch_course.make_course(tmp_path, ASSIGNMENTS)
     assert all((root / "solutions" / name / "reasoning.md").is_file() for name in ASSIGNMENTS)
-    nbgrader_tools.run_nbgrader_batch([["generate_assignment", name, "--force"] for name in ASSIGNMENTS], cwd=root)
+    scratch_course.run_nbgrader_batch([["generate_assignment", name, "--force"] for name in ASSIGNMENTS], cwd=root)
     for name in ASSIGNMENTS:
         released = sorted(p.name for p in (root / "exercises" / name).rglob("*") if p.is_file())
         assert released == [f"{name}.ipynb"], (name, released)
@@ -101,7 +102,7 @@ def book(tmp_path_factory) -> Path:
     """The solutions book, built as ``./course solutions`` builds it (warnings and failing cells are
     errors) into a scratch folder, in its own process (away from pytest's warning filters)."""
     out = tmp_path_factory.mktemp("solutions_book")
-    from grading.nbgrader_tools import nbgrader_env
+    from nbgrader_tools.scratch_course import nbgrader_env
 
     done = subprocess.run([sys.executable, "-m", "classgrader.solution_book", "--out", str(out)], cwd=REPO,
                           env=nbgrader_env(), capture_output=True, text=True, timeout=1800)

@@ -1,16 +1,10 @@
 """Run nbgrader on the course's homework in a scratch course folder.
 
-The tests use these helpers to generate releases, autograde submissions and
-read scores from the gradebook without writing into the repository; a
-maintainer uses them to regenerate ``exercises/`` after editing a source
-notebook in ``solutions/``::
-
-    python -m grading.nbgrader_tools release             # every assignment
-    python -m grading.nbgrader_tools release hw2_stable_softmax
-
-Each command runs nbgrader in a temporary course folder made from the
-repository's ``nbgrader_config.py`` and ``solutions/``, then copies the
-generated student version into ``exercises/``; no gradebook is left behind.
+The tests and the benchmark use these helpers to generate releases,
+autograde submissions and read scores from the gradebook without writing
+into the repository; :func:`release` regenerates ``exercises/`` after a
+source notebook in ``solutions/`` changed (``python -m nbgrader_tools
+release``, see :mod:`nbgrader_tools.__main__`).
 """
 
 from __future__ import annotations
@@ -59,16 +53,17 @@ def run_nbgrader_batch(commands: list[list[str]], cwd: Path, timeout: float = 18
     ``start``, ``reset``), so that the import of nbgrader and the start-up are
     paid once rather than once per command. Raises if any command fails.
     """
-    done = subprocess.run([sys.executable, "-m", "grading.nbgrader_tools", "batch", json.dumps(commands)],
+    done = subprocess.run([sys.executable, "-m", "nbgrader_tools", "batch", json.dumps(commands)],
                           cwd=cwd, env=nbgrader_env(), capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"nbgrader {commands} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
     return done.stdout + done.stderr
 
 
-def _batch(commands: list[list[str]]) -> int:
-    from nbgrader.apps import NbGraderApp
+def batch(commands: list[list[str]]) -> int:
+    """Run nbgrader commands in this process (the worker of :func:`run_nbgrader_batch`)."""
     from jupyter_core.application import NoStart
+    from nbgrader.apps import NbGraderApp
 
     for args in commands:
         start = time.perf_counter()
@@ -112,6 +107,7 @@ def make_course(root: Path, assignments: list[str]) -> Path:
 
 
 def release_path(root: Path, assignment: str) -> Path:
+    """Where ``nbgrader generate_assignment`` writes an assignment's student notebook."""
     return Path(root) / "exercises" / assignment / f"{assignment}.ipynb"
 
 
@@ -131,15 +127,6 @@ def submit(root: Path, student: str, assignment: str, notebook: dict | Path) -> 
     else:
         shutil.copy(notebook, target)
     return target
-
-
-def autograde(root: Path, assignment: str) -> subprocess.CompletedProcess:
-    """Autograde every submission of an assignment in one nbgrader run."""
-    return run_nbgrader(["autograde", assignment, "--force"], cwd=root)
-
-
-def generate_feedback(root: Path, assignment: str) -> subprocess.CompletedProcess:
-    return run_nbgrader(["generate_feedback", assignment, "--force"], cwd=root)
 
 
 def scores(root: Path, assignment: str, notebook: str | None = None) -> dict[str, dict[str, float]]:
@@ -175,17 +162,3 @@ def release(assignments: list[str] | None = None) -> list[Path]:
             written.append(target / generated.name)
     return written
 
-
-def main(argv: list[str]) -> int:
-    if argv[:1] == ["batch"] and len(argv) == 2:
-        return _batch(json.loads(argv[1]))
-    if not argv or argv[0] != "release":
-        print(__doc__)
-        return 2
-    for path in release(argv[1:] or None):
-        print(f"wrote {path.relative_to(REPO)}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

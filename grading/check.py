@@ -1,0 +1,98 @@
+"""What a check is: :class:`Check` (one graded test cell) and :class:`Assignment` (its checks).
+
+An assignment module (``grading/hwN.py``) makes one ``Assignment``, adds its
+checks in notebook order, and exports the functions its notebook calls
+(:func:`grading.notebook.export`). Which assignments exist is
+:mod:`grading.registry`'s business, not this module's: nothing here is
+global.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .compare import Verdict, decide, score_of
+from .run import run_cases
+
+__all__ = ["Assignment", "Check"]
+
+#: Builds a check's input cases from a seed (plain data, :mod:`grading.plain`).
+Cases = Callable[[int], list[dict]]
+#: Decides a check from its cases and results (see :func:`grading.compare.decide`).
+Judge = Callable[[list[dict], list[dict]], str]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One graded test cell of one assignment.
+
+    ``id`` is also the nbgrader ``grade_id`` of the test cell that runs it,
+    and ``points`` its points. ``functions`` names the learner functions that
+    the cases call. ``cases(seed)`` builds the inputs; ``judge(cases,
+    results)`` raises :class:`~grading.compare.Mismatch` with a message for
+    the learner, or returns a one-line summary of what passed.
+    """
+
+    assignment: str
+    id: str
+    functions: tuple[str, ...]
+    points: float
+    hidden: bool
+    description: str
+    cases: Cases = field(repr=False)
+    judge: Judge = field(repr=False)
+    #: Seed of the visible checks (fixed, so the learner sees the same cases each time).
+    default_seed: int = 0
+
+    # piece (1)
+    def make_cases(self, seed: int | None = None) -> list[dict]:
+        """The check's input cases as plain JSON data, the same for the same seed."""
+        return self.cases(self.default_seed if seed is None else int(seed))
+
+    # piece (3); piece (2) is grading.run.run_cases, in the learner's process
+    def compare(self, cases: list[dict], results: list[dict]) -> Verdict:
+        """Decide the check from the cases and the learner's plain results
+        (:func:`grading.compare.decide`; expected values are computed with ``lib``)."""
+        return decide(cases, results, self.judge, points=self.points, what=self.id)
+
+    def score(self, verdict: Verdict) -> float:
+        """The points a verdict earns (rounded to hundredths, as nbgrader stores them)."""
+        return score_of(self.points, verdict.fraction)
+
+    def grade(self, functions: Mapping[str, Any], seed: int | None = None) -> Verdict:
+        """(1) -> (2) -> (3) in this process."""
+        cases = self.make_cases(seed)
+        return self.compare(cases, run_cases(functions, cases))
+
+
+class Assignment:
+    """The checks of one assignment, in notebook order.
+
+    ``A = Assignment("hw2_stable_softmax", chapter=...)``, then one
+    :meth:`add` per graded test cell.
+    """
+
+    def __init__(self, name: str, chapter: str) -> None:
+        self.name = name
+        self.chapter = chapter
+        #: check id -> Check, in the order they were added.
+        self.checks: dict[str, Check] = {}
+
+    def add(self, id: str, functions: Sequence[str], *, points: float, cases: Cases, judge: Judge,
+            description: str, hidden: bool | None = None) -> Check:
+        """Add a check; ids ending in ``_hidden`` are hidden checks."""
+        hidden = id.endswith("_hidden") if hidden is None else hidden
+        if id in self.checks:
+            raise ValueError(f"{self.name} already has a check {id!r}")
+        check = Check(self.name, id, tuple(functions), float(points), hidden, description, cases, judge)
+        self.checks[id] = check
+        return check
+
+    def get(self, check_id: str) -> Check:
+        """One check by id (= the test cell's grade_id)."""
+        try:
+            return self.checks[check_id]
+        except KeyError:
+            raise KeyError(f"{self.name} has no check {check_id!r}; it has {sorted(self.checks)}") from None

@@ -1,0 +1,158 @@
+"""What a homework notebook's test cells call: one check, or all of them before submitting.
+
+Here the three pieces of a check run in one go, in the learner's process
+(``nbgrader autograde`` runs them the same way). Each assignment module calls
+:func:`export` once, which defines ``check_<name>(*functions, hidden=False,
+seed=None)`` and ``check_before_submit(globals())`` for its notebook:
+
+- full marks: prints what passed and returns None (nbgrader gives the cell
+  all its points);
+- nothing right: raises :class:`CheckFailed` (an ``AssertionError``: 0
+  points) whose message says what is wrong, and Jupyter shows only that;
+- partly right: prints what is wrong and returns the score, the cell's
+  value, which nbgrader reads as partial credit.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .check import Assignment
+from .compare import Verdict, reference
+from .seeds import ENV_SEED, autograde_location, hidden_seed
+
+__all__ = ["CheckFailed", "check_before_submit", "export", "run_check"]
+
+
+class CheckFailed(AssertionError):
+    """A notebook check failed. Jupyter shows only the message, no traceback."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"\x1b[0;31m{type(self).__name__}\x1b[0m: {self}"]
+
+
+def run_check(assignment: Assignment, check_id: str, *functions: Callable,
+              seed: int | None = None) -> float | None:
+    """Run one check in this process on the learner's functions (given in the
+    order of ``Check.functions``).
+
+    Full marks: prints what passed and returns None (nbgrader then gives
+    the cell all its points). Nothing right: raises :class:`CheckFailed`
+    (0 points). Partly right: prints what is wrong and returns the score,
+    a number that nbgrader reads from the cell's output as partial credit.
+    A hidden check's seed comes from :func:`grading.seeds.hidden_seed`: the
+    learner's own seed at grading, a fresh one when a learner practises.
+    """
+    chk = assignment.get(check_id)
+    if len(functions) != len(chk.functions):
+        raise TypeError(f"check {check_id!r} takes {len(chk.functions)} function(s), "
+                        f"{', '.join(chk.functions)}; got {len(functions)}")
+    if seed is None and chk.hidden:
+        seed = hidden_seed(assignment.name)
+    verdict = chk.grade(dict(zip(chk.functions, functions)), seed)
+    extra = f" (hidden check, seed {seed})" if chk.hidden else ""
+    if verdict.passed:
+        print(f"passed: {verdict.message}")
+        return None
+    score = chk.score(verdict)
+    if score <= 0:
+        raise CheckFailed(verdict.message + extra)
+    print(f"partly right, {score:g} of {chk.points:g} points (the number below is this cell's "
+          f"score): {verdict.message}{extra}")
+    return score
+
+
+def check_before_submit(assignment: Assignment, namespace: Mapping[str, Any], *,
+                        seed: int | None = None) -> dict[str, float]:
+    """The learner's "check before you submit": every check, said plainly.
+
+    Runs every visible check and the learner's own copy of every hidden
+    check (the same kinds of inputs, on a fresh random seed, not the ones
+    of grading), with the functions defined in ``namespace`` (the
+    notebook's ``globals()``), and prints what passed, what each failure
+    means (the check's message names the mistake), the points that would
+    follow, and that the hidden tests run again at grading. Never raises
+    and writes nothing to stderr. Returns ``{check id: points}``.
+
+    It does nothing while a grader runs the notebook (``nbgrader
+    autograde`` or the class grader), and says so when the reference
+    ``lib`` cannot be imported (the notebook is not in the course folder).
+    """
+    if os.environ.get(ENV_SEED) or autograde_location() is not None:
+        print("Check before you submit: skipped while the homework is graded.")
+        return {}
+    try:
+        reference()
+        lib_missing = False
+    except Exception:  # not importable here (a sandbox, a copy outside the course folder)
+        lib_missing = True
+    if lib_missing:
+        print("Check before you submit: the checks compare your functions with the course's reference "
+              "implementation (the `lib` package), which cannot be imported here. Open this notebook from "
+              "the course folder (`./course lab`, see the welcome page) and run this cell again. Nothing "
+              "was checked.")
+        return {}
+    seed = secrets.randbits(31) if seed is None else int(seed)
+    lines: list[str] = []
+    scores: dict[str, float] = {}
+    total = sum(c.points for c in assignment.checks.values())
+    for chk in assignment.checks.values():
+        functions = {name: namespace[name] for name in chk.functions if name in namespace}
+        missing = [name for name in chk.functions if name not in namespace]
+        kind = "hidden kind, fresh inputs" if chk.hidden else "visible"
+        head = f"- {chk.id} ({chk.points:g} points, {kind}):"
+        if missing:
+            scores[chk.id] = 0.0
+            lines.append(f"{head} NOT RUN: {', '.join(missing)} is not defined yet (run its cell first).")
+            continue
+        try:
+            verdict = chk.grade(functions, seed if chk.hidden else None)
+        except Exception as exc:  # a bug of the learner's that escaped: say it, never raise
+            verdict = Verdict(False, 0.0, f"the check could not run ({type(exc).__name__}: {exc})")
+        scores[chk.id] = chk.score(verdict)
+        if verdict.passed:
+            lines.append(f"{head} passed.")
+        elif "NotImplementedError" in verdict.message:
+            lines.append(f"{head} not answered yet ({', '.join(chk.functions)} still raises "
+                         "NotImplementedError).")
+        else:
+            how = "FAILED" if scores[chk.id] <= 0 else f"partly right, {scores[chk.id]:g} of {chk.points:g}"
+            lines.append(f"{head} {how}.\n    It checks: {chk.description}.\n    What went wrong: "
+                         f"{verdict.message}")
+    got = round(sum(scores.values()), 2)
+    print(f"Check before you submit ({assignment.name}): {got:g} of {total:g} points on these inputs.")
+    print("\n".join(lines))
+    print("The hidden tests run again when your homework is graded, on inputs made for you (not these), "
+          "so passing their kinds here makes full marks likely, not certain. A failure above names the "
+          "case and the mistake; fix it and run this cell again (each run draws new hidden-kind inputs).")
+    return scores
+
+
+def export(assignment: Assignment, namespace: dict) -> None:
+    """Define ``check_<name>(*functions, hidden=False, seed=None)`` in a module.
+
+    ``check_softmax(f)`` runs check ``softmax``; with ``hidden=True`` it runs
+    ``softmax_hidden``.
+    """
+    bases = sorted({cid.removesuffix("_hidden") for cid in assignment.checks})
+    for base in bases:
+        def runner(*functions, hidden: bool = False, seed: int | None = None, _base=base) -> float | None:
+            # Returns None on full marks; a partly right answer returns its
+            # score, which becomes the cell's output and nbgrader's partial credit.
+            return run_check(assignment, f"{_base}_hidden" if hidden else _base, *functions, seed=seed)
+        runner.__name__ = runner.__qualname__ = f"check_{base}"
+        variants = [c for c in (base, f"{base}_hidden") if c in assignment.checks]
+        runner.__doc__ = "\n".join(
+            f"hidden={assignment.checks[c].hidden}: {assignment.checks[c].description}" for c in variants)
+        namespace[runner.__name__] = runner
+    namespace.setdefault("ASSIGNMENT", assignment.name)
+
+    def before_submit(namespace: Mapping[str, Any], *, seed: int | None = None) -> dict[str, float]:
+        return check_before_submit(assignment, namespace, seed=seed)
+
+    before_submit.__name__ = before_submit.__qualname__ = "check_before_submit"
+    before_submit.__doc__ = check_before_submit.__doc__
+    namespace["check_before_submit"] = before_submit

@@ -1,0 +1,33 @@
+"""Regenerate the homework releases in ``exercises/`` from ``solutions/``::
+
+    python -m nbgrader_tools release             # every assignment
+    python -m nbgrader_tools release hw2_stable_softmax
+
+Each command runs nbgrader in a temporary course folder made from the
+repository's ``nbgrader_config.py`` and ``solutions/``, then copies the
+generated student version into ``exercises/``; no gradebook is left behind.
+(``python -m nbgrader_tools batch COMMANDS`` is the worker of
+:func:`nbgrader_tools.scratch_course.run_nbgrader_batch`.)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from .scratch_course import REPO, batch, release
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["batch"] and len(argv) == 2:
+        return batch(json.loads(argv[1]))
+    if not argv or argv[0] != "release":
+        print(__doc__)
+        return 2
+    for path in release(argv[1:] or None):
+        print(f"wrote {path.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
