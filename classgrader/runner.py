@@ -18,22 +18,26 @@ submission interrupted before step 2 is simply graded again.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import json
 import os
 import queue
 import signal
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
-from . import feedback, gradebook, intake, late, reports, sandbox
-from .grade import AssignmentInfo, Settings, grade, load_assignment, submission_key, write_json_atomic, write_text_atomic
+from . import class_reports, gradebook, intake, late, report, sandbox
+from .assignment import AssignmentInfo, load_assignment, submission_key
+from .grade import Graded, Settings, grade
+from .records import Result, read_result, write_json_atomic, write_text_atomic
 
 
 def course_id_of(course: Path) -> str:
+    """nbgrader's ``CourseDirectory.course_id`` from the course's ``nbgrader_config.py``."""
     cfg = course / "nbgrader_config.py"
     if cfg.is_file():
         from traitlets.config.loader import PyFileConfigLoader
@@ -46,6 +50,8 @@ def course_id_of(course: Path) -> str:
 
 
 class Paths:
+    """Where one assignment's outputs go, under ``out``."""
+
     def __init__(self, out: Path, assignment: str, notebook_stem: str):
         self.out = out
         self.assignment = assignment
@@ -63,24 +69,18 @@ class Paths:
         return self.out / "feedback" / student / self.assignment / f"{self.stem}.html"
 
 
-def _load_previous(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and "status" in data and "key" in data else None
-
-
-def _save(paths: Paths, result: dict, nb) -> None:
+def _save(paths: Paths, graded: Graded) -> None:
+    """The autograded notebook, the feedback page, then the result: from now on it counts as graded."""
+    result = graded.result
     student = result["student"]
-    if nb is not None:
-        write_text_atomic(paths.autograded(student), nbformat.writes(nb))
-    write_text_atomic(paths.feedback(student), feedback.render(result, nb))
+    if graded.notebook is not None:
+        write_text_atomic(paths.autograded(student), nbformat.writes(graded.notebook))
+    write_text_atomic(paths.feedback(student), graded.feedback)
     result["graded_at"] = gradebook.utcnow()
     write_json_atomic(paths.result(student), result)
 
 
-def _same_scores(current: dict | None, result: dict) -> bool:
+def _same_scores(current: dict[str, float | None] | None, result: Result) -> bool:
     if current is None:
         return False
     want = {gid: c.get("score") for gid, c in result["cells"].items()}

@@ -1,4 +1,4 @@
-"""Per-student feedback as one self-contained HTML page.
+"""Stage 5 of grading one submission: the learner's feedback, one self-contained HTML page.
 
 The page shows the notebook as graded: the release's text, the learner's
 answers with their (bounded) output, and under each graded test cell its
@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import html
 
+import nbformat
 from markdown_it import MarkdownIt
 
 from . import late
-from .grade import STATUSES
+from .records import STATUSES, Result
 
 _MD_RELEASE = MarkdownIt("commonmark", {"html": True})
 _MD_LEARNER = MarkdownIt("commonmark", {"html": False})
@@ -42,7 +43,7 @@ def _esc(text: str) -> str:
     return html.escape(text or "", quote=True)
 
 
-def _score_lines(result: dict) -> list[str]:
+def _score_lines(result: Result) -> list[str]:
     """The score; with a late penalty, the raw score, the penalty and why."""
     lt = result.get("late") or {}
     mx = result["max_score"]
@@ -60,7 +61,7 @@ def _score_lines(result: dict) -> list[str]:
     return lines
 
 
-def render(result: dict, nb) -> str:
+def render(result: Result, nb: nbformat.NotebookNode | None) -> str:
     """The feedback page for one graded result and its autograded notebook."""
     title = f"Feedback: {result['assignment']} for {result['student']}"
     parts = [
