@@ -1,10 +1,11 @@
 """The program that runs INSIDE the sandbox, in the learner's process.
 
 It is started by :mod:`classgrader.sandbox` as ``python -I driver.py JOB`` and
-uses only the standard library, IPython, :mod:`classgrader.records` (the job
-and the events it reads and writes, copied in beside it) and whatever the
-learner imports. It never sees ``lib``, ``solutions/``, the gradebook or any
-other submission.
+uses only the standard library, IPython and whatever the learner imports. It
+never sees ``lib``, ``solutions/``, the gradebook or any other submission. The
+job it reads and the events it writes are defined in
+:mod:`classgrader.records`; it imports them for the type checker only, and
+writes them as the plain dicts they are.
 
 What it does, in order:
 
@@ -13,7 +14,7 @@ What it does, in order:
    with its output captured and bounded, and each stopped by an alarm when
    the cells together overrun their share of the time;
 2. for every graded check, calls the check's *collector*
-   (``grading.core.run_cases``, which needs no ``lib``) with the learner's
+   (grading's ``run_cases``, which needs no ``lib``) with the learner's
    functions and the grader's input cases, and reports the raw results as
    JSON, each check with its own share of the remaining time.
 
@@ -40,10 +41,11 @@ import signal
 import sys
 import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from classgrader.records import (CellEvent, CellStartEvent, CheckEvent, DoneEvent, Job, JobCell, ProblemEvent,
-                                 RunStatus, StartEvent)
+if TYPE_CHECKING:  # not at run time: the driver runs alone, with the standard library and IPython
+    from classgrader.records import (CellEvent, CellStartEvent, CheckEvent, DoneEvent, Event, Job, JobCell,
+                                     ProblemEvent, RunStatus, StartEvent)
 
 MAX_LINE = 4 * 1024 * 1024  # largest single event this driver writes
 
@@ -98,16 +100,20 @@ class Reporter:
     def __init__(self, fd: int):
         self.fd = fd
 
-    def emit(self, event: Any) -> None:
+    def emit(self, event: Event) -> None:
         """Write one event (a record of :mod:`classgrader.records`) as one line of JSON."""
+        fields: dict[str, Any] = dict(event)
+        problem: ProblemEvent
         try:
             line = json.dumps(event, allow_nan=True)
         except (TypeError, ValueError) as exc:
-            line = json.dumps(ProblemEvent(event=event.get("event"), id=event.get("id"),
-                                           n=event.get("n"), unserialisable=str(exc)[:500]))
+            problem = {"event": fields.get("event"), "id": fields.get("id"), "n": fields.get("n"),
+                       "unserialisable": str(exc)[:500]}
+            line = json.dumps(problem)
         if len(line) > MAX_LINE:
-            line = json.dumps(ProblemEvent(event=event.get("event"), id=event.get("id"),
-                                           n=event.get("n"), too_large=len(line)))
+            problem = {"event": fields.get("event"), "id": fields.get("id"), "n": fields.get("n"),
+                       "too_large": len(line)}
+            line = json.dumps(problem)
         data = (line + "\n").encode("utf-8", "replace")
         view = memoryview(data)
         while view:
@@ -146,7 +152,8 @@ def main(job_path: str) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
     signal.signal(signal.SIGALRM, _on_alarm)
 
-    out.emit(StartEvent(event="start", pid=os.getpid(), uid=os.getuid()))
+    start: StartEvent = {"event": "start", "pid": os.getpid(), "uid": os.getuid()}
+    out.emit(start)
 
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -155,7 +162,8 @@ def main(job_path: str) -> int:
 
     def run_cell(cell: JobCell, until: float) -> None:
         n = cell["n"]
-        out.emit(CellStartEvent(event="cell_start", n=n))
+        cell_start: CellStartEvent = {"event": "cell_start", "n": n}
+        out.emit(cell_start)
         stdout, stderr = BoundedText(cell_cap), BoundedText(cell_cap)
         old = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = stdout, stderr
@@ -185,9 +193,10 @@ def main(job_path: str) -> int:
             status, error = "memory", "MemoryError"
         finally:
             sys.stdout, sys.stderr = old
-        out.emit(CellEvent(event="cell", n=n, role=cell.get("role"), status=status, error=error,
-                           stdout=stdout.getvalue(), stderr=stderr.getvalue(), value=value,
-                           seconds=round(time.monotonic() - t0, 3)))
+        ran: CellEvent = {"event": "cell", "n": n, "role": cell.get("role"), "status": status, "error": error,
+                          "stdout": stdout.getvalue(), "stderr": stderr.getvalue(), "value": value,
+                          "seconds": round(time.monotonic() - t0, 3)}
+        out.emit(ran)
 
     if job.get("mode") == "record":
         # As nbgrader would run it: every cell in order, test cells in place,
@@ -196,7 +205,7 @@ def main(job_path: str) -> int:
             os.environ["GRADING_HIDDEN_SEED"] = str(int(job["hidden_seed"]))
         for cell in job["cells"]:
             run_cell(cell, deadline)
-        out.emit(DoneEvent(event="done", seconds=round(time.monotonic() - started, 3)))
+        out.emit(_done(started))
         return 0
 
     # 1. the notebook's own code, in order
@@ -233,10 +242,16 @@ def main(job_path: str) -> int:
             status, results, error = "error", None, _short_traceback(exc)
         finally:
             sys.stdout, sys.stderr = old
-        out.emit(CheckEvent(event="check", id=check["id"], status=status, results=results, error=error))
+        checked: CheckEvent = {"event": "check", "id": check["id"], "status": status, "results": results,
+                               "error": error}
+        out.emit(checked)
 
-    out.emit(DoneEvent(event="done", seconds=round(time.monotonic() - started, 3)))
+    out.emit(_done(started))
     return 0
+
+
+def _done(started: float) -> DoneEvent:
+    return {"event": "done", "seconds": round(time.monotonic() - started, 3)}
 
 
 if __name__ == "__main__":

@@ -120,7 +120,7 @@ def ensure_assignment(db_url: str, course_id: str, assignment: str, source_dir: 
     from nbgrader.preprocessors import (CheckCellMetadata, ClearOutput, ClearSolutions, ComputeChecksums,
                                         LockCells, SaveCells)
 
-    with Gradebook(db_url, course_id=course_id) as gb:
+    with open_gradebook(db_url, course_id) as gb:
         gb.update_or_create_assignment(assignment)
     nb = nbformat.read(source_dir / assignment / notebook, as_version=4)
     resources = {"nbgrader": {"db_url": db_url, "assignment": assignment, "notebook": Path(notebook).stem},

@@ -61,6 +61,8 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from .records import Late, Result
+
 PERIODS = {"hour": 3600, "day": 86400}
 UTC = dt.timezone.utc
 
@@ -285,17 +287,18 @@ def read_timestamps_file(path: Path) -> dict[str, str]:
 
 def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str | None,
            timestamp_source: str = "timestamp.txt", lms_late: bool | None = None,
-           submitted: bool = True) -> dict:
-    """What lateness costs one submission: a plain dict stored in its result as ``late``.
+           submitted: bool = True) -> Late:
+    """What lateness costs one submission, stored in its result as ``late``.
 
-    Keys: ``submitted_at`` (ISO 8601 in UTC, or None), ``source`` (where the time
-    came from), ``deadline`` (ISO, or None), ``seconds_late`` (0 when on time),
-    ``periods`` (started periods charged), ``penalty`` (points), ``raw_score``,
-    ``final_score``, ``status`` (``on_time``, ``in_grace``, ``late``,
-    ``late_no_time``, ``no_time``, ``unreadable``, ``no_deadline``, ``missing``)
-    and ``note`` (a sentence for the CSV, the summary and the feedback page).
+    The keys (:class:`~classgrader.records.Late`): ``submitted_at`` (ISO 8601
+    in UTC, or None), ``source`` (where the time came from), ``deadline``
+    (ISO, or None), ``seconds_late`` (0 when on time), ``periods`` (started
+    periods charged), ``penalty`` (points), ``raw_score``, ``final_score``,
+    ``status`` (``on_time``, ``in_grace``, ``late``, ``late_no_time``,
+    ``no_time``, ``unreadable``, ``no_deadline``, ``missing``) and ``note`` (a
+    sentence for the CSV, the summary and the feedback page).
     """
-    out: dict[str, Any] = {
+    out: Late = {
         "submitted_at": None, "source": timestamp_source if timestamp else None,
         "deadline": policy.deadline.astimezone(UTC).isoformat() if policy.deadline else None,
         "seconds_late": 0.0, "periods": 0, "penalty": 0.0,
@@ -389,7 +392,7 @@ def with_gradebook_duedate(policy: Policy, duedate: dt.datetime | None) -> Polic
     return dataclasses.replace(policy, deadline=aware)
 
 
-def annotate(result: dict, sub: Any, policy: Policy) -> bool:
+def annotate(result: Result, sub: Any, policy: Policy) -> bool:
     """Set ``result["late"]`` for the submission ``sub`` (an :class:`~classgrader.intake.Submission`).
 
     Returns True when it changed (a new deadline, penalty or timestamp), so a
@@ -403,11 +406,12 @@ def annotate(result: dict, sub: Any, policy: Policy) -> bool:
     return result["late"] != old
 
 
-def final_score(result: dict) -> float:
+def final_score(result: Result) -> float:
     """The score after the late penalty (the raw score when no policy applies)."""
     late = result.get("late") or {}
     return float(late.get("final_score", result.get("score") or 0.0))
 
 
-def penalty_of(result: dict) -> float:
+def penalty_of(result: Result) -> float:
+    """The points the late penalty took off (0 when none)."""
     return float((result.get("late") or {}).get("penalty") or 0.0)

@@ -16,12 +16,10 @@ Three records cross a boundary, each as plain JSON:
   the class reports and the item analysis.
 
 They are ``TypedDict``\\ s: at run time plain dicts, so what is written is
-exactly the JSON that is read, with no conversion in between. Here too are
-the statuses a submission can end with and the atomic writers every output
+exactly the JSON that is read, with no conversion in between (the driver, which
+runs alone in the sandbox, imports them for the type checker only). Here too
+are the statuses a submission can end with and the atomic writers every output
 goes through.
-
-This module is also copied into the sandbox beside the driver: it may import
-nothing but the standard library.
 """
 
 import contextlib

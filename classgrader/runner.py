@@ -90,7 +90,7 @@ def _same_scores(current: dict[str, float | None] | None, result: Result) -> boo
 def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path | None = None,
                 db_url: str | None = None, workers: int | None = None, settings: Settings | None = None,
                 roster: list[str] | None = None, regrade: bool = False, progress: bool | None = None,
-                log=print, late_policy: late.Policy | None = None, timestamps: dict[str, str] | None = None,
+                log: Callable[[str], Any] = print, late_policy: late.Policy | None = None, timestamps: dict[str, str] | None = None,
                 analyse: bool = True) -> dict:
     """Grade every submission of ``assignment`` found at ``submissions``; return the summary.
 
@@ -129,10 +129,11 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
             if timestamps and sub.student in timestamps:
                 sub.timestamp, sub.timestamp_source, sub.lms_late = timestamps[sub.student], "--timestamps", None
 
-        todo, results = [], {}
+        todo: list[intake.Submission] = []
+        results: dict[str, Result] = {}
         for sub in subs:
-            prev = None if regrade else _load_previous(paths.result(sub.student))
-            if prev is not None and sub.path is not None and prev.get("key") == submission_key(
+            prev = None if regrade else read_result(paths.result(sub.student))
+            if prev is not None and "status" in prev and sub.path is not None and prev.get("key") == submission_key(
                     info, sub.path.read_bytes()) and prev.get("assignment") == assignment:
                 results[sub.student] = prev
                 late_changed = late.annotate(prev, sub, policy)
@@ -144,7 +145,7 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
                 if late_changed or not paths.feedback(sub.student).exists():
                     nb = nbformat.read(paths.autograded(sub.student), as_version=4) \
                         if paths.autograded(sub.student).exists() else None
-                    write_text_atomic(paths.feedback(sub.student), feedback.render(prev, nb))
+                    write_text_atomic(paths.feedback(sub.student), report.render(prev, nb))
             else:
                 todo.append(sub)
         if len(results):
@@ -157,19 +158,18 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
         for i in range(workers):
             slots.put(i)
 
-        def work(sub: intake.Submission) -> dict | None:
+        def work(sub: intake.Submission) -> Result | None:
             if stop.is_set():
                 return None
             slot = slots.get()
             try:
-                result, nb = grade(info, sub, settings, slot=slot, registry=registry)
+                graded = grade(info, sub, settings, policy, slot=slot, registry=registry)
             finally:
                 slots.put(slot)
-            late.annotate(result, sub, policy)
             if stop.is_set():
                 return None  # killed by the interrupt: not a real outcome, grade it next time
-            _save(paths, result, nb)
-            return result
+            _save(paths, graded)
+            return graded.result
 
         from tqdm import tqdm
 
@@ -215,8 +215,8 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
             raise KeyboardInterrupt
 
     ordered = [results[s.student] for s in subs if s.student in results]
-    summary = reports.write_all(ordered, paths.reports, assignment=assignment,
-                                seconds=time.monotonic() - started, workers=workers, policy=policy)
+    summary = class_reports.write_all(ordered, paths.reports, assignment=assignment,
+                                      seconds=time.monotonic() - started, workers=workers, policy=policy)
     if analyse:
         from . import item_analysis
 

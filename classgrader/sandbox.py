@@ -22,9 +22,8 @@ The sandbox (see :func:`bwrap_command`) is built from these pieces:
   time is up; ``--die-with-parent`` and the PID namespace take every process
   started inside with it.
 
-The driver and :mod:`classgrader.records` (the job it reads, the events it
-writes) go into ``/grader`` beside the files the caller gives. What comes back
-is read through pipes with hard size caps.
+The driver goes into ``/grader`` beside the files the caller gives. What
+comes back is read through pipes with hard size caps.
 """
 
 from __future__ import annotations
@@ -46,12 +45,8 @@ from typing import Any
 from .records import Job
 
 DRIVER = Path(__file__).with_name("driver.py")
-#: The program that runs in the sandbox: the driver and the records it imports.
-DRIVER_FILES = {
-    "driver.py": DRIVER,
-    "classgrader/__init__.py": Path(__file__).with_name("__init__.py"),
-    "classgrader/records.py": Path(__file__).with_name("records.py"),
-}
+#: The program that runs in the sandbox (it imports nothing of the grader's).
+DRIVER_FILES = {"driver.py": DRIVER}
 SANDBOX_HOME = "/tmp"
 GRADER_DIR = "/grader"
 # Every namespace but the user namespace: bwrap runs as root and setpriv then
