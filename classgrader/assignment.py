@@ -77,7 +77,7 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
     # What decides this assignment's scores: its checks, their shared code, and lib.
     gdir = Path(grading.__file__).parent
     module = grading.ASSIGNMENTS.get(name)
-    own = [Path(module.__file__)] if module is not None else sorted(gdir.glob("hw*.py"))
+    own = [Path(str(module.__file__))] if module is not None else sorted(gdir.glob("hw*.py"))
     shared = [p for p in sorted(gdir.glob("*.py")) if not p.name.startswith("hw")]
     for path in [*shared, *own, *sorted(Path(lib.__file__).parent.rglob("*.py"))]:
         digest.update(path.name.encode() + path.read_bytes())

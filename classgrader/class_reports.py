@@ -34,7 +34,7 @@ def grades_csv(results: list[Result]) -> str:
         mx = float(r.get("max_score") or 0)
         raw = float(r.get("score") or 0)
         score = late.final_score(r)
-        lt = r.get("late") or {}
+        lt = late.late_of(r)
         notes = list(r.get("notes", [])) + ([lt["note"]] if lt.get("note") else [])
         writer.writerow([
             r["student"], r.get("display_name") or "", f"{score:g}", f"{mx:g}",
@@ -49,10 +49,10 @@ def grades_csv(results: list[Result]) -> str:
 def summary(results: list[Result], *, assignment: str, seconds: float, workers: int,
             policy: late.Policy | None = None) -> dict:
     counts = collections.Counter(r["status"] for r in results)
-    lates = [r for r in results if (r.get("late") or {}).get("status") in ("late", "late_no_time")]
-    unknown = {(r.get("late") or {}).get("status"): [] for r in results}
+    lates = [r for r in results if late.late_of(r).get("status") in ("late", "late_no_time")]
+    unknown: dict[str | None, list[str]] = {late.late_of(r).get("status"): [] for r in results}
     for r in results:
-        unknown[(r.get("late") or {}).get("status")].append(r["student"])
+        unknown[late.late_of(r).get("status")].append(r["student"])
     return {
         "assignment": assignment,
         "students": len(results),
@@ -67,7 +67,7 @@ def summary(results: list[Result], *, assignment: str, seconds: float, workers: 
         "in_grace": sorted(unknown.get("in_grace", [])),
         "time_unknown": sorted(unknown.get("no_time", [])),
         "time_unreadable": {r["student"]: r["late"]["note"] for r in results
-                            if (r.get("late") or {}).get("status") == "unreadable"},
+                            if late.late_of(r).get("status") == "unreadable"},
         "seconds": round(seconds, 2),
         "workers": workers,
     }
@@ -116,7 +116,7 @@ def histogram(results: list[Result], path: Path, *, assignment: str) -> None:
     ax.set_title(title)
     ax.set_xlabel(f"score (points out of {mx:g})")
     ax.set_ylabel("number of students")
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # an AutoLocator
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, metadata={"Title": title, "Description": f"Histogram of {assignment} scores"})

@@ -20,6 +20,7 @@ from pathlib import Path
 from nbgrader import api
 from nbgrader.api import Comment, Grade, Gradebook, SubmittedAssignment, SubmittedNotebook
 
+from .late import late_of
 from .records import Result
 
 
@@ -37,7 +38,7 @@ def _alembic_on_path() -> None:
     if head is not None:
         def get_alembic_version() -> str:
             return head
-        get_alembic_version._classgrader = True
+        get_alembic_version._classgrader = True  # type: ignore[attr-defined]  # our patch, marked
         api.get_alembic_version = get_alembic_version
 
 
@@ -165,9 +166,10 @@ class Writer:
             if sub is None:
                 sub = SubmittedAssignment(assignment=assignment_row, student=student_row)
                 db.add(sub)
-            late = result.get("late") or {}
-            if late.get("deadline"):  # nbgrader's due date: naive UTC
-                assignment_row.duedate = _naive_utc(late["deadline"])
+            late = late_of(result)
+            deadline = late.get("deadline")
+            if deadline:  # nbgrader's due date: naive UTC
+                assignment_row.duedate = _naive_utc(deadline)
             stamp = late.get("submitted_at") or result.get("timestamp")
             if stamp:
                 try:

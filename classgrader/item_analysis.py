@@ -180,7 +180,7 @@ def histogram(item: dict, path: Path) -> None:
     ax.set_xlabel(f"score (points out of {pts:g})")
     ax.set_ylabel("submissions")
     ax.set_xlim(0, pts)
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # an AutoLocator
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, metadata={"Title": item["cell"], "Description": alt_text(item)})

@@ -305,7 +305,7 @@ def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str
         "raw_score": raw_score, "final_score": raw_score, "status": "", "note": "",
     }
     if not submitted:
-        out.update(status="missing", source=None)
+        out.update({"status": "missing", "source": None})
         return out
     when = None
     if timestamp:
@@ -314,16 +314,16 @@ def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str
             out["submitted_at"] = when.astimezone(UTC).isoformat()
         except TimestampError as exc:
             if policy.deadline is not None:  # without a deadline the time does not matter
-                out.update(status="unreadable",
-                           note=f"{exc}; no late penalty was computed: check this submission's time by hand")
+                out.update({"status": "unreadable",
+                            "note": f"{exc}; no late penalty was computed: check this submission's time by hand"})
                 return out
     if policy.deadline is None:
         out["status"] = "no_deadline"
         return out
     if when is None:
         if lms_late is False:
-            out.update(status="on_time", source="LMS",
-                       note="the LMS did not mark it late (its export gives no time)")
+            out.update({"status": "on_time", "source": "LMS",
+                        "note": "the LMS did not mark it late (its export gives no time)"})
             return out
         if lms_late:
             periods = 1
@@ -332,9 +332,9 @@ def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str
             why = ("the LMS marked it LATE but its export gives no time: charged one "
                    f"{policy.period}, the least a late submission costs")
         else:
-            out.update(status="no_time",
-                       note="the export records no submission time: no late penalty was computed "
-                            "(give times with --timestamps)")
+            out.update({"status": "no_time",
+                        "note": "the export records no submission time: no late penalty was computed "
+                             "(give times with --timestamps)"})
             return out
     else:
         seconds = (when - policy.deadline).total_seconds()
@@ -343,9 +343,9 @@ def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str
             return out
         out["seconds_late"] = seconds
         if seconds <= policy.grace_seconds:
-            out.update(status="in_grace",
-                       note=f"submitted {_human(seconds)} after the deadline, within the grace period "
-                            f"of {_human(policy.grace_seconds)}: no penalty")
+            out.update({"status": "in_grace",
+                        "note": f"submitted {_human(seconds)} after the deadline, within the grace period "
+                             f"of {_human(policy.grace_seconds)}: no penalty"})
             return out
         periods = math.ceil(seconds / PERIODS[policy.period])
         out["status"] = "late"
@@ -357,8 +357,8 @@ def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str
     if penalty > max(raw_score, 0.0):  # as nbgrader: never below a score of 0
         penalty, capped = max(raw_score, 0.0), capped + ", limited to the raw score"
     penalty = round(penalty, 6)
-    out.update(periods=periods, penalty=penalty, final_score=round(raw_score - penalty, 6),
-               note=f"{why}: late penalty {penalty:g} point{'s' * (penalty != 1)}{capped}")
+    out.update({"periods": periods, "penalty": penalty, "final_score": round(raw_score - penalty, 6),
+                "note": f"{why}: late penalty {penalty:g} point{'s' * (penalty != 1)}{capped}"})
     if seconds is None:
         out["seconds_late"] = None
     return out
@@ -406,12 +406,16 @@ def annotate(result: Result, sub: Any, policy: Policy) -> bool:
     return result["late"] != old
 
 
+def late_of(result: Result) -> Late | dict[str, Any]:
+    """The result's late record, or ``{}`` when no policy was applied to it."""
+    return result.get("late") or {}
+
+
 def final_score(result: Result) -> float:
     """The score after the late penalty (the raw score when no policy applies)."""
-    late = result.get("late") or {}
-    return float(late.get("final_score", result.get("score") or 0.0))
+    return float(late_of(result).get("final_score", result.get("score") or 0.0))
 
 
 def penalty_of(result: Result) -> float:
     """The points the late penalty took off (0 when none)."""
-    return float((result.get("late") or {}).get("penalty") or 0.0)
+    return float(late_of(result).get("penalty") or 0.0)

@@ -20,7 +20,7 @@ from .assignment import AssignmentInfo
 from .compare import Scores, Verdict
 from .intake import Submission
 from .match import Matched
-from .records import CellEvent, CellResult, CheckEvent, Result, SandboxSummary, new_result
+from .records import CellEvent, CellResult, CheckEvent, Result, RunFailure, SandboxSummary, new_result
 from .run import Runs
 
 _NO_PLAN_MESSAGES = {"missing": "nothing submitted", "not_a_notebook": "the submission is not a notebook"}
@@ -50,10 +50,10 @@ def record(info: AssignmentInfo, sub: Submission, matched: Matched, runs: Runs |
     else:
         plan = matched.plan
         status = status_of(sub, plan, runs.failure)
-        result.update(repairs=plan.repairs, seed=runs.seed, sandbox=sandbox_summary(runs.outcome),
-                      cells=scores.cells, score=scores.score, comments=comments(info, plan),
-                      in_kernel=runs.in_kernel, flagged=scores.flagged, status=status,
-                      cell_seconds={str(n): e.get("seconds") for n, e in runs.cells.items()})
+        result.update({"repairs": plan.repairs, "seed": runs.seed, "sandbox": sandbox_summary(runs.outcome),
+                       "cells": scores.cells, "score": scores.score, "comments": comments(info, plan),
+                       "in_kernel": runs.in_kernel, "flagged": scores.flagged, "status": status,
+                       "cell_seconds": {str(n): e.get("seconds") for n, e in runs.cells.items()}})
         result["notes"] = ([f"cell {gid!r} has no check in grading; left for manual grading"
                             for gid in scores.unchecked]
                            + status_notes(status, plan, runs.outcome, runs.cells, runs.checks, limits))
@@ -68,7 +68,7 @@ def record(info: AssignmentInfo, sub: Submission, matched: Matched, runs: Runs |
     return result, nb
 
 
-def status_of(sub: Submission, plan: notebooks.Plan, failure: str | None) -> str:
+def status_of(sub: Submission, plan: notebooks.Plan, failure: RunFailure | None) -> str:
     """The submission's one status: how the run failed, else what the matching repaired, else graded."""
     if failure is not None:
         return failure
@@ -162,8 +162,7 @@ def outputs(plan: notebooks.Plan, cells: dict[Any, CellEvent], verdicts: dict[st
         if e is None:
             continue
         outs = []
-        for name in ("stdout", "stderr"):
-            text = e.get(name)
+        for name, text in (("stdout", e.get("stdout")), ("stderr", e.get("stderr"))):
             if isinstance(text, str) and text:
                 outs.append(notebooks.stream_output(name, _strip_ansi(text)))
         if e.get("status") in ("error", "timeout", "memory") and e.get("error"):

@@ -28,7 +28,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 # --------------------------------------------------------------------------
 # Statuses
@@ -47,8 +47,8 @@ STATUSES = {
     "graded": "graded",
 }
 
-#: The statuses of a run that ended badly: the checks that had not run score 0.
-RUN_FAILURES = ("timed_out", "out_of_memory", "kernel_died")
+#: The statuses of a run that ended badly (the checks that had not run score 0).
+RunFailure = Literal["timed_out", "out_of_memory", "kernel_died"]
 
 #: How a cell or a check ended inside the sandbox.
 RunStatus = Literal["ok", "error", "timeout", "memory"]
@@ -244,7 +244,7 @@ def read_result(path: Path) -> Result | None:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) else None
+    return cast(Result, data) if isinstance(data, dict) else None
 
 
 # --------------------------------------------------------------------------

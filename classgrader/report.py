@@ -39,13 +39,13 @@ pre { background: #f5f5f5; padding: .6rem; overflow-x: auto; white-space: pre-wr
 """
 
 
-def _esc(text: str) -> str:
+def _esc(text: str | None) -> str:
     return html.escape(text or "", quote=True)
 
 
 def _score_lines(result: Result) -> list[str]:
     """The score; with a late penalty, the raw score, the penalty and why."""
-    lt = result.get("late") or {}
+    lt = late.late_of(result)
     mx = result["max_score"]
     if not lt.get("penalty"):
         lines = [f"<p class=\"score\">Score: {result['score']:g} / {mx:g}</p>"]

@@ -24,7 +24,7 @@ from typing import Any, cast
 from . import notebooks, sandbox
 from .assignment import AssignmentInfo
 from .intake import Submission
-from .records import CellEvent, CheckEvent, Job, JobCell, JobCheck
+from .records import CellEvent, CheckEvent, Job, JobCell, JobCheck, RunFailure
 
 
 @dataclasses.dataclass
@@ -46,7 +46,7 @@ class Runs:
     outcome: sandbox.RunOutcome  # the scoring run
     cells: dict[Any, CellEvent]  # plan index -> the first report of that cell
     checks: dict[str, CheckEvent]  # check id -> the first report of that check
-    failure: str | None  # timed_out, out_of_memory or kernel_died; None when the run ended well
+    failure: RunFailure | None  # None when the run ended well
     in_kernel: dict[str, str]  # test cell grade_id -> the in-kernel run's verdict ({} when not run)
 
 
@@ -98,8 +98,9 @@ def package_files(name: str, folder: Path) -> dict[str, Path]:
             if "__pycache__" not in p.parts}
 
 
-def _failure(o: sandbox.RunOutcome, cells: dict[Any, CellEvent], checks: dict[str, CheckEvent]) -> str | None:
-    """How the run ended badly (one of ``records.RUN_FAILURES``, the most serious first), or None."""
+def _failure(o: sandbox.RunOutcome, cells: dict[Any, CellEvent],
+             checks: dict[str, CheckEvent]) -> RunFailure | None:
+    """How the run ended badly (the most serious first), or None."""
     statuses = [e.get("status") for e in list(cells.values()) + list(checks.values())]
     done = any(e.get("event") == "done" for e in o.events)
     if o.timed_out or "timeout" in statuses:

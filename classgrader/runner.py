@@ -90,8 +90,8 @@ def _same_scores(current: dict[str, float | None] | None, result: Result) -> boo
 def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path | None = None,
                 db_url: str | None = None, workers: int | None = None, settings: Settings | None = None,
                 roster: list[str] | None = None, regrade: bool = False, progress: bool | None = None,
-                log: Callable[[str], Any] = print, late_policy: late.Policy | None = None, timestamps: dict[str, str] | None = None,
-                analyse: bool = True) -> dict:
+                log: Callable[[str], Any] = print, late_policy: late.Policy | None = None,
+                timestamps: dict[str, str] | None = None, analyse: bool = True) -> dict:
     """Grade every submission of ``assignment`` found at ``submissions``; return the summary.
 
     ``late_policy`` defaults to the course's (``c.LatePolicy`` in its
