@@ -44,8 +44,18 @@ import traceback
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # not at run time: the driver runs alone, with the standard library and IPython
-    from classgrader.records import (CellEvent, CellStartEvent, CheckEvent, DoneEvent, Event, Job, JobCell,
-                                     ProblemEvent, RunStatus, StartEvent)
+    from classgrader.records import (
+        CellEvent,
+        CellStartEvent,
+        CheckEvent,
+        DoneEvent,
+        Event,
+        Job,
+        JobCell,
+        ProblemEvent,
+        RunStatus,
+        StartEvent,
+    )
 
 MAX_LINE = 4 * 1024 * 1024  # largest single event this driver writes
 
@@ -158,7 +168,8 @@ def main(job_path: str) -> int:
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance(colors="NoColor")
-    shell.display_formatter.active_types = ["text/plain"]
+    if shell.display_formatter is not None:
+        shell.display_formatter.active_types = ["text/plain"]
 
     def run_cell(cell: JobCell, until: float) -> None:
         n = cell["n"]
@@ -189,7 +200,7 @@ def main(job_path: str) -> int:
                     status = "error"
         except SandboxTimeout as exc:
             status, error = "timeout", _short_traceback(exc)
-        except MemoryError as exc:
+        except MemoryError:
             status, error = "memory", "MemoryError"
         finally:
             sys.stdout, sys.stderr = old

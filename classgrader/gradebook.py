@@ -118,8 +118,14 @@ def ensure_assignment(db_url: str, course_id: str, assignment: str, source_dir: 
             pass
     # nbgrader's own generate_assignment steps up to SaveCells, in this process.
     import nbformat
-    from nbgrader.preprocessors import (CheckCellMetadata, ClearOutput, ClearSolutions, ComputeChecksums,
-                                        LockCells, SaveCells)
+    from nbgrader.preprocessors import (
+        CheckCellMetadata,
+        ClearOutput,
+        ClearSolutions,
+        ComputeChecksums,
+        LockCells,
+        SaveCells,
+    )
 
     with open_gradebook(db_url, course_id) as gb:
         gb.update_or_create_assignment(assignment)
@@ -212,10 +218,10 @@ def _naive_utc(iso: str) -> dt.datetime:
     """nbgrader stores times as naive UTC datetimes."""
     when = dt.datetime.fromisoformat(iso)
     if when.tzinfo is not None:
-        when = when.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        when = when.astimezone(dt.UTC).replace(tzinfo=None)
     return when
 
 
 def utcnow() -> str:
     """Now, as ISO 8601 in UTC."""
-    return dt.datetime.now(dt.timezone.utc).isoformat()
+    return dt.datetime.now(dt.UTC).isoformat()

@@ -64,7 +64,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from .records import Late, Result
 
 PERIODS = {"hour": 3600, "day": 86400}
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 class LatePolicyError(ValueError):
@@ -349,7 +349,8 @@ def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str
             return out
         periods = math.ceil(seconds / PERIODS[policy.period])
         out["status"] = "late"
-        why = f"submitted {_human(seconds)} after the deadline ({periods} started {policy.period}{'s' * (periods != 1)})"
+        why = (f"submitted {_human(seconds)} after the deadline "
+               f"({periods} started {policy.period}{'s' * (periods != 1)})")
     penalty = periods * policy.penalty.points(max_score)
     capped = ""
     if policy.cap is not None and penalty > policy.cap.points(max_score):

@@ -91,7 +91,8 @@ def render(result: Result, nb: nbformat.NotebookNode | None) -> str:
                 if out.get("output_type") == "stream":
                     parts.append(f"<pre class=\"out\">{_esc(out.get('text', ''))}</pre>")
                 elif out.get("output_type") == "error":
-                    parts.append(f"<pre class=\"out err\">{_esc(out.get('ename', ''))}: {_esc(out.get('evalue', ''))}</pre>")
+                    parts.append(f"<pre class=\"out err\">{_esc(out.get('ename', ''))}: "
+                                 f"{_esc(out.get('evalue', ''))}</pre>")
             gid = meta.get("grade_id")
             if meta.get("grade") and gid in result["cells"]:
                 c = result["cells"][gid]
