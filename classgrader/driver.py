@@ -14,7 +14,7 @@ What it does, in order:
    with its output captured and bounded, and each stopped by an alarm when
    the cells together overrun their share of the time;
 2. for every graded check, calls the check's *collector*
-   (grading's ``run_cases``, which needs no ``lib``) with the learner's
+   (``grading.core.run_cases``, which needs no ``lib``) with the learner's
    functions and the grader's input cases, and reports the raw results as
    JSON, each check with its own share of the remaining time.
 
