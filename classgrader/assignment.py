@@ -19,6 +19,8 @@ class SetupError(RuntimeError):
 
 @dataclasses.dataclass
 class AssignmentInfo:
+    """One assignment as the grader sees it: its notebooks, checks, graded cells and cache key."""
+
     name: str
     notebook: str  # file name, e.g. hw2_stable_softmax.ipynb
     release: nbformat.NotebookNode
