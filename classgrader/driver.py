@@ -2,7 +2,10 @@
 
 It is started by :mod:`classgrader.sandbox` as ``python -I driver.py JOB`` and
 uses only the standard library, IPython and whatever the learner imports. It
-never sees ``lib``, ``solutions/``, the gradebook or any other submission.
+never sees ``lib``, ``solutions/``, the gradebook or any other submission. The
+job it reads and the events it writes are defined in
+:mod:`classgrader.records`; it imports them for the type checker only, and
+writes them as the plain dicts they are.
 
 What it does, in order:
 
@@ -38,6 +41,21 @@ import signal
 import sys
 import time
 import traceback
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # not at run time: the driver runs alone, with the standard library and IPython
+    from classgrader.records import (
+        CellEvent,
+        CellStartEvent,
+        CheckEvent,
+        DoneEvent,
+        Event,
+        Job,
+        JobCell,
+        ProblemEvent,
+        RunStatus,
+        StartEvent,
+    )
 
 MAX_LINE = 4 * 1024 * 1024  # largest single event this driver writes
 
@@ -92,15 +110,20 @@ class Reporter:
     def __init__(self, fd: int):
         self.fd = fd
 
-    def emit(self, event: dict) -> None:
+    def emit(self, event: Event) -> None:
+        """Write one event (a record of :mod:`classgrader.records`) as one line of JSON."""
+        fields: dict[str, Any] = dict(event)
+        problem: ProblemEvent
         try:
             line = json.dumps(event, allow_nan=True)
         except (TypeError, ValueError) as exc:
-            line = json.dumps({"event": event.get("event"), "id": event.get("id"),
-                               "n": event.get("n"), "unserialisable": str(exc)[:500]})
+            problem = {"event": fields.get("event"), "id": fields.get("id"), "n": fields.get("n"),
+                       "unserialisable": str(exc)[:500]}
+            line = json.dumps(problem)
         if len(line) > MAX_LINE:
-            line = json.dumps({"event": event.get("event"), "id": event.get("id"),
-                               "n": event.get("n"), "too_large": len(line)})
+            problem = {"event": fields.get("event"), "id": fields.get("id"), "n": fields.get("n"),
+                       "too_large": len(line)}
+            line = json.dumps(problem)
         data = (line + "\n").encode("utf-8", "replace")
         view = memoryview(data)
         while view:
@@ -129,30 +152,34 @@ def main(job_path: str) -> int:
     out = Reporter(result_fd)
 
     with open(job_path, encoding="utf-8") as fh:
-        job = json.load(fh)
+        job: Job = json.load(fh)
     wall = float(job["wall"])
-    cell_cap = int(job.get("cell_output_chars", 10_000))
+    cell_cap = int(job["cell_output_chars"])
     deadline = started + wall * 0.9
-    cells_deadline = started + wall * float(job.get("cell_share", 0.5))
+    cells_deadline = started + wall * float(job["cell_share"])
     for path in job.get("sys_path", []):
         sys.path.insert(0, path)
     os.environ.setdefault("MPLBACKEND", "Agg")
     signal.signal(signal.SIGALRM, _on_alarm)
 
-    out.emit({"event": "start", "pid": os.getpid(), "uid": os.getuid()})
+    start: StartEvent = {"event": "start", "pid": os.getpid(), "uid": os.getuid()}
+    out.emit(start)
 
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance(colors="NoColor")
-    shell.display_formatter.active_types = ["text/plain"]
+    if shell.display_formatter is not None:
+        shell.display_formatter.active_types = ["text/plain"]
 
-    def run_cell(cell: dict, until: float) -> None:
+    def run_cell(cell: JobCell, until: float) -> None:
         n = cell["n"]
-        out.emit({"event": "cell_start", "n": n})
+        cell_start: CellStartEvent = {"event": "cell_start", "n": n}
+        out.emit(cell_start)
         stdout, stderr = BoundedText(cell_cap), BoundedText(cell_cap)
         old = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = stdout, stderr
-        status, error, value = "ok", None, None
+        status: RunStatus = "ok"
+        error, value = None, None
         t0 = time.monotonic()
         try:
             _alarm(until - time.monotonic())
@@ -173,13 +200,14 @@ def main(job_path: str) -> int:
                     status = "error"
         except SandboxTimeout as exc:
             status, error = "timeout", _short_traceback(exc)
-        except MemoryError as exc:
+        except MemoryError:
             status, error = "memory", "MemoryError"
         finally:
             sys.stdout, sys.stderr = old
-        out.emit({"event": "cell", "n": n, "role": cell.get("role"), "status": status,
-                  "error": error, "stdout": stdout.getvalue(), "stderr": stderr.getvalue(),
-                  "value": value, "seconds": round(time.monotonic() - t0, 3)})
+        ran: CellEvent = {"event": "cell", "n": n, "role": cell.get("role"), "status": status, "error": error,
+                          "stdout": stdout.getvalue(), "stderr": stderr.getvalue(), "value": value,
+                          "seconds": round(time.monotonic() - t0, 3)}
+        out.emit(ran)
 
     if job.get("mode") == "record":
         # As nbgrader would run it: every cell in order, test cells in place,
@@ -188,7 +216,7 @@ def main(job_path: str) -> int:
             os.environ["GRADING_HIDDEN_SEED"] = str(int(job["hidden_seed"]))
         for cell in job["cells"]:
             run_cell(cell, deadline)
-        out.emit({"event": "done", "seconds": round(time.monotonic() - started, 3)})
+        out.emit(_done(started))
         return 0
 
     # 1. the notebook's own code, in order
@@ -201,7 +229,8 @@ def main(job_path: str) -> int:
     for i, check in enumerate(checks):
         left = len(checks) - i
         budget = max((deadline - time.monotonic()) / left, 0.05)
-        status, results, error = "ok", None, None
+        status: RunStatus = "ok"
+        results, error = None, None
         stdout, stderr = BoundedText(cell_cap), BoundedText(cell_cap)
         old = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = stdout, stderr
@@ -224,11 +253,16 @@ def main(job_path: str) -> int:
             status, results, error = "error", None, _short_traceback(exc)
         finally:
             sys.stdout, sys.stderr = old
-        out.emit({"event": "check", "id": check["id"], "status": status,
-                  "results": results, "error": error})
+        checked: CheckEvent = {"event": "check", "id": check["id"], "status": status, "results": results,
+                               "error": error}
+        out.emit(checked)
 
-    out.emit({"event": "done", "seconds": round(time.monotonic() - started, 3)})
+    out.emit(_done(started))
     return 0
+
+
+def _done(started: float) -> DoneEvent:
+    return {"event": "done", "seconds": round(time.monotonic() - started, 3)}
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Write grades into nbgrader's gradebook: SQLite by default, PostgreSQL by URL.
 
+:class:`Writer` stores results; :func:`cell_scores` reads the scores back.
 Every submission is one transaction: the student, the submission, its
 notebook and every grade and comment row are created if missing and their
 scores *set* (never added to), then committed together, or rolled back
@@ -17,7 +18,10 @@ import sys
 from pathlib import Path
 
 from nbgrader import api
-from nbgrader.api import (Comment, Grade, Gradebook, SubmittedAssignment, SubmittedNotebook)
+from nbgrader.api import Comment, Grade, Gradebook, SubmittedAssignment, SubmittedNotebook
+
+from .late import late_of
+from .records import Result
 
 
 def _alembic_on_path() -> None:
@@ -34,7 +38,7 @@ def _alembic_on_path() -> None:
     if head is not None:
         def get_alembic_version() -> str:
             return head
-        get_alembic_version._classgrader = True
+        get_alembic_version._classgrader = True  # type: ignore[attr-defined]  # our patch, marked
         api.get_alembic_version = get_alembic_version
 
 
@@ -65,6 +69,38 @@ def sqlite_url(path: Path) -> str:
     return f"sqlite:///{Path(path).resolve()}"
 
 
+def open_gradebook(db_url: str, course_id: str) -> Gradebook:
+    """nbgrader's gradebook at ``db_url`` (created if missing), to use in a ``with`` block."""
+    _alembic_on_path()
+    return Gradebook(db_url, course_id=course_id)
+
+
+def cell_scores(gb: Gradebook, assignment: str, *, student: str | None = None, notebook: str | None = None,
+                auto: bool = False) -> dict[str, dict[str, float | None]]:
+    """``{student: {grade_id: score}}`` for the submissions of ``assignment`` in ``gb``.
+
+    A cell's score is nbgrader's (the instructor's manual score if set, else
+    the automatic one), or with ``auto`` the automatic score alone; None
+    where nothing is stored. ``student`` reads one student only (``{}`` when
+    they have no submission); ``notebook`` reads that notebook only, and
+    leaves out submissions without it; otherwise every notebook's cells.
+    """
+    if student is None:
+        subs = gb.assignment_submissions(assignment)
+    else:
+        try:
+            subs = [gb.find_submission(assignment, student)]
+        except api.MissingEntry:
+            return {}
+    out = {}
+    for sub in subs:
+        nbs = [nb for nb in sub.notebooks if notebook is None or nb.name == notebook]
+        if notebook is not None and not nbs:
+            continue
+        out[sub.student_id] = {g.cell.name: (g.auto_score if auto else g.score) for nb in nbs for g in nb.grades}
+    return out
+
+
 def ensure_assignment(db_url: str, course_id: str, assignment: str, source_dir: Path, notebook: str) -> None:
     """Make sure the gradebook knows the assignment, its notebook and its graded cells.
 
@@ -73,8 +109,7 @@ def ensure_assignment(db_url: str, course_id: str, assignment: str, source_dir: 
     record the assignment (its preprocessors up to ``SaveCells``) on the
     instructor source, writing nothing but the database.
     """
-    _alembic_on_path()
-    with Gradebook(db_url, course_id=course_id) as gb:
+    with open_gradebook(db_url, course_id) as gb:
         try:
             nb = gb.find_notebook(Path(notebook).stem, assignment)
             if nb.grade_cells:
@@ -83,10 +118,16 @@ def ensure_assignment(db_url: str, course_id: str, assignment: str, source_dir: 
             pass
     # nbgrader's own generate_assignment steps up to SaveCells, in this process.
     import nbformat
-    from nbgrader.preprocessors import (CheckCellMetadata, ClearOutput, ClearSolutions, ComputeChecksums,
-                                        LockCells, SaveCells)
+    from nbgrader.preprocessors import (
+        CheckCellMetadata,
+        ClearOutput,
+        ClearSolutions,
+        ComputeChecksums,
+        LockCells,
+        SaveCells,
+    )
 
-    with Gradebook(db_url, course_id=course_id) as gb:
+    with open_gradebook(db_url, course_id) as gb:
         gb.update_or_create_assignment(assignment)
     nb = nbformat.read(source_dir / assignment / notebook, as_version=4)
     resources = {"nbgrader": {"db_url": db_url, "assignment": assignment, "notebook": Path(notebook).stem},
@@ -99,8 +140,7 @@ class Writer:
     """One open gradebook; :meth:`write` stores one submission's result."""
 
     def __init__(self, db_url: str, course_id: str):
-        _alembic_on_path()
-        self.gb = Gradebook(db_url, course_id=course_id)
+        self.gb = open_gradebook(db_url, course_id)
 
     def close(self) -> None:
         self.gb.close()
@@ -111,19 +151,11 @@ class Writer:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def max_scores(self, assignment: str, notebook: str) -> dict[str, float]:
-        nb = self.gb.find_notebook(notebook, assignment)
-        return {c.name: float(c.max_score) for c in nb.grade_cells}
-
     def current(self, assignment: str, student: str) -> dict[str, float | None] | None:
         """The auto scores stored now for a student, or None without a submission."""
-        try:
-            sub = self.gb.find_submission(assignment, student)
-        except api.MissingEntry:
-            return None
-        return {g.cell.name: g.auto_score for nb in sub.notebooks for g in nb.grades}
+        return cell_scores(self.gb, assignment, student=student, auto=True).get(student)
 
-    def write(self, result: dict) -> None:
+    def write(self, result: Result) -> None:
         """Store one graded result (see :mod:`classgrader.grade`) in one transaction."""
         db = self.gb.db
         assignment, student = result["assignment"], result["student"]
@@ -140,9 +172,10 @@ class Writer:
             if sub is None:
                 sub = SubmittedAssignment(assignment=assignment_row, student=student_row)
                 db.add(sub)
-            late = result.get("late") or {}
-            if late.get("deadline"):  # nbgrader's due date: naive UTC
-                assignment_row.duedate = _naive_utc(late["deadline"])
+            late = late_of(result)
+            deadline = late.get("deadline")
+            if deadline:  # nbgrader's due date: naive UTC
+                assignment_row.duedate = _naive_utc(deadline)
             stamp = late.get("submitted_at") or result.get("timestamp")
             if stamp:
                 try:
@@ -185,9 +218,10 @@ def _naive_utc(iso: str) -> dt.datetime:
     """nbgrader stores times as naive UTC datetimes."""
     when = dt.datetime.fromisoformat(iso)
     if when.tzinfo is not None:
-        when = when.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        when = when.astimezone(dt.UTC).replace(tzinfo=None)
     return when
 
 
 def utcnow() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat()
+    """Now, as ISO 8601 in UTC."""
+    return dt.datetime.now(dt.UTC).isoformat()

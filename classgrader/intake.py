@@ -154,7 +154,8 @@ def _nbgrader(root: Path, assignment: str, notebook: str) -> list[Submission]:
             continue
         chosen, rest = _pick(notebooks, notebook)
         extras = {p.name: p for p in files
-                  if p.suffix.lower() != ".ipynb" and p.name != "timestamp.txt" and p.stat().st_size <= 10 * 1024 * 1024}
+                  if p.suffix.lower() != ".ipynb" and p.name != "timestamp.txt"
+                  and p.stat().st_size <= 10 * 1024 * 1024}
         subs.append(Submission(sid, chosen, chosen.name, "nbgrader", renamed=chosen.name != notebook,
                                ignored=[p.name for p in rest], extra_files=extras, timestamp=timestamp,
                                timestamp_source=source))

@@ -26,12 +26,11 @@ import collections
 import csv
 import html
 import io
-import json
 import re
 from pathlib import Path
 from typing import Any
 
-from .grade import write_json_atomic, write_text_atomic
+from .records import atomic_path, read_result, write_json_atomic, write_text_atomic
 
 # Okabe & Ito's colour-blind-safe palette (as the class histogram).
 BLUE = "#0072B2"
@@ -64,10 +63,9 @@ def scores_from_gradebook(db_url: str, course_id: str, assignment: str,
     """(``{cell: points}``, ``{student: {cell: score}}``) for one notebook of an assignment."""
     from nbgrader import api
 
-    from .gradebook import _alembic_on_path
+    from .gradebook import cell_scores, open_gradebook
 
-    _alembic_on_path()
-    with api.Gradebook(db_url, course_id=course_id) as gb:
+    with open_gradebook(db_url, course_id) as gb:
         try:
             row = gb.find_assignment(assignment)
         except api.MissingEntry:
@@ -79,12 +77,8 @@ def scores_from_gradebook(db_url: str, course_id: str, assignment: str,
         if name not in notebooks:
             raise AnalysisError(f"assignment {assignment!r} has no notebook {name!r}; it has {sorted(notebooks)}")
         points = {c.name: float(c.max_score) for c in notebooks[name].grade_cells}
-        per_student: dict[str, dict[str, float]] = {}
-        for sub in gb.assignment_submissions(assignment):
-            for snb in sub.notebooks:
-                if snb.name == name:
-                    per_student[sub.student_id] = {g.cell.name: float(g.score or 0.0) for g in snb.grades
-                                                   if g.cell.name in points}
+        per_student = {student: {cell: float(score or 0.0) for cell, score in cells.items() if cell in points}
+                       for student, cells in cell_scores(gb, assignment, notebook=name).items()}
     return points, per_student
 
 
@@ -107,12 +101,9 @@ def messages_from_results(results_dir: Path) -> dict[str, dict[str, str]]:
     """``{student: {cell: message}}`` from the class grader's result files."""
     messages: dict[str, dict[str, str]] = {}
     for path in sorted(results_dir.glob("*.json")) if results_dir.is_dir() else []:
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        cells = data.get("cells") if isinstance(data, dict) else None
-        if not isinstance(cells, dict):
+        data = read_result(path)
+        cells = data.get("cells") if data is not None else None
+        if data is None or not isinstance(cells, dict):
             continue
         messages[str(data.get("student", path.stem))] = {
             gid: str(c.get("message") or "") for gid, c in cells.items() if isinstance(c, dict)}
@@ -191,13 +182,11 @@ def histogram(item: dict, path: Path) -> None:
     ax.set_xlabel(f"score (points out of {pts:g})")
     ax.set_ylabel("submissions")
     ax.set_xlim(0, pts)
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # an AutoLocator
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, metadata={"Title": item["cell"], "Description": alt_text(item)})
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, metadata={"Title": item["cell"], "Description": alt_text(item)})
     plt.close(fig)
-    tmp.replace(path)
 
 
 def _esc(text: Any) -> str:

@@ -61,8 +61,10 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from .records import Late, Result
+
 PERIODS = {"hour": 3600, "day": 86400}
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 class LatePolicyError(ValueError):
@@ -285,24 +287,25 @@ def read_timestamps_file(path: Path) -> dict[str, str]:
 
 def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str | None,
            timestamp_source: str = "timestamp.txt", lms_late: bool | None = None,
-           submitted: bool = True) -> dict:
-    """What lateness costs one submission: a plain dict stored in its result as ``late``.
+           submitted: bool = True) -> Late:
+    """What lateness costs one submission, stored in its result as ``late``.
 
-    Keys: ``submitted_at`` (ISO 8601 in UTC, or None), ``source`` (where the time
-    came from), ``deadline`` (ISO, or None), ``seconds_late`` (0 when on time),
-    ``periods`` (started periods charged), ``penalty`` (points), ``raw_score``,
-    ``final_score``, ``status`` (``on_time``, ``in_grace``, ``late``,
-    ``late_no_time``, ``no_time``, ``unreadable``, ``no_deadline``, ``missing``)
-    and ``note`` (a sentence for the CSV, the summary and the feedback page).
+    The keys (:class:`~classgrader.records.Late`): ``submitted_at`` (ISO 8601
+    in UTC, or None), ``source`` (where the time came from), ``deadline``
+    (ISO, or None), ``seconds_late`` (0 when on time), ``periods`` (started
+    periods charged), ``penalty`` (points), ``raw_score``, ``final_score``,
+    ``status`` (``on_time``, ``in_grace``, ``late``, ``late_no_time``,
+    ``no_time``, ``unreadable``, ``no_deadline``, ``missing``) and ``note`` (a
+    sentence for the CSV, the summary and the feedback page).
     """
-    out: dict[str, Any] = {
+    out: Late = {
         "submitted_at": None, "source": timestamp_source if timestamp else None,
         "deadline": policy.deadline.astimezone(UTC).isoformat() if policy.deadline else None,
         "seconds_late": 0.0, "periods": 0, "penalty": 0.0,
         "raw_score": raw_score, "final_score": raw_score, "status": "", "note": "",
     }
     if not submitted:
-        out.update(status="missing", source=None)
+        out.update({"status": "missing", "source": None})
         return out
     when = None
     if timestamp:
@@ -311,16 +314,16 @@ def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str
             out["submitted_at"] = when.astimezone(UTC).isoformat()
         except TimestampError as exc:
             if policy.deadline is not None:  # without a deadline the time does not matter
-                out.update(status="unreadable",
-                           note=f"{exc}; no late penalty was computed: check this submission's time by hand")
+                out.update({"status": "unreadable",
+                            "note": f"{exc}; no late penalty was computed: check this submission's time by hand"})
                 return out
     if policy.deadline is None:
         out["status"] = "no_deadline"
         return out
     if when is None:
         if lms_late is False:
-            out.update(status="on_time", source="LMS",
-                       note="the LMS did not mark it late (its export gives no time)")
+            out.update({"status": "on_time", "source": "LMS",
+                        "note": "the LMS did not mark it late (its export gives no time)"})
             return out
         if lms_late:
             periods = 1
@@ -329,9 +332,9 @@ def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str
             why = ("the LMS marked it LATE but its export gives no time: charged one "
                    f"{policy.period}, the least a late submission costs")
         else:
-            out.update(status="no_time",
-                       note="the export records no submission time: no late penalty was computed "
-                            "(give times with --timestamps)")
+            out.update({"status": "no_time",
+                        "note": "the export records no submission time: no late penalty was computed "
+                             "(give times with --timestamps)"})
             return out
     else:
         seconds = (when - policy.deadline).total_seconds()
@@ -340,13 +343,14 @@ def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str
             return out
         out["seconds_late"] = seconds
         if seconds <= policy.grace_seconds:
-            out.update(status="in_grace",
-                       note=f"submitted {_human(seconds)} after the deadline, within the grace period "
-                            f"of {_human(policy.grace_seconds)}: no penalty")
+            out.update({"status": "in_grace",
+                        "note": f"submitted {_human(seconds)} after the deadline, within the grace period "
+                             f"of {_human(policy.grace_seconds)}: no penalty"})
             return out
         periods = math.ceil(seconds / PERIODS[policy.period])
         out["status"] = "late"
-        why = f"submitted {_human(seconds)} after the deadline ({periods} started {policy.period}{'s' * (periods != 1)})"
+        why = (f"submitted {_human(seconds)} after the deadline "
+               f"({periods} started {policy.period}{'s' * (periods != 1)})")
     penalty = periods * policy.penalty.points(max_score)
     capped = ""
     if policy.cap is not None and penalty > policy.cap.points(max_score):
@@ -354,8 +358,8 @@ def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str
     if penalty > max(raw_score, 0.0):  # as nbgrader: never below a score of 0
         penalty, capped = max(raw_score, 0.0), capped + ", limited to the raw score"
     penalty = round(penalty, 6)
-    out.update(periods=periods, penalty=penalty, final_score=round(raw_score - penalty, 6),
-               note=f"{why}: late penalty {penalty:g} point{'s' * (penalty != 1)}{capped}")
+    out.update({"periods": periods, "penalty": penalty, "final_score": round(raw_score - penalty, 6),
+                "note": f"{why}: late penalty {penalty:g} point{'s' * (penalty != 1)}{capped}"})
     if seconds is None:
         out["seconds_late"] = None
     return out
@@ -389,7 +393,7 @@ def with_gradebook_duedate(policy: Policy, duedate: dt.datetime | None) -> Polic
     return dataclasses.replace(policy, deadline=aware)
 
 
-def annotate(result: dict, sub: Any, policy: Policy) -> bool:
+def annotate(result: Result, sub: Any, policy: Policy) -> bool:
     """Set ``result["late"]`` for the submission ``sub`` (an :class:`~classgrader.intake.Submission`).
 
     Returns True when it changed (a new deadline, penalty or timestamp), so a
@@ -403,11 +407,16 @@ def annotate(result: dict, sub: Any, policy: Policy) -> bool:
     return result["late"] != old
 
 
-def final_score(result: dict) -> float:
+def late_of(result: Result) -> Late | dict[str, Any]:
+    """The result's late record, or ``{}`` when no policy was applied to it."""
+    return result.get("late") or {}
+
+
+def final_score(result: Result) -> float:
     """The score after the late penalty (the raw score when no policy applies)."""
-    late = result.get("late") or {}
-    return float(late.get("final_score", result.get("score") or 0.0))
+    return float(late_of(result).get("final_score", result.get("score") or 0.0))
 
 
-def penalty_of(result: dict) -> float:
-    return float((result.get("late") or {}).get("penalty") or 0.0)
+def penalty_of(result: Result) -> float:
+    """The points the late penalty took off (0 when none)."""
+    return float(late_of(result).get("penalty") or 0.0)

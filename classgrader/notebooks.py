@@ -142,11 +142,6 @@ class Plan:
     repairs: dict[str, list[str]]  # kind -> details
     metadata_stripped: bool
 
-    def code_cells(self) -> list[dict]:
-        """The cells for the sandbox: index, source, role."""
-        return [{"n": i, "source": c.source, "role": c.role, "grade_id": c.grade_id}
-                for i, c in enumerate(self.cells) if c.runs]
-
 
 def match(learner: nbformat.NotebookNode, release: nbformat.NotebookNode) -> Plan:
     """Line the learner's cells up with the release's (see the module docstring)."""

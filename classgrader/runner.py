@@ -18,22 +18,26 @@ submission interrupted before step 2 is simply graded again.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import json
 import os
 import queue
 import signal
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
-from . import feedback, gradebook, intake, late, reports, sandbox
-from .grade import AssignmentInfo, Settings, grade, load_assignment, submission_key, write_json_atomic, write_text_atomic
+from . import class_reports, gradebook, intake, late, report, sandbox
+from .assignment import AssignmentInfo, load_assignment, submission_key
+from .grade import Graded, Settings, grade
+from .records import Result, read_result, write_json_atomic, write_text_atomic
 
 
 def course_id_of(course: Path) -> str:
+    """nbgrader's ``CourseDirectory.course_id`` from the course's ``nbgrader_config.py``."""
     cfg = course / "nbgrader_config.py"
     if cfg.is_file():
         from traitlets.config.loader import PyFileConfigLoader
@@ -46,6 +50,8 @@ def course_id_of(course: Path) -> str:
 
 
 class Paths:
+    """Where one assignment's outputs go, under ``out``."""
+
     def __init__(self, out: Path, assignment: str, notebook_stem: str):
         self.out = out
         self.assignment = assignment
@@ -63,24 +69,18 @@ class Paths:
         return self.out / "feedback" / student / self.assignment / f"{self.stem}.html"
 
 
-def _load_previous(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and "status" in data and "key" in data else None
-
-
-def _save(paths: Paths, result: dict, nb) -> None:
+def _save(paths: Paths, graded: Graded) -> None:
+    """The autograded notebook, the feedback page, then the result: from now on it counts as graded."""
+    result = graded.result
     student = result["student"]
-    if nb is not None:
-        write_text_atomic(paths.autograded(student), nbformat.writes(nb))
-    write_text_atomic(paths.feedback(student), feedback.render(result, nb))
+    if graded.notebook is not None:
+        write_text_atomic(paths.autograded(student), nbformat.writes(graded.notebook))
+    write_text_atomic(paths.feedback(student), graded.feedback)
     result["graded_at"] = gradebook.utcnow()
     write_json_atomic(paths.result(student), result)
 
 
-def _same_scores(current: dict | None, result: dict) -> bool:
+def _same_scores(current: dict[str, float | None] | None, result: Result) -> bool:
     if current is None:
         return False
     want = {gid: c.get("score") for gid, c in result["cells"].items()}
@@ -90,8 +90,8 @@ def _same_scores(current: dict | None, result: dict) -> bool:
 def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path | None = None,
                 db_url: str | None = None, workers: int | None = None, settings: Settings | None = None,
                 roster: list[str] | None = None, regrade: bool = False, progress: bool | None = None,
-                log=print, late_policy: late.Policy | None = None, timestamps: dict[str, str] | None = None,
-                analyse: bool = True) -> dict:
+                log: Callable[[str], Any] = print, late_policy: late.Policy | None = None,
+                timestamps: dict[str, str] | None = None, analyse: bool = True) -> dict:
     """Grade every submission of ``assignment`` found at ``submissions``; return the summary.
 
     ``late_policy`` defaults to the course's (``c.LatePolicy`` in its
@@ -129,10 +129,11 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
             if timestamps and sub.student in timestamps:
                 sub.timestamp, sub.timestamp_source, sub.lms_late = timestamps[sub.student], "--timestamps", None
 
-        todo, results = [], {}
+        todo: list[intake.Submission] = []
+        results: dict[str, Result] = {}
         for sub in subs:
-            prev = None if regrade else _load_previous(paths.result(sub.student))
-            if prev is not None and sub.path is not None and prev.get("key") == submission_key(
+            prev = None if regrade else read_result(paths.result(sub.student))
+            if prev is not None and "status" in prev and sub.path is not None and prev.get("key") == submission_key(
                     info, sub.path.read_bytes()) and prev.get("assignment") == assignment:
                 results[sub.student] = prev
                 late_changed = late.annotate(prev, sub, policy)
@@ -144,7 +145,7 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
                 if late_changed or not paths.feedback(sub.student).exists():
                     nb = nbformat.read(paths.autograded(sub.student), as_version=4) \
                         if paths.autograded(sub.student).exists() else None
-                    write_text_atomic(paths.feedback(sub.student), feedback.render(prev, nb))
+                    write_text_atomic(paths.feedback(sub.student), report.render(prev, nb))
             else:
                 todo.append(sub)
         if len(results):
@@ -157,19 +158,18 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
         for i in range(workers):
             slots.put(i)
 
-        def work(sub: intake.Submission) -> dict | None:
+        def work(sub: intake.Submission) -> Result | None:
             if stop.is_set():
                 return None
             slot = slots.get()
             try:
-                result, nb = grade(info, sub, settings, slot=slot, registry=registry)
+                graded = grade(info, sub, settings, policy, slot=slot, registry=registry)
             finally:
                 slots.put(slot)
-            late.annotate(result, sub, policy)
             if stop.is_set():
                 return None  # killed by the interrupt: not a real outcome, grade it next time
-            _save(paths, result, nb)
-            return result
+            _save(paths, graded)
+            return graded.result
 
         from tqdm import tqdm
 
@@ -215,8 +215,8 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
             raise KeyboardInterrupt
 
     ordered = [results[s.student] for s in subs if s.student in results]
-    summary = reports.write_all(ordered, paths.reports, assignment=assignment,
-                                seconds=time.monotonic() - started, workers=workers, policy=policy)
+    summary = class_reports.write_all(ordered, paths.reports, assignment=assignment,
+                                      seconds=time.monotonic() - started, workers=workers, policy=policy)
     if analyse:
         from . import item_analysis
 

@@ -22,7 +22,8 @@ The sandbox (see :func:`bwrap_command`) is built from these pieces:
   time is up; ``--die-with-parent`` and the PID namespace take every process
   started inside with it.
 
-What comes back is read through pipes with hard size caps.
+The driver goes into ``/grader`` beside the files the caller gives. What
+comes back is read through pipes with hard size caps.
 """
 
 from __future__ import annotations
@@ -39,8 +40,13 @@ import sysconfig
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+from .records import Job
 
 DRIVER = Path(__file__).with_name("driver.py")
+#: The program that runs in the sandbox (it imports nothing of the grader's).
+DRIVER_FILES = {"driver.py": DRIVER}
 SANDBOX_HOME = "/tmp"
 GRADER_DIR = "/grader"
 # Every namespace but the user namespace: bwrap runs as root and setpriv then
@@ -62,19 +68,21 @@ class Limits:
     max_file_bytes: int = 32 * 1024**2
     result_bytes: int = 16 * 1024**2  # the JSON event stream
     log_bytes: int = 64 * 1024  # raw fd-level output kept for the record
-    cell_output_chars: int = 10_000
+    cell_output_chars: int = 10_000  # output kept per stream and cell
+    cell_share: float = 0.5  # the share of the wall time that the notebook's own cells may use
 
 
 @dataclasses.dataclass
 class RunOutcome:
-    events: list[dict]
+    """What a sandboxed run reported (events, see :mod:`classgrader.records`) and how it ended."""
+
+    events: list[dict[str, Any]]  # as the driver wrote them: untrusted, check before use
     returncode: int | None
     signal: int | None
     timed_out: bool  # killed by the grader at the wall limit
     result_overflow: bool
     log: str
     seconds: float
-    command: list[str]
 
 
 def _python_paths() -> tuple[Path, Path, Path]:
@@ -210,16 +218,23 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def run(job: dict, grader_files: dict[str, Path], limits: Limits, *, uid: int,
+def run(job: Job, grader_files: dict[str, Path], limits: Limits, *, uid: int,
         extra_files: dict[str, Path] | None = None, sandboxed: bool = True,
         registry: Registry | None = None) -> RunOutcome:
-    """Run the driver on ``job`` and return what it reported, within ``limits``."""
+    """Run the driver on ``job`` and return what it reported, within ``limits``.
+
+    ``grader_files`` (path in ``/grader`` -> file) are the packages the job
+    needs, e.g. ``grading``; the driver's own files are added.
+    """
     extra_files = extra_files or {}
+    grader_files = {**grader_files, **DRIVER_FILES}
     with tempfile.TemporaryDirectory(prefix="classgrader-job-") as tmp:
         tmpdir = Path(tmp)
         os.chmod(tmpdir, 0o755)
         job_file = tmpdir / "job.json"
-        job = dict(job, wall=limits.wall_seconds, cell_output_chars=limits.cell_output_chars)
+        job = job.copy()
+        job["wall"], job["cell_share"] = limits.wall_seconds, limits.cell_share
+        job["cell_output_chars"] = limits.cell_output_chars
         if sandboxed:
             job["sys_path"] = [GRADER_DIR]
             job_file.write_text(json.dumps(job))
@@ -323,5 +338,4 @@ def _execute(cmd: list[str], limits: Limits, *, cwd, registry, env) -> RunOutcom
         result_overflow=overflow,
         log=bytes(log_buf).decode("utf-8", "replace"),
         seconds=round(time.monotonic() - started, 3),
-        command=cmd,
     )

@@ -31,7 +31,7 @@ from fixtures.homework import submissions as corpus
 from notebook_lines import hidden_test_lines as notebook_hidden_lines
 
 import grading
-from classgrader import intake, notebooks, sandbox
+from classgrader import gradebook, intake, notebooks, sandbox
 from classgrader.grade import Settings
 from classgrader.runner import grade_class
 from nbgrader_tools.cells import nbgrader_meta
@@ -124,13 +124,8 @@ def graded(tmp_path_factory, builder):
 
 
 def gradebook_scores(url: str) -> dict[str, dict[str, float | None]]:
-    from nbgrader.api import Gradebook
-
-    with Gradebook(url, course_id="sdpa-course") as gb:
-        out = {}
-        for sub in gb.assignment_submissions(ASSIGNMENT):
-            out[sub.student_id] = {g.cell.name: g.auto_score for nb in sub.notebooks for g in nb.grades}
-        return out
+    with gradebook.open_gradebook(url, "sdpa-course") as gb:
+        return gradebook.cell_scores(gb, ASSIGNMENT, auto=True)
 
 
 def solution_only_lines(builder: Builder) -> list[str]:

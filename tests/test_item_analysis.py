@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from classgrader import gradebook, item_analysis
-from classgrader.grade import write_json_atomic
+from classgrader.records import write_json_atomic
 
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "hw2_stable_softmax"

@@ -1,4 +1,4 @@
-"""Per-student feedback as one self-contained HTML page.
+"""Stage 5 of grading one submission: the learner's feedback, one self-contained HTML page.
 
 The page shows the notebook as graded: the release's text, the learner's
 answers with their (bounded) output, and under each graded test cell its
@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import html
 
+import nbformat
 from markdown_it import MarkdownIt
 
 from nbgrader_tools.cells import nbgrader_meta
 
 from . import late
-from .grade import STATUSES
+from .records import STATUSES, Result
 
 _MD_RELEASE = MarkdownIt("commonmark", {"html": True})
 _MD_LEARNER = MarkdownIt("commonmark", {"html": False})
@@ -40,13 +41,13 @@ pre { background: #f5f5f5; padding: .6rem; overflow-x: auto; white-space: pre-wr
 """
 
 
-def _esc(text: str) -> str:
+def _esc(text: str | None) -> str:
     return html.escape(text or "", quote=True)
 
 
-def _score_lines(result: dict) -> list[str]:
+def _score_lines(result: Result) -> list[str]:
     """The score; with a late penalty, the raw score, the penalty and why."""
-    lt = result.get("late") or {}
+    lt = late.late_of(result)
     mx = result["max_score"]
     if not lt.get("penalty"):
         lines = [f"<p class=\"score\">Score: {result['score']:g} / {mx:g}</p>"]
@@ -62,7 +63,7 @@ def _score_lines(result: dict) -> list[str]:
     return lines
 
 
-def render(result: dict, nb) -> str:
+def render(result: Result, nb: nbformat.NotebookNode | None) -> str:
     """The feedback page for one graded result and its autograded notebook."""
     title = f"Feedback: {result['assignment']} for {result['student']}"
     parts = [
@@ -92,7 +93,8 @@ def render(result: dict, nb) -> str:
                 if out.get("output_type") == "stream":
                     parts.append(f"<pre class=\"out\">{_esc(out.get('text', ''))}</pre>")
                 elif out.get("output_type") == "error":
-                    parts.append(f"<pre class=\"out err\">{_esc(out.get('ename', ''))}: {_esc(out.get('evalue', ''))}</pre>")
+                    parts.append(f"<pre class=\"out err\">{_esc(out.get('ename', ''))}: "
+                                 f"{_esc(out.get('evalue', ''))}</pre>")
             gid = meta.get("grade_id")
             if meta.get("grade") and gid in result["cells"]:
                 c = result["cells"][gid]

@@ -14,7 +14,7 @@ import io
 from pathlib import Path
 
 from . import late
-from .grade import STATUSES, write_json_atomic, write_text_atomic
+from .records import STATUSES, Result, atomic_path, write_json_atomic, write_text_atomic
 
 CSV_COLUMNS = ["student_id", "name", "score", "max_score", "percent", "status", "flagged",
                "raw_score", "late_penalty", "submitted_at", "late", "notes"]
@@ -25,7 +25,7 @@ LATE_WORDS = {"on_time": "on time", "in_grace": "in grace period", "late": "late
 BLUE, VERMILLION = "#0072B2", "#D55E00"
 
 
-def grades_csv(results: list[dict]) -> str:
+def grades_csv(results: list[Result]) -> str:
     """One row per student, sorted by id: ready to import into an LMS gradebook."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
@@ -34,7 +34,7 @@ def grades_csv(results: list[dict]) -> str:
         mx = float(r.get("max_score") or 0)
         raw = float(r.get("score") or 0)
         score = late.final_score(r)
-        lt = r.get("late") or {}
+        lt = late.late_of(r)
         notes = list(r.get("notes", [])) + ([lt["note"]] if lt.get("note") else [])
         writer.writerow([
             r["student"], r.get("display_name") or "", f"{score:g}", f"{mx:g}",
@@ -46,13 +46,13 @@ def grades_csv(results: list[dict]) -> str:
     return buf.getvalue()
 
 
-def summary(results: list[dict], *, assignment: str, seconds: float, workers: int,
+def summary(results: list[Result], *, assignment: str, seconds: float, workers: int,
             policy: late.Policy | None = None) -> dict:
     counts = collections.Counter(r["status"] for r in results)
-    lates = [r for r in results if (r.get("late") or {}).get("status") in ("late", "late_no_time")]
-    unknown = {(r.get("late") or {}).get("status"): [] for r in results}
+    lates = [r for r in results if late.late_of(r).get("status") in ("late", "late_no_time")]
+    unknown: dict[str | None, list[str]] = {late.late_of(r).get("status"): [] for r in results}
     for r in results:
-        unknown[(r.get("late") or {}).get("status")].append(r["student"])
+        unknown[late.late_of(r).get("status")].append(r["student"])
     return {
         "assignment": assignment,
         "students": len(results),
@@ -67,7 +67,7 @@ def summary(results: list[dict], *, assignment: str, seconds: float, workers: in
         "in_grace": sorted(unknown.get("in_grace", [])),
         "time_unknown": sorted(unknown.get("no_time", [])),
         "time_unreadable": {r["student"]: r["late"]["note"] for r in results
-                            if (r.get("late") or {}).get("status") == "unreadable"},
+                            if late.late_of(r).get("status") == "unreadable"},
         "seconds": round(seconds, 2),
         "workers": workers,
     }
@@ -96,7 +96,7 @@ def summary_text(s: dict) -> str:
     return "\n".join(lines)
 
 
-def histogram(results: list[dict], path: Path, *, assignment: str) -> None:
+def histogram(results: list[Result], path: Path, *, assignment: str) -> None:
     """Histogram of the scores of everyone who submitted something, as PNG."""
     import matplotlib
 
@@ -116,16 +116,14 @@ def histogram(results: list[dict], path: Path, *, assignment: str) -> None:
     ax.set_title(title)
     ax.set_xlabel(f"score (points out of {mx:g})")
     ax.set_ylabel("number of students")
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # an AutoLocator
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, metadata={"Title": title, "Description": f"Histogram of {assignment} scores"})
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, metadata={"Title": title, "Description": f"Histogram of {assignment} scores"})
     plt.close(fig)
-    tmp.replace(path)
 
 
-def write_all(results: list[dict], out: Path, *, assignment: str, seconds: float, workers: int,
+def write_all(results: list[Result], out: Path, *, assignment: str, seconds: float, workers: int,
               policy: late.Policy | None = None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "grades.csv", grades_csv(results))

@@ -1,0 +1,97 @@
+"""What is graded: one assignment's release, instructor source, checks and cache key."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+
+import nbformat
+
+from nbgrader_tools.cells import nbgrader_meta
+
+GRADER_VERSION = "1"
+
+
+class SetupError(RuntimeError):
+    """The assignment cannot be graded as configured; the message says why."""
+
+
+@dataclasses.dataclass
+class AssignmentInfo:
+    """One assignment as the grader sees it: its notebooks, checks, graded cells and cache key."""
+
+    name: str
+    notebook: str  # file name, e.g. hw2_stable_softmax.ipynb
+    release: nbformat.NotebookNode
+    source: nbformat.NotebookNode
+    source_dir: Path  # the folder holding solutions/<assignment>
+    checks: list  # grading Check objects
+    grade_cells: dict[str, float]  # grade_id -> points, in notebook order
+    key: str  # changes when the release, the checks, the course secret or this grader change
+    grading_dir: Path
+    lib_dir: Path
+    secret: bytes = b""
+    secret_source: str = ""
+
+    @property
+    def max_score(self) -> float:
+        return float(sum(self.grade_cells.values()))
+
+
+def load_assignment(course: Path, name: str) -> AssignmentInfo:
+    """Read the release, the instructor source and the checks of one assignment."""
+    import grading
+    import lib
+
+    release_dir = course / "exercises" / name
+    source_dir = course / "solutions" / name
+    for folder, what in ((release_dir, "release (student version)"), (source_dir, "instructor source")):
+        if not folder.is_dir():
+            raise SetupError(f"no {what} for {name!r}: {folder} does not exist")
+    release_nbs = sorted(release_dir.glob("*.ipynb"))
+    if len(release_nbs) != 1:
+        raise SetupError(f"{release_dir} must hold exactly one notebook; it holds {len(release_nbs)}")
+    nb_name = release_nbs[0].name
+    if not (source_dir / nb_name).is_file():
+        raise SetupError(f"{source_dir / nb_name} is missing (the instructor source of {nb_name})")
+    release = nbformat.read(release_nbs[0], as_version=4)
+    source = nbformat.read(source_dir / nb_name, as_version=4)
+    try:
+        checks = grading.checks_for(name)
+    except KeyError as exc:
+        raise SetupError(str(exc)) from None
+    grade_cells = {}
+    for cell in release.cells:
+        meta = nbgrader_meta(cell)
+        if meta.get("grade") and meta.get("grade_id"):
+            grade_cells[meta["grade_id"]] = float(meta.get("points", 0) or 0)
+    from grading import seeds
+
+    try:
+        secret, secret_source = seeds.course_secret(course)
+    except seeds.SecretMissing as exc:
+        raise SetupError(str(exc)) from None
+    digest = hashlib.sha256()
+    digest.update(GRADER_VERSION.encode())
+    digest.update(hashlib.sha256(secret).digest())
+    digest.update(release_nbs[0].read_bytes())
+    # What decides this assignment's scores: its checks, their shared code, and lib.
+    gdir = Path(grading.__file__).parent
+    module = grading.ASSIGNMENTS.get(name)
+    own = [Path(str(module.__file__))] if module is not None else sorted(gdir.glob("hw*.py"))
+    shared = [p for p in sorted(gdir.glob("*.py")) if not p.name.startswith("hw")]
+    for path in [*shared, *own, *sorted(Path(lib.__file__).parent.rglob("*.py"))]:
+        digest.update(path.name.encode() + path.read_bytes())
+    return AssignmentInfo(
+        name=name, notebook=nb_name, release=release, source=source,
+        source_dir=course / "solutions", checks=checks, grade_cells=grade_cells,
+        key=digest.hexdigest()[:16], grading_dir=Path(grading.__file__).parent,
+        lib_dir=Path(lib.__file__).parent, secret=secret, secret_source=secret_source,
+    )
+
+
+def submission_key(info: AssignmentInfo, data: bytes | None) -> str:
+    """The key of one submitted file: unchanged file and assignment key, unchanged score."""
+    h = hashlib.sha256(data or b"").hexdigest()[:24]
+    return f"{h}-{info.key}"
