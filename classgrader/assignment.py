@@ -84,10 +84,18 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
     for path in [*shared, *own, *sorted(Path(lib.__file__).parent.rglob("*.py"))]:
         digest.update(path.name.encode() + path.read_bytes())
     return AssignmentInfo(
-        name=name, notebook=nb_name, release=release, source=source,
-        source_dir=course / "solutions", checks=checks, grade_cells=grade_cells,
-        key=digest.hexdigest()[:16], grading_dir=Path(grading.__file__).parent,
-        lib_dir=Path(lib.__file__).parent, secret=secret, secret_source=secret_source,
+        name=name,
+        notebook=nb_name,
+        release=release,
+        source=source,
+        source_dir=course / "solutions",
+        checks=checks,
+        grade_cells=grade_cells,
+        key=digest.hexdigest()[:16],
+        grading_dir=Path(grading.__file__).parent,
+        lib_dir=Path(lib.__file__).parent,
+        secret=secret,
+        secret_source=secret_source,
     )
 
 

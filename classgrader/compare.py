@@ -48,11 +48,13 @@ def compare(info: AssignmentInfo, runs: Runs) -> Scores:
         if gid in verdicts:
             v = verdicts[gid]
             fraction = min(max(v.fraction, 0.0), 1.0)
-            cells[gid] = CellResult(points=points, score=round(points * fraction, 2), passed=v.passed,
-                                    message=v.message)
+            cells[gid] = CellResult(
+                points=points, score=round(points * fraction, 2), passed=v.passed, message=v.message
+            )
         else:
-            cells[gid] = CellResult(points=points, score=None, passed=None,
-                                    message="no outside check for this cell: grade it by hand")
+            cells[gid] = CellResult(
+                points=points, score=None, passed=None, message="no outside check for this cell: grade it by hand"
+            )
             unchecked.append(gid)
     score = round(sum(c["score"] or 0.0 for c in cells.values()), 6)
     flagged = []
@@ -71,8 +73,11 @@ def _verdict(check, runs: Runs) -> Verdict:
         return Verdict(False, 0.0, f"could not run: {event.get('error') or event.get('status')}")
     try:
         verdict = check.compare(runs.cases[check.id], event.get("results"))
-        return Verdict(bool(verdict.passed), check.score(verdict) / check.points if check.points
-                       else float(verdict.passed), str(verdict.message))
+        return Verdict(
+            bool(verdict.passed),
+            check.score(verdict) / check.points if check.points else float(verdict.passed),
+            str(verdict.message),
+        )
     except Exception as exc:  # malformed results must not stop the batch
         return Verdict(False, 0.0, f"the results could not be compared ({type(exc).__name__})")
 

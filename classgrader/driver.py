@@ -117,12 +117,20 @@ class Reporter:
         try:
             line = json.dumps(event, allow_nan=True)
         except (TypeError, ValueError) as exc:
-            problem = {"event": fields.get("event"), "id": fields.get("id"), "n": fields.get("n"),
-                       "unserialisable": str(exc)[:500]}
+            problem = {
+                "event": fields.get("event"),
+                "id": fields.get("id"),
+                "n": fields.get("n"),
+                "unserialisable": str(exc)[:500],
+            }
             line = json.dumps(problem)
         if len(line) > MAX_LINE:
-            problem = {"event": fields.get("event"), "id": fields.get("id"), "n": fields.get("n"),
-                       "too_large": len(line)}
+            problem = {
+                "event": fields.get("event"),
+                "id": fields.get("id"),
+                "n": fields.get("n"),
+                "too_large": len(line),
+            }
             line = json.dumps(problem)
         data = (line + "\n").encode("utf-8", "replace")
         view = memoryview(data)
@@ -204,9 +212,17 @@ def main(job_path: str) -> int:
             status, error = "memory", "MemoryError"
         finally:
             sys.stdout, sys.stderr = old
-        ran: CellEvent = {"event": "cell", "n": n, "role": cell.get("role"), "status": status, "error": error,
-                          "stdout": stdout.getvalue(), "stderr": stderr.getvalue(), "value": value,
-                          "seconds": round(time.monotonic() - t0, 3)}
+        ran: CellEvent = {
+            "event": "cell",
+            "n": n,
+            "role": cell.get("role"),
+            "status": status,
+            "error": error,
+            "stdout": stdout.getvalue(),
+            "stderr": stderr.getvalue(),
+            "value": value,
+            "seconds": round(time.monotonic() - t0, 3),
+        }
         out.emit(ran)
 
     if job.get("mode") == "record":
@@ -253,8 +269,13 @@ def main(job_path: str) -> int:
             status, results, error = "error", None, _short_traceback(exc)
         finally:
             sys.stdout, sys.stderr = old
-        checked: CheckEvent = {"event": "check", "id": check["id"], "status": status, "results": results,
-                               "error": error}
+        checked: CheckEvent = {
+            "event": "check",
+            "id": check["id"],
+            "status": status,
+            "results": results,
+            "error": error,
+        }
         out.emit(checked)
 
     out.emit(_done(started))

@@ -50,8 +50,15 @@ class Graded:
     feedback: str
 
 
-def grade(info: AssignmentInfo, sub: Submission, settings: Settings, policy: late.Policy | None = None, *,
-          slot: int = 0, registry: sandbox.Registry | None = None) -> Graded:
+def grade(
+    info: AssignmentInfo,
+    sub: Submission,
+    settings: Settings,
+    policy: late.Policy | None = None,
+    *,
+    slot: int = 0,
+    registry: sandbox.Registry | None = None,
+) -> Graded:
     """Grade one submission: match -> run -> compare -> record -> report.
 
     ``slot`` is the worker's number (its sandbox uid); ``registry`` holds the

@@ -36,8 +36,10 @@ def _alembic_on_path() -> None:
         return
     head = _alembic_head()
     if head is not None:
+
         def get_alembic_version() -> str:
             return head
+
         get_alembic_version._classgrader = True  # type: ignore[attr-defined]  # our patch, marked
         api.get_alembic_version = get_alembic_version
 
@@ -61,7 +63,7 @@ def normalise_url(url: str) -> str:
     """``postgresql://`` URLs use psycopg (version 3), the driver this project pins."""
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix):]
+            return "postgresql+psycopg://" + url[len(prefix) :]
     return url
 
 
@@ -75,8 +77,9 @@ def open_gradebook(db_url: str, course_id: str) -> Gradebook:
     return Gradebook(db_url, course_id=course_id)
 
 
-def cell_scores(gb: Gradebook, assignment: str, *, student: str | None = None, notebook: str | None = None,
-                auto: bool = False) -> dict[str, dict[str, float | None]]:
+def cell_scores(
+    gb: Gradebook, assignment: str, *, student: str | None = None, notebook: str | None = None, auto: bool = False
+) -> dict[str, dict[str, float | None]]:
     """``{student: {grade_id: score}}`` for the submissions of ``assignment`` in ``gb``.
 
     A cell's score is nbgrader's (the instructor's manual score if set, else
@@ -130,8 +133,10 @@ def ensure_assignment(db_url: str, course_id: str, assignment: str, source_dir: 
     with open_gradebook(db_url, course_id) as gb:
         gb.update_or_create_assignment(assignment)
     nb = nbformat.read(source_dir / assignment / notebook, as_version=4)
-    resources = {"nbgrader": {"db_url": db_url, "assignment": assignment, "notebook": Path(notebook).stem},
-                 "metadata": {"path": str(source_dir / assignment)}}
+    resources = {
+        "nbgrader": {"db_url": db_url, "assignment": assignment, "notebook": Path(notebook).stem},
+        "metadata": {"path": str(source_dir / assignment)},
+    }
     for pp in (LockCells, ClearSolutions, ClearOutput, CheckCellMetadata, ComputeChecksums, SaveCells):
         nb, resources = pp().preprocess(nb, resources)
 
@@ -166,9 +171,13 @@ class Writer:
                 student_row = api.Student(id=student, first_name=result.get("display_name") or None)
                 db.add(student_row)
             assignment_row = self.gb.find_assignment(assignment)
-            sub = (db.query(SubmittedAssignment)
-                   .filter(SubmittedAssignment.assignment_id == assignment_row.id,
-                           SubmittedAssignment.student_id == student).one_or_none())
+            sub = (
+                db.query(SubmittedAssignment)
+                .filter(
+                    SubmittedAssignment.assignment_id == assignment_row.id, SubmittedAssignment.student_id == student
+                )
+                .one_or_none()
+            )
             if sub is None:
                 sub = SubmittedAssignment(assignment=assignment_row, student=student_row)
                 db.add(sub)

@@ -44,7 +44,8 @@ SKIP_PARTS = {"__MACOSX", ".ipynb_checkpoints", ".git"}
 CANVAS = re.compile(r"^(?P<name>[^_]+?)(?:_LATE)?_(?P<id>\d+)_(?P<sub>\d+)_(?P<file>.+)$", re.I)
 MOODLE = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?:file|onlinetext)_?(?P<file>.*)$", re.I)
 BLACKBOARD = re.compile(
-    r"^(?P<assign>.+?)_(?P<id>[^_]+)_attempt_(?P<stamp>\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2})(?:_(?P<file>.+))?$", re.I)
+    r"^(?P<assign>.+?)_(?P<id>[^_]+)_attempt_(?P<stamp>\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2})(?:_(?P<file>.+))?$", re.I
+)
 GENERIC = re.compile(r"^(?P<id>.+?)__(?P<file>.+)$")
 
 
@@ -147,18 +148,40 @@ def _nbgrader(root: Path, assignment: str, notebook: str) -> list[Submission]:
             others = [p for p in files if p.name != "timestamp.txt"]
             if others:  # something was handed in, just not a notebook
                 chosen, rest = others[0], others[1:]
-                subs.append(Submission(sid, chosen, chosen.name, "nbgrader", renamed=True,
-                                       ignored=[p.name for p in rest], timestamp=timestamp, timestamp_source=source))
+                subs.append(
+                    Submission(
+                        sid,
+                        chosen,
+                        chosen.name,
+                        "nbgrader",
+                        renamed=True,
+                        ignored=[p.name for p in rest],
+                        timestamp=timestamp,
+                        timestamp_source=source,
+                    )
+                )
             else:
                 subs.append(Submission(sid, None, "", "nbgrader", timestamp=timestamp, timestamp_source=source))
             continue
         chosen, rest = _pick(notebooks, notebook)
-        extras = {p.name: p for p in files
-                  if p.suffix.lower() != ".ipynb" and p.name != "timestamp.txt"
-                  and p.stat().st_size <= 10 * 1024 * 1024}
-        subs.append(Submission(sid, chosen, chosen.name, "nbgrader", renamed=chosen.name != notebook,
-                               ignored=[p.name for p in rest], extra_files=extras, timestamp=timestamp,
-                               timestamp_source=source))
+        extras = {
+            p.name: p
+            for p in files
+            if p.suffix.lower() != ".ipynb" and p.name != "timestamp.txt" and p.stat().st_size <= 10 * 1024 * 1024
+        }
+        subs.append(
+            Submission(
+                sid,
+                chosen,
+                chosen.name,
+                "nbgrader",
+                renamed=chosen.name != notebook,
+                ignored=[p.name for p in rest],
+                extra_files=extras,
+                timestamp=timestamp,
+                timestamp_source=source,
+            )
+        )
     return subs
 
 
@@ -243,7 +266,18 @@ def _flat(root: Path, notebook: str) -> list[Submission]:
         if stamp is None and late is None and path.parent != root:  # Moodle's folder per student
             named = path.parent.name
             stamp, late = lms_time(named)
-        subs.append(Submission(sid, path, original or path.name, lms, display_name=display,
-                               renamed=renamed, ignored=[p.name for p in rest], timestamp=stamp,
-                               timestamp_source=f"the file name {named!r}" if stamp else "", lms_late=late))
+        subs.append(
+            Submission(
+                sid,
+                path,
+                original or path.name,
+                lms,
+                display_name=display,
+                renamed=renamed,
+                ignored=[p.name for p in rest],
+                timestamp=stamp,
+                timestamp_source=f"the file name {named!r}" if stamp else "",
+                lms_late=late,
+            )
+        )
     return subs

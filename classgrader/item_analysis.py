@@ -58,8 +58,9 @@ def normalise_message(message: str) -> str:
     return _NUMBER.sub("#", text)
 
 
-def scores_from_gradebook(db_url: str, course_id: str, assignment: str,
-                          notebook: str | None = None) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+def scores_from_gradebook(
+    db_url: str, course_id: str, assignment: str, notebook: str | None = None
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """(``{cell: points}``, ``{student: {cell: score}}``) for one notebook of an assignment."""
     from nbgrader import api
 
@@ -77,8 +78,10 @@ def scores_from_gradebook(db_url: str, course_id: str, assignment: str,
         if name not in notebooks:
             raise AnalysisError(f"assignment {assignment!r} has no notebook {name!r}; it has {sorted(notebooks)}")
         points = {c.name: float(c.max_score) for c in notebooks[name].grade_cells}
-        per_student = {student: {cell: float(score or 0.0) for cell, score in cells.items() if cell in points}
-                       for student, cells in cell_scores(gb, assignment, notebook=name).items()}
+        per_student = {
+            student: {cell: float(score or 0.0) for cell, score in cells.items() if cell in points}
+            for student, cells in cell_scores(gb, assignment, notebook=name).items()
+        }
     return points, per_student
 
 
@@ -106,13 +109,19 @@ def messages_from_results(results_dir: Path) -> dict[str, dict[str, str]]:
         if data is None or not isinstance(cells, dict):
             continue
         messages[str(data.get("student", path.stem))] = {
-            gid: str(c.get("message") or "") for gid, c in cells.items() if isinstance(c, dict)}
+            gid: str(c.get("message") or "") for gid, c in cells.items() if isinstance(c, dict)
+        }
     return messages
 
 
-def analyse(points: dict[str, float], scores: dict[str, dict[str, float]],
-            messages: dict[str, dict[str, str]], order: list[str] | None = None, *,
-            assignment: str = "") -> dict[str, Any]:
+def analyse(
+    points: dict[str, float],
+    scores: dict[str, dict[str, float]],
+    messages: dict[str, dict[str, str]],
+    order: list[str] | None = None,
+    *,
+    assignment: str = "",
+) -> dict[str, Any]:
     """The item analysis as plain data (see the module docstring); a pure function."""
     cells = [c for c in (order or []) if c in points] + [c for c in points if c not in (order or [])]
     students = sorted(scores)
@@ -133,25 +142,38 @@ def analyse(points: dict[str, float], scores: dict[str, dict[str, float]],
             key = normalise_message(msg)
             counter[key] += 1
             example.setdefault(key, msg)
-        items.append({
-            "cell": cell, "points": pts, "students": len(got), "full": full, "partial": len(got) - full - zero,
-            "zero": zero, "pass_rate": (full / len(got)) if got else None,
-            "mean": (sum(got) / len(got)) if got else None, "scores": got,
-            "messages": [{"message": key, "count": n, "example": example[key]}
-                         for key, n in counter.most_common(TOP_MESSAGES)],
-        })
+        items.append(
+            {
+                "cell": cell,
+                "points": pts,
+                "students": len(got),
+                "full": full,
+                "partial": len(got) - full - zero,
+                "zero": zero,
+                "pass_rate": (full / len(got)) if got else None,
+                "mean": (sum(got) / len(got)) if got else None,
+                "scores": got,
+                "messages": [
+                    {"message": key, "count": n, "example": example[key]}
+                    for key, n in counter.most_common(TOP_MESSAGES)
+                ],
+            }
+        )
     return {"assignment": assignment, "students": len(students), "cells": items}
 
 
 def table_text(analysis: dict) -> str:
     """The analysis as a plain-text table (printed by ``--analyse-only``)."""
-    lines = [f"{analysis['assignment']}: item analysis of {analysis['students']} graded submissions",
-             f"  {'graded cell':<28}{'points':>7}{'pass rate':>11}{'full':>6}{'partial':>9}{'zero':>6}{'mean':>7}"]
+    lines = [
+        f"{analysis['assignment']}: item analysis of {analysis['students']} graded submissions",
+        f"  {'graded cell':<28}{'points':>7}{'pass rate':>11}{'full':>6}{'partial':>9}{'zero':>6}{'mean':>7}",
+    ]
     for it in analysis["cells"]:
         rate = "-" if it["pass_rate"] is None else f"{100 * it['pass_rate']:.0f}%"
         mean = "-" if it["mean"] is None else f"{it['mean']:.2f}"
-        lines.append(f"  {it['cell']:<28}{it['points']:>7g}{rate:>11}{it['full']:>6}{it['partial']:>9}"
-                     f"{it['zero']:>6}{mean:>7}")
+        lines.append(
+            f"  {it['cell']:<28}{it['points']:>7g}{rate:>11}{it['full']:>6}{it['partial']:>9}{it['zero']:>6}{mean:>7}"
+        )
         for m in it["messages"]:
             lines.append(f"      {m['count']:>3} x  {m['example'][:110]}")
     return "\n".join(lines)
@@ -160,8 +182,10 @@ def table_text(analysis: dict) -> str:
 def alt_text(item: dict) -> str:
     """What a cell's histogram shows, in words (the image's alt text)."""
     n = item["students"]
-    text = (f"Histogram of the scores on {item['cell']} ({item['points']:g} points) of {n} submissions: "
-            f"{item['full']} with full marks, {item['partial']} with part of the points, {item['zero']} with none")
+    text = (
+        f"Histogram of the scores on {item['cell']} ({item['points']:g} points) of {n} submissions: "
+        f"{item['full']} with full marks, {item['partial']} with part of the points, {item['zero']} with none"
+    )
     if item["mean"] is not None:
         text += f"; mean {item['mean']:.2f}"
     return text + "."
@@ -200,35 +224,45 @@ def report_html(analysis: dict, images: dict[str, str]) -> str:
     for it in analysis["cells"]:
         rate = "–" if it["pass_rate"] is None else f"{100 * it['pass_rate']:.0f}%"
         mean = "–" if it["mean"] is None else f"{it['mean']:.2f}"
-        rows.append(f"<tr><td><a href=\"#{_esc(it['cell'])}\"><code>{_esc(it['cell'])}</code></a></td>"
-                    f"<td>{it['points']:g}</td><td>{rate}</td><td>{it['full']}</td><td>{it['partial']}</td>"
-                    f"<td>{it['zero']}</td><td>{mean}</td></tr>")
+        rows.append(
+            f'<tr><td><a href="#{_esc(it["cell"])}"><code>{_esc(it["cell"])}</code></a></td>'
+            f"<td>{it['points']:g}</td><td>{rate}</td><td>{it['full']}</td><td>{it['partial']}</td>"
+            f"<td>{it['zero']}</td><td>{mean}</td></tr>"
+        )
     parts = [
-        "<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{_esc(title)}</title><style>",
         "body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#111}"
         "table{border-collapse:collapse}td,th{border:1px solid #999;padding:.25rem .5rem;text-align:right}"
         "td:first-child,th:first-child{text-align:left}figure{margin:1rem 0}",
-        "</style></head><body>", f"<h1>{_esc(title)}</h1>",
+        "</style></head><body>",
+        f"<h1>{_esc(title)}</h1>",
         f"<p>{analysis['students']} graded submissions (missing ones are not counted). The pass rate is the "
         "share with full marks on the cell; the messages are those the check gave to submissions without "
         "full marks, numbers replaced by #, most common first.</p>",
         "<table><thead><tr><th>graded cell</th><th>points</th><th>pass rate</th><th>full marks</th>"
-        "<th>part</th><th>none</th><th>mean</th></tr></thead><tbody>", *rows, "</tbody></table>",
+        "<th>part</th><th>none</th><th>mean</th></tr></thead><tbody>",
+        *rows,
+        "</tbody></table>",
     ]
     for it in analysis["cells"]:
-        parts.append(f"<h2 id=\"{_esc(it['cell'])}\"><code>{_esc(it['cell'])}</code></h2>")
+        parts.append(f'<h2 id="{_esc(it["cell"])}"><code>{_esc(it["cell"])}</code></h2>')
         if it["messages"]:
             parts.append("<ol>")
             for m in it["messages"]:
-                parts.append(f"<li>{m['count']} &times; <q>{_esc(m['message'])}</q><br>"
-                             f"<small>for example: {_esc(m['example'])}</small></li>")
+                parts.append(
+                    f"<li>{m['count']} &times; <q>{_esc(m['message'])}</q><br>"
+                    f"<small>for example: {_esc(m['example'])}</small></li>"
+                )
             parts.append("</ol>")
         else:
             parts.append("<p>No submission lost points here, or the results hold no message.</p>")
         if it["cell"] in images:
-            parts.append(f"<figure><img src=\"{_esc(images[it['cell']])}\" alt=\"{_esc(alt_text(it))}\">"
-                         f"<figcaption>{_esc(alt_text(it))}</figcaption></figure>")
+            parts.append(
+                f'<figure><img src="{_esc(images[it["cell"]])}" alt="{_esc(alt_text(it))}">'
+                f"<figcaption>{_esc(alt_text(it))}</figcaption></figure>"
+            )
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -236,18 +270,48 @@ def report_html(analysis: dict, images: dict[str, str]) -> str:
 def csv_text(analysis: dict) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["cell", "points", "students", "pass_rate", "full", "partial", "zero", "mean",
-                "top_message", "top_message_count"])
+    w.writerow(
+        [
+            "cell",
+            "points",
+            "students",
+            "pass_rate",
+            "full",
+            "partial",
+            "zero",
+            "mean",
+            "top_message",
+            "top_message_count",
+        ]
+    )
     for it in analysis["cells"]:
         top = it["messages"][0] if it["messages"] else {"message": "", "count": 0}
-        w.writerow([it["cell"], f"{it['points']:g}", it["students"],
-                    "" if it["pass_rate"] is None else f"{it['pass_rate']:.4f}", it["full"], it["partial"],
-                    it["zero"], "" if it["mean"] is None else f"{it['mean']:.4f}", top["message"], top["count"]])
+        w.writerow(
+            [
+                it["cell"],
+                f"{it['points']:g}",
+                it["students"],
+                "" if it["pass_rate"] is None else f"{it['pass_rate']:.4f}",
+                it["full"],
+                it["partial"],
+                it["zero"],
+                "" if it["mean"] is None else f"{it['mean']:.4f}",
+                top["message"],
+                top["count"],
+            ]
+        )
     return buf.getvalue()
 
 
-def write(db_url: str, course_id: str, assignment: str, reports_dir: Path, *, notebook: str | None = None,
-          order: list[str] | None = None) -> dict:
+def write(
+    db_url: str,
+    course_id: str,
+    assignment: str,
+    reports_dir: Path,
+    *,
+    notebook: str | None = None,
+    order: list[str] | None = None,
+) -> dict:
     """Analyse from the gradebook and ``reports_dir/results``; write the report files; return the analysis.
 
     ``order`` lists the graded cells in notebook order (see :func:`release_order`).

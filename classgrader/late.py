@@ -102,8 +102,8 @@ def zone(name: str) -> dt.tzinfo:
         return ZoneInfo(text)
     except (ZoneInfoNotFoundError, ValueError):
         raise LatePolicyError(
-            f"unknown time zone {name!r}: use UTC, an offset such as +01:00, or an IANA name such as "
-            "Europe/Berlin") from None
+            f"unknown time zone {name!r}: use UTC, an offset such as +01:00, or an IANA name such as Europe/Berlin"
+        ) from None
 
 
 def parse_time(text: str, default_zone: dt.tzinfo, *, source: str = "the timestamp") -> dt.datetime:
@@ -133,7 +133,8 @@ def parse_time(text: str, default_zone: dt.tzinfo, *, source: str = "the timesta
     except ValueError:
         raise TimestampError(
             f"{source} {raw!r} is not a date and time: expected e.g. '2026-03-01 23:59:00 UTC' "
-            "or '2026-03-01T23:59:00+01:00'") from None
+            "or '2026-03-01T23:59:00+01:00'"
+        ) from None
     if zone_word:
         try:
             tz = zone(zone_word)
@@ -211,7 +212,7 @@ class Policy:
     def describe(self) -> str:
         if self.deadline is None:
             return "no deadline set: no late penalty"
-        text = (f"deadline {self.deadline.isoformat()}; {self.penalty} per started {self.period} late")
+        text = f"deadline {self.deadline.isoformat()}; {self.penalty} per started {self.period} late"
         if self.grace_seconds:
             text += f" after a grace period of {_human(self.grace_seconds)}"
         if self.cap is not None:
@@ -233,8 +234,10 @@ def make_policy(assignment: str, settings: dict[str, Any]) -> Policy:
     tz = zone(settings.get("timezone") or "UTC")
     deadlines = settings.get("deadlines") or {}
     if not isinstance(deadlines, dict):
-        raise LatePolicyError("LatePolicy.deadlines must map assignment names to deadlines, e.g. "
-                              "{'hw2_stable_softmax': '2026-03-01 23:59'}")
+        raise LatePolicyError(
+            "LatePolicy.deadlines must map assignment names to deadlines, e.g. "
+            "{'hw2_stable_softmax': '2026-03-01 23:59'}"
+        )
     text = settings.get("deadline") or deadlines.get(assignment)
     deadline = None
     if text:
@@ -246,9 +249,14 @@ def make_policy(assignment: str, settings: dict[str, Any]) -> Policy:
     if period not in PERIODS:
         raise LatePolicyError(f"LatePolicy.period must be 'day' or 'hour', not {settings.get('period')!r}")
     penalty = Amount.parse(settings.get("penalty"), setting="LatePolicy.penalty") or Amount(0.0, False)
-    return Policy(deadline=deadline, timezone=tz, penalty=penalty, period=period,
-                  grace_seconds=parse_duration(settings.get("grace") or 0, setting="LatePolicy.grace"),
-                  cap=Amount.parse(settings.get("cap"), setting="LatePolicy.cap"))
+    return Policy(
+        deadline=deadline,
+        timezone=tz,
+        penalty=penalty,
+        period=period,
+        grace_seconds=parse_duration(settings.get("grace") or 0, setting="LatePolicy.grace"),
+        cap=Amount.parse(settings.get("cap"), setting="LatePolicy.cap"),
+    )
 
 
 def settings_from_config(course: Path) -> dict[str, Any]:
@@ -275,8 +283,9 @@ def read_timestamps_file(path: Path) -> dict[str, str]:
     try:
         sid, when = header.index("student_id"), header.index("submitted_at")
     except ValueError:
-        raise LatePolicyError(f"{path}: the first row must name the columns student_id and submitted_at, "
-                              f"not {rows[0]}") from None
+        raise LatePolicyError(
+            f"{path}: the first row must name the columns student_id and submitted_at, not {rows[0]}"
+        ) from None
     return {safe_id(r[sid]): r[when].strip() for r in rows[1:] if len(r) > max(sid, when) and r[sid].strip()}
 
 
@@ -285,9 +294,16 @@ def read_timestamps_file(path: Path) -> dict[str, str]:
 # --------------------------------------------------------------------------
 
 
-def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str | None,
-           timestamp_source: str = "timestamp.txt", lms_late: bool | None = None,
-           submitted: bool = True) -> Late:
+def assess(
+    policy: Policy,
+    *,
+    raw_score: float,
+    max_score: float,
+    timestamp: str | None,
+    timestamp_source: str = "timestamp.txt",
+    lms_late: bool | None = None,
+    submitted: bool = True,
+) -> Late:
     """What lateness costs one submission, stored in its result as ``late``.
 
     The keys (:class:`~classgrader.records.Late`): ``submitted_at`` (ISO 8601
@@ -299,10 +315,16 @@ def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str
     sentence for the CSV, the summary and the feedback page).
     """
     out: Late = {
-        "submitted_at": None, "source": timestamp_source if timestamp else None,
+        "submitted_at": None,
+        "source": timestamp_source if timestamp else None,
         "deadline": policy.deadline.astimezone(UTC).isoformat() if policy.deadline else None,
-        "seconds_late": 0.0, "periods": 0, "penalty": 0.0,
-        "raw_score": raw_score, "final_score": raw_score, "status": "", "note": "",
+        "seconds_late": 0.0,
+        "periods": 0,
+        "penalty": 0.0,
+        "raw_score": raw_score,
+        "final_score": raw_score,
+        "status": "",
+        "note": "",
     }
     if not submitted:
         out.update({"status": "missing", "source": None})
@@ -314,27 +336,42 @@ def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str
             out["submitted_at"] = when.astimezone(UTC).isoformat()
         except TimestampError as exc:
             if policy.deadline is not None:  # without a deadline the time does not matter
-                out.update({"status": "unreadable",
-                            "note": f"{exc}; no late penalty was computed: check this submission's time by hand"})
+                out.update(
+                    {
+                        "status": "unreadable",
+                        "note": f"{exc}; no late penalty was computed: check this submission's time by hand",
+                    }
+                )
                 return out
     if policy.deadline is None:
         out["status"] = "no_deadline"
         return out
     if when is None:
         if lms_late is False:
-            out.update({"status": "on_time", "source": "LMS",
-                        "note": "the LMS did not mark it late (its export gives no time)"})
+            out.update(
+                {
+                    "status": "on_time",
+                    "source": "LMS",
+                    "note": "the LMS did not mark it late (its export gives no time)",
+                }
+            )
             return out
         if lms_late:
             periods = 1
             seconds = None
             out["status"] = "late_no_time"
-            why = ("the LMS marked it LATE but its export gives no time: charged one "
-                   f"{policy.period}, the least a late submission costs")
+            why = (
+                "the LMS marked it LATE but its export gives no time: charged one "
+                f"{policy.period}, the least a late submission costs"
+            )
         else:
-            out.update({"status": "no_time",
-                        "note": "the export records no submission time: no late penalty was computed "
-                             "(give times with --timestamps)"})
+            out.update(
+                {
+                    "status": "no_time",
+                    "note": "the export records no submission time: no late penalty was computed "
+                    "(give times with --timestamps)",
+                }
+            )
             return out
     else:
         seconds = (when - policy.deadline).total_seconds()
@@ -343,14 +380,19 @@ def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str
             return out
         out["seconds_late"] = seconds
         if seconds <= policy.grace_seconds:
-            out.update({"status": "in_grace",
-                        "note": f"submitted {_human(seconds)} after the deadline, within the grace period "
-                             f"of {_human(policy.grace_seconds)}: no penalty"})
+            out.update(
+                {
+                    "status": "in_grace",
+                    "note": f"submitted {_human(seconds)} after the deadline, within the grace period "
+                    f"of {_human(policy.grace_seconds)}: no penalty",
+                }
+            )
             return out
         periods = math.ceil(seconds / PERIODS[policy.period])
         out["status"] = "late"
-        why = (f"submitted {_human(seconds)} after the deadline "
-               f"({periods} started {policy.period}{'s' * (periods != 1)})")
+        why = (
+            f"submitted {_human(seconds)} after the deadline ({periods} started {policy.period}{'s' * (periods != 1)})"
+        )
     penalty = periods * policy.penalty.points(max_score)
     capped = ""
     if policy.cap is not None and penalty > policy.cap.points(max_score):
@@ -358,8 +400,14 @@ def assess(policy: Policy, *, raw_score: float, max_score: float, timestamp: str
     if penalty > max(raw_score, 0.0):  # as nbgrader: never below a score of 0
         penalty, capped = max(raw_score, 0.0), capped + ", limited to the raw score"
     penalty = round(penalty, 6)
-    out.update({"periods": periods, "penalty": penalty, "final_score": round(raw_score - penalty, 6),
-                "note": f"{why}: late penalty {penalty:g} point{'s' * (penalty != 1)}{capped}"})
+    out.update(
+        {
+            "periods": periods,
+            "penalty": penalty,
+            "final_score": round(raw_score - penalty, 6),
+            "note": f"{why}: late penalty {penalty:g} point{'s' * (penalty != 1)}{capped}",
+        }
+    )
     if seconds is None:
         out["seconds_late"] = None
     return out
@@ -401,9 +449,14 @@ def annotate(result: Result, sub: Any, policy: Policy) -> bool:
     """
     old = result.get("late")
     result["late"] = assess(
-        policy, raw_score=float(result.get("score") or 0.0), max_score=float(result.get("max_score") or 0.0),
-        timestamp=sub.timestamp, timestamp_source=sub.timestamp_source or "timestamp.txt",
-        lms_late=sub.lms_late, submitted=sub.path is not None)
+        policy,
+        raw_score=float(result.get("score") or 0.0),
+        max_score=float(result.get("max_score") or 0.0),
+        timestamp=sub.timestamp,
+        timestamp_source=sub.timestamp_source or "timestamp.txt",
+        lms_late=sub.lms_late,
+        submitted=sub.path is not None,
+    )
     return result["late"] != old
 
 

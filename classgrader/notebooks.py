@@ -25,6 +25,7 @@ import dataclasses
 import difflib
 import json
 import re
+
 import nbformat
 
 from nbgrader_tools.cells import nbgrader_meta
@@ -47,8 +48,9 @@ def load(data: bytes, name: str = "notebook") -> nbformat.NotebookNode:
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise NotANotebook(f"{name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-                           "the file may be cut short") from None
+        raise NotANotebook(
+            f"{name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); the file may be cut short"
+        ) from None
     except RecursionError:
         raise NotANotebook(f"{name} is nested too deeply to be a notebook") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("cells", raw.get("worksheets")), list):
@@ -204,9 +206,13 @@ def match(learner: nbformat.NotebookNode, release: nbformat.NotebookNode) -> Pla
         if not window:
             continue
         want = _defined_names(rcells[r].source) if rcells[r].cell_type == "code" else set()
-        best = max(window, key=lambda j: (
-            len(want & _defined_names(learner.cells[j].source)) if want else 0,
-            _similar(learner.cells[j].source, rcells[r].source)))
+        best = max(
+            window,
+            key=lambda j: (
+                len(want & _defined_names(learner.cells[j].source)) if want else 0,
+                _similar(learner.cells[j].source, rcells[r].source),
+            ),
+        )
         if want and not (want & _defined_names(learner.cells[best].source)) and len(window) > 1:
             continue
         mapping[best] = r
@@ -228,8 +234,8 @@ def match(learner: nbformat.NotebookNode, release: nbformat.NotebookNode) -> Pla
     after: dict[int, list[int]] = {}
     anchor = -1
     for j in range(len(learner.cells)):
-        if mapping[j] is not None:
-            anchor = mapping[j]
+        if (r := mapping[j]) is not None:
+            anchor = r
         elif j not in dropped:
             after.setdefault(anchor, []).append(j)
     answer_of = {r: j for j, r in enumerate(mapping) if r is not None and roles[r] == "answer"}
@@ -239,19 +245,25 @@ def match(learner: nbformat.NotebookNode, release: nbformat.NotebookNode) -> Pla
     def extras(anchor_index: int) -> None:
         for j in after.get(anchor_index, []):
             cell = learner.cells[j]
-            plan.append(PlanCell(role="extra" if cell.cell_type == "code" else "markdown",
-                                 source=cell.source, cell_type=cell.cell_type, learner_index=j))
+            plan.append(
+                PlanCell(
+                    role="extra" if cell.cell_type == "code" else "markdown",
+                    source=cell.source,
+                    cell_type=cell.cell_type,
+                    learner_index=j,
+                )
+            )
 
     extras(-1)
     for i, rc in enumerate(rcells):
         gid = nbgrader_meta(rc).get("grade_id")
         if roles[i] == "answer":
-            j = answer_of.get(i)
-            if j is None:
+            answer = answer_of.get(i)
+            if answer is None:
                 plan.append(PlanCell("missing_answer", rc.source, rc.cell_type, gid, i, None))
             else:
                 role = "answer" if rc.cell_type == "code" else "markdown"
-                plan.append(PlanCell(role, learner.cells[j].source, rc.cell_type, gid, i, j))
+                plan.append(PlanCell(role, learner.cells[answer].source, rc.cell_type, gid, i, answer))
         elif roles[i] == "test":
             plan.append(PlanCell("test", rc.source, rc.cell_type, gid, i, None))
         else:
@@ -279,7 +291,9 @@ def _label(cell: dict) -> str:
     return repr(gid) if gid else "(no id)"
 
 
-def autograded_notebook(plan: Plan, release: nbformat.NotebookNode, outputs: dict[int, list[dict]]) -> nbformat.NotebookNode:
+def autograded_notebook(
+    plan: Plan, release: nbformat.NotebookNode, outputs: dict[int, list[dict]]
+) -> nbformat.NotebookNode:
     """The notebook as graded: release cells (with their nbgrader metadata) and the
     learner's answers and extra cells, with the bounded text outputs of the run.
 

@@ -50,16 +50,21 @@ def _score_lines(result: Result) -> list[str]:
     lt = late.late_of(result)
     mx = result["max_score"]
     if not lt.get("penalty"):
-        lines = [f"<p class=\"score\">Score: {result['score']:g} / {mx:g}</p>"]
+        lines = [f'<p class="score">Score: {result["score"]:g} / {mx:g}</p>']
     else:
-        lines = [f"<p class=\"score\">Score: {late.final_score(result):g} / {mx:g}</p>",
-                 f"<p class=\"late\">Raw score {result['score']:g}, late penalty "
-                 f"&minus;{lt['penalty']:g}, final score {late.final_score(result):g}.</p>"]
+        lines = [
+            f'<p class="score">Score: {late.final_score(result):g} / {mx:g}</p>',
+            f'<p class="late">Raw score {result["score"]:g}, late penalty '
+            f"&minus;{lt['penalty']:g}, final score {late.final_score(result):g}.</p>",
+        ]
     if lt.get("submitted_at"):
-        lines.append(f"<p class=\"note\">Submitted at {_esc(lt['submitted_at'])} (UTC)"
-                     + (f"; deadline {_esc(lt['deadline'])} (UTC)" if lt.get("deadline") else "") + ".</p>")
+        lines.append(
+            f'<p class="note">Submitted at {_esc(lt["submitted_at"])} (UTC)'
+            + (f"; deadline {_esc(lt['deadline'])} (UTC)" if lt.get("deadline") else "")
+            + ".</p>"
+        )
     if lt.get("note"):
-        lines.append(f"<p class=\"late\">{_esc(lt['note'][:1:].upper() + lt['note'][1:])}.</p>")
+        lines.append(f'<p class="late">{_esc(lt["note"][:1:].upper() + lt["note"][1:])}.</p>')
     return lines
 
 
@@ -67,15 +72,17 @@ def render(result: Result, nb: nbformat.NotebookNode | None) -> str:
     """The feedback page for one graded result and its autograded notebook."""
     title = f"Feedback: {result['assignment']} for {result['student']}"
     parts = [
-        "<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{_esc(title)}</title><style>{CSS}</style></head><body>",
-        "<header>", f"<h1>{_esc(result['assignment'])}</h1>",
+        "<header>",
+        f"<h1>{_esc(result['assignment'])}</h1>",
         f"<p>Student: <strong>{_esc(result['student'])}</strong></p>",
         *_score_lines(result),
         f"<p>Status: {_esc(STATUSES.get(result['status'], result['status']))}</p>",
     ]
     for note in result.get("notes", []):
-        parts.append(f"<p class=\"note\">{_esc(note)}</p>")
+        parts.append(f'<p class="note">{_esc(note)}</p>')
     parts.append("</header>")
     if nb is None:
         parts.append("<p>There is no notebook to show.</p></body></html>")
@@ -83,7 +90,7 @@ def render(result: Result, nb: nbformat.NotebookNode | None) -> str:
     for cell in nb.cells:
         meta = nbgrader_meta(cell)
         from_release = bool(meta) and not meta.get("solution")
-        parts.append("<div class=\"cell\">")
+        parts.append('<div class="cell">')
         if cell.cell_type == "markdown":
             md = _MD_RELEASE if from_release else _MD_LEARNER
             parts.append(md.render(cell.source))
@@ -91,17 +98,20 @@ def render(result: Result, nb: nbformat.NotebookNode | None) -> str:
             parts.append(f"<pre><code>{_esc(cell.source)}</code></pre>")
             for out in cell.get("outputs", []):
                 if out.get("output_type") == "stream":
-                    parts.append(f"<pre class=\"out\">{_esc(out.get('text', ''))}</pre>")
+                    parts.append(f'<pre class="out">{_esc(out.get("text", ""))}</pre>')
                 elif out.get("output_type") == "error":
-                    parts.append(f"<pre class=\"out err\">{_esc(out.get('ename', ''))}: "
-                                 f"{_esc(out.get('evalue', ''))}</pre>")
+                    parts.append(
+                        f'<pre class="out err">{_esc(out.get("ename", ""))}: {_esc(out.get("evalue", ""))}</pre>'
+                    )
             gid = meta.get("grade_id")
             if meta.get("grade") and gid in result["cells"]:
                 c = result["cells"][gid]
                 score = "not graded yet" if c.get("score") is None else f"{c['score']:g} / {c['points']:g} points"
                 klass = "pass" if c.get("passed") else "fail"
-                parts.append(f"<div class=\"grade {klass}\"><strong>{_esc(gid)}</strong>: {score}. "
-                             f"{_esc(c.get('message', ''))}</div>")
+                parts.append(
+                    f'<div class="grade {klass}"><strong>{_esc(gid)}</strong>: {score}. '
+                    f"{_esc(c.get('message', ''))}</div>"
+                )
         parts.append("</div>")
     parts.append("</body></html>")
     return "\n".join(parts)

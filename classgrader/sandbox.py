@@ -120,38 +120,92 @@ def check_available() -> None:
     missing = [tool for tool in ("bwrap", "setpriv", "prlimit") if shutil.which(tool) is None]
     if missing:
         raise SandboxUnavailable(
-            "the sandbox needs " + ", ".join(missing)
-            + " (Debian: apt-get install bubblewrap util-linux)")
+            "the sandbox needs " + ", ".join(missing) + " (Debian: apt-get install bubblewrap util-linux)"
+        )
     if os.geteuid() != 0:
         raise SandboxUnavailable(
             "the grader builds each sandbox as root and then drops to an unprivileged uid; "
-            "run it as root (e.g. in the grading container), or use --no-sandbox for a trusted trial run")
+            "run it as root (e.g. in the grading container), or use --no-sandbox for a trusted trial run"
+        )
     probe = subprocess.run(
-        ["bwrap", *NAMESPACES, "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
-         "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc",
-         "--dev", "/dev", "setpriv", "--reuid=61999", "--regid=61999", "--clear-groups",
-         "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", "/usr/bin/id", "-u"],
-        capture_output=True, text=True, timeout=30)
+        [
+            "bwrap",
+            *NAMESPACES,
+            "--ro-bind",
+            "/usr",
+            "/usr",
+            "--symlink",
+            "usr/bin",
+            "/bin",
+            "--symlink",
+            "usr/lib",
+            "/lib",
+            "--symlink",
+            "usr/lib64",
+            "/lib64",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "setpriv",
+            "--reuid=61999",
+            "--regid=61999",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+            "--",
+            "/usr/bin/id",
+            "-u",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     if probe.returncode != 0:
         raise SandboxUnavailable("bubblewrap cannot create namespaces here: " + probe.stderr.strip())
     if probe.stdout.strip() != "61999":
         raise SandboxUnavailable(f"the sandbox did not drop to an unprivileged uid (id -u said {probe.stdout!r})")
 
 
-def bwrap_command(job_file: Path, grader_files: dict[str, Path], extra_files: dict[str, Path],
-                  limits: Limits, uid: int) -> list[str]:
+def bwrap_command(
+    job_file: Path, grader_files: dict[str, Path], extra_files: dict[str, Path], limits: Limits, uid: int
+) -> list[str]:
     """The full command line: prlimit -> bwrap -> setpriv -> python driver."""
     base, venv, site = _python_paths()
     cpu = int(limits.wall_seconds) + 5
     cmd = [
-        "prlimit", f"--as={limits.memory_bytes}", f"--cpu={cpu}", f"--nproc={limits.max_processes}",
-        f"--fsize={limits.max_file_bytes}", "--nofile=256", "--core=0", "--",
-        "bwrap", *NAMESPACES,
-        "--die-with-parent", "--new-session",
-        "--ro-bind", "/usr", "/usr",
-        "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
-        "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-        "--proc", "/proc", "--dev", "/dev",
+        "prlimit",
+        f"--as={limits.memory_bytes}",
+        f"--cpu={cpu}",
+        f"--nproc={limits.max_processes}",
+        f"--fsize={limits.max_file_bytes}",
+        "--nofile=256",
+        "--core=0",
+        "--",
+        "bwrap",
+        *NAMESPACES,
+        "--die-with-parent",
+        "--new-session",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--symlink",
+        "usr/sbin",
+        "/sbin",
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
     ]
     # The scratch tmpfs comes first: mounted later, it would hide a Python or a
     # virtual environment that lives under /tmp (a clone in /tmp, say).
@@ -180,16 +234,52 @@ def bwrap_command(job_file: Path, grader_files: dict[str, Path], extra_files: di
     cmd += ["--ro-bind", str(job_file), f"{GRADER_DIR}/job.json"]
     cmd += [
         "--clearenv",
-        "--setenv", "HOME", SANDBOX_HOME, "--setenv", "PATH", f"{venv}/bin:/usr/bin:/bin",
-        "--setenv", "LANG", "C.UTF-8", "--setenv", "MPLBACKEND", "Agg",
-        "--setenv", "MPLCONFIGDIR", f"{SANDBOX_HOME}/.matplotlib",
-        "--setenv", "OPENBLAS_NUM_THREADS", "1", "--setenv", "OMP_NUM_THREADS", "1",
-        "--setenv", "MKL_NUM_THREADS", "1", "--setenv", "PYTHONHASHSEED", "0",
-        "--setenv", "PYDEVD_DISABLE_FILE_VALIDATION", "1",
-        "--chdir", SANDBOX_HOME,
-        "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-        "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
-        f"{venv}/bin/python", "-I", "-X", "utf8", f"{GRADER_DIR}/driver.py", f"{GRADER_DIR}/job.json",
+        "--setenv",
+        "HOME",
+        SANDBOX_HOME,
+        "--setenv",
+        "PATH",
+        f"{venv}/bin:/usr/bin:/bin",
+        "--setenv",
+        "LANG",
+        "C.UTF-8",
+        "--setenv",
+        "MPLBACKEND",
+        "Agg",
+        "--setenv",
+        "MPLCONFIGDIR",
+        f"{SANDBOX_HOME}/.matplotlib",
+        "--setenv",
+        "OPENBLAS_NUM_THREADS",
+        "1",
+        "--setenv",
+        "OMP_NUM_THREADS",
+        "1",
+        "--setenv",
+        "MKL_NUM_THREADS",
+        "1",
+        "--setenv",
+        "PYTHONHASHSEED",
+        "0",
+        "--setenv",
+        "PYDEVD_DISABLE_FILE_VALIDATION",
+        "1",
+        "--chdir",
+        SANDBOX_HOME,
+        "setpriv",
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--",
+        f"{venv}/bin/python",
+        "-I",
+        "-X",
+        "utf8",
+        f"{GRADER_DIR}/driver.py",
+        f"{GRADER_DIR}/job.json",
     ]
     return cmd
 
@@ -218,9 +308,16 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def run(job: Job, grader_files: dict[str, Path], limits: Limits, *, uid: int,
-        extra_files: dict[str, Path] | None = None, sandboxed: bool = True,
-        registry: Registry | None = None) -> RunOutcome:
+def run(
+    job: Job,
+    grader_files: dict[str, Path],
+    limits: Limits,
+    *,
+    uid: int,
+    extra_files: dict[str, Path] | None = None,
+    sandboxed: bool = True,
+    registry: Registry | None = None,
+) -> RunOutcome:
     """Run the driver on ``job`` and return what it reported, within ``limits``.
 
     ``grader_files`` (path in ``/grader`` -> file) are the packages the job
@@ -255,27 +352,39 @@ def run(job: Job, grader_files: dict[str, Path], limits: Limits, *, uid: int,
             job_file.write_text(json.dumps(job))
             cmd = [sys.executable, "-I", "-X", "utf8", str(DRIVER), str(job_file)]
             cwd = work
-        return _execute(cmd, limits, cwd=cwd, registry=registry,
-                        env=None if sandboxed else _plain_env(tmpdir))
+        return _execute(cmd, limits, cwd=cwd, registry=registry, env=None if sandboxed else _plain_env(tmpdir))
 
 
 def _plain_env(tmpdir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    env.update(MPLBACKEND="Agg", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
-               HOME=str(tmpdir / "work"), MPLCONFIGDIR=str(tmpdir / "mpl"))
+    env.update(
+        MPLBACKEND="Agg",
+        OPENBLAS_NUM_THREADS="1",
+        OMP_NUM_THREADS="1",
+        HOME=str(tmpdir / "work"),
+        MPLCONFIGDIR=str(tmpdir / "mpl"),
+    )
     return env
 
 
 def _execute(cmd: list[str], limits: Limits, *, cwd, registry, env) -> RunOutcome:
     started = time.monotonic()
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True, cwd=cwd, env=env)
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        cwd=cwd,
+        env=env,
+    )
     if registry is not None:
         registry.add(proc.pid)
     result_buf = bytearray()
     log_buf = bytearray()
     overflow = False
     timed_out = False
+    assert proc.stdout is not None and proc.stderr is not None  # both are pipes
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ, "result")
     sel.register(proc.stderr, selectors.EVENT_READ, "log")
@@ -288,7 +397,7 @@ def _execute(cmd: list[str], limits: Limits, *, cwd, registry, env) -> RunOutcom
                 _kill_group(proc.pid)
                 break
             for key, _ in sel.select(timeout=min(remaining, 0.5)):
-                chunk = os.read(key.fileobj.fileno(), 65536)
+                chunk = os.read(key.fd, 65536)
                 if not chunk:
                     sel.unregister(key.fileobj)
                     continue

@@ -78,8 +78,10 @@ def read_reasoning(path: Path) -> tuple[list, dict[str, list]]:
     import jupytext
 
     if not path.is_file():
-        raise BookError(f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path} is missing: "
-                        "every assignment needs its reasoning page")
+        raise BookError(
+            f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path} is missing: "
+            "every assignment needs its reasoning page"
+        )
     nb = jupytext.read(path, fmt="md:myst")
     opening: list = []
     after: dict[str, list] = {}
@@ -126,11 +128,13 @@ def page(assignment: str, solutions: Path = REPO / "solutions") -> nbformat.Note
     folder = solutions / assignment
     source = nbformat.read(folder / f"{assignment}.ipynb", as_version=4)
     opening, after = read_reasoning(folder / "reasoning.md")
-    ids = {nbgrader_meta(c).get("grade_id") for c in source.cells} - {None}
+    ids = {gid for c in source.cells if (gid := nbgrader_meta(c).get("grade_id")) is not None}
     unknown = sorted(set(after) - ids - {"end"})
     if unknown:
-        raise BookError(f"{assignment}/reasoning.md: <!-- after: {unknown[0]} --> names no cell of the notebook; "
-                        f"its grade_ids are {sorted(ids)}")
+        raise BookError(
+            f"{assignment}/reasoning.md: <!-- after: {unknown[0]} --> names no cell of the notebook; "
+            f"its grade_ids are {sorted(ids)}"
+        )
     if not opening or not opening[0].source.lstrip().startswith("# "):
         raise BookError(f"{assignment}/reasoning.md must open with a '# ' title")
     cells = list(opening)
@@ -141,8 +145,9 @@ def page(assignment: str, solutions: Path = REPO / "solutions") -> nbformat.Note
         cells.append(cell)
         cells.extend(after.get(gid, []))
     cells.extend(after.get("end", []))
-    nb = nbformat.v4.new_notebook(cells=cells, metadata={
-        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    nb = nbformat.v4.new_notebook(
+        cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    )
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"c{i:03d}"
     return nb
@@ -167,24 +172,39 @@ def stage(out: Path, names: list[str] | None = None) -> Path:
     config = yaml.safe_load((BOOK / "_config.yml").read_text())
     config.setdefault("sphinx", {}).setdefault("local_extensions", {})["offline_site"] = str(REPO / "_ext")
     (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
-    toc = {"format": "jb-book", "root": "intro",
-           "parts": [{"caption": "Solutions", "chapters": [{"file": name} for name in names]}]}
+    toc = {
+        "format": "jb-book",
+        "root": "intro",
+        "parts": [{"caption": "Solutions", "chapters": [{"file": name} for name in names]}],
+    }
     (src / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
     return src
 
 
-def build(out: Path = REPO / "_build" / "solutions", names: list[str] | None = None, *,
-          quiet: bool = False) -> Path:
+def build(out: Path = REPO / "_build" / "solutions", names: list[str] | None = None, *, quiet: bool = False) -> Path:
     """Stage and build the book with warnings as errors; return the folder with ``index.html``."""
     from jupyter_book.sphinx import build_sphinx
 
     src = stage(out, names)
     html = out / "html"
-    result = build_sphinx(src, html, use_external_toc=True, noconfig=True, path_config=str(src / "_config.yml"),
-                          confoverrides={"external_toc_path": (src / "_toc.yml").as_posix(), "nitpicky": True,
-                                         "latex_individualpages": False},
-                          builder="html", warningiserror=True, keep_going=True, freshenv=True,
-                          quiet=quiet, really_quiet=quiet)
+    result = build_sphinx(
+        src,
+        html,
+        use_external_toc=True,
+        noconfig=True,
+        path_config=str(src / "_config.yml"),
+        confoverrides={
+            "external_toc_path": (src / "_toc.yml").as_posix(),
+            "nitpicky": True,
+            "latex_individualpages": False,
+        },
+        builder="html",
+        warningiserror=True,
+        keep_going=True,
+        freshenv=True,
+        quiet=quiet,
+        really_quiet=quiet,
+    )
     if result != 0:
         raise BookError(f"the solutions book did not build cleanly (sphinx returned {result}); see the warnings above")
     return html
@@ -194,8 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="course solutions",
         description="Build the solutions book (solutions with their reasoning, common mistakes and what the "
-                    "grader says) into _build/solutions/html/. It is not part of the learners' book: "
-                    "publish it yourself, after the deadline.")
+        "grader says) into _build/solutions/html/. It is not part of the learners' book: "
+        "publish it yourself, after the deadline.",
+    )
     p.add_argument("assignments", nargs="*", help="only these assignments (default: every one in solutions/)")
     p.add_argument("--out", type=Path, default=REPO / "_build" / "solutions", help="default: _build/solutions")
     args = p.parse_args(argv)

@@ -147,8 +147,10 @@ def judge_each(cases: list[dict], results: list[dict], judge_one: Callable[..., 
                         pass
                     else:
                         share = DTYPE_SHARE
-                        problem = (f"{problem}. Every value is right: only the dtype is wrong "
-                                   f"(this case earns {DTYPE_SHARE:.0%} of its share)")
+                        problem = (
+                            f"{problem}. Every value is right: only the dtype is wrong "
+                            f"(this case earns {DTYPE_SHARE:.0%} of its share)"
+                        )
         except Mismatch as exc:
             share, problem = getattr(exc, "fraction", 0.0), str(exc)
         mutated = record.get("mutated") if isinstance(record, dict) else None
@@ -158,7 +160,8 @@ def judge_each(cases: list[dict], results: list[dict], judge_one: Callable[..., 
             problem = ((problem + "; also, ") if problem else "") + (
                 f"{case['call']} changed its input ({what}) in place, e.g. with -= or an assignment "
                 "into it: a function must leave its inputs as they were (work on a copy, "
-                "or write x = x - m instead of x -= m)")
+                "or write x = x - m instead of x -= m)"
+            )
         earned += share
         full += problem is None
         if problem is not None and first is None:
@@ -242,8 +245,9 @@ def _row(idx: tuple[int, ...]) -> str:
     return str(idx[0]) if len(idx) == 1 else str(idx)
 
 
-def edge_rows(got: Any, permitted: np.ndarray, *, what: str, row: str = "row",
-              forbidden_all: str = "all -inf") -> tuple[Any, str | None]:
+def edge_rows(
+    got: Any, permitted: np.ndarray, *, what: str, row: str = "row", forbidden_all: str = "all -inf"
+) -> tuple[Any, str | None]:
     """Set aside the edge case: the rows with nothing permitted.
 
     Returns ``(got with those rows set to 0, message)`` when only they may be
@@ -267,17 +271,22 @@ def edge_rows(got: Any, permitted: np.ndarray, *, what: str, row: str = "row",
     vals = g[idx]
     n = vals.shape[-1]
     if np.isnan(vals).any():
-        how = ("got NaN: every entry is -inf, so shifting by the maximum computes -inf - (-inf) = NaN, "
-               "or the sum is 0 and 0 / 0 = NaN; shift such a row by 0 and divide only where the sum is positive")
+        how = (
+            "got NaN: every entry is -inf, so shifting by the maximum computes -inf - (-inf) = NaN, "
+            "or the sum is 0 and 0 / 0 = NaN; shift such a row by 0 and divide only where the sum is positive"
+        )
     elif n > 1 and np.allclose(vals, 1.0 / n, rtol=1e-3):
-        how = (f"got {1.0 / n:.3g} for each of its {n} entries, an equal share: did you use a large negative "
-               "number (such as -1e9) instead of -inf? Then a row with nothing permitted spreads its weight "
-               "evenly instead of getting none; use -inf and give such a row zeros")
+        how = (
+            f"got {1.0 / n:.3g} for each of its {n} entries, an equal share: did you use a large negative "
+            "number (such as -1e9) instead of -inf? Then a row with nothing permitted spreads its weight "
+            "evenly instead of getting none; use -inf and give such a row zeros"
+        )
     else:
         how = f"they sum to {np.nansum(vals):.4g}"
     fixed = np.where(empty[..., None], 0, got).astype(got.dtype)
-    return fixed, (f"{what}: {row} {_row(idx)} has nothing permitted ({forbidden_all}), so its weights "
-                   f"must be all 0; {how}")
+    return fixed, (
+        f"{what}: {row} {_row(idx)} has nothing permitted ({forbidden_all}), so its weights must be all 0; {how}"
+    )
 
 
 def softmax_hint(got: Any, z: np.ndarray) -> str | None:
@@ -292,26 +301,40 @@ def softmax_hint(got: Any, z: np.ndarray) -> str | None:
         return None
     z64 = z.astype(np.float64)
     with np.errstate(all="ignore"):
+
         def soft(x, axis):
             top = np.max(x, axis=axis, keepdims=True)
             e = np.exp(x - np.where(np.isneginf(top), 0, top))
             total = e.sum(axis=axis, keepdims=True)
             return e / np.where(total == 0, 1, total)
 
-        candidates = [(soft(z64, -2), "they match the softmax along axis -2 (each column sums to 1): the softmax "
-                                      "was taken over the wrong axis; use axis=-1 (each row sums to 1)")]
+        candidates = [
+            (
+                soft(z64, -2),
+                "they match the softmax along axis -2 (each column sums to 1): the softmax "
+                "was taken over the wrong axis; use axis=-1 (each row sums to 1)",
+            )
+        ]
         if z.shape[-1] == z.shape[-2]:
             top = np.max(z64, axis=-1, keepdims=True)
             e = np.exp(z64 - np.where(np.isneginf(top), 0, top))
-            candidates.append((e / e.sum(axis=-1)[..., None, :],
-                               "they match e / e.sum(axis=-1) without keepdims=True: the row sums were "
-                               "broadcast along the wrong axis (entry (i, j) divided by row j's sum); "
-                               "write e.sum(axis=-1, keepdims=True)"))
+            candidates.append(
+                (
+                    e / e.sum(axis=-1)[..., None, :],
+                    "they match e / e.sum(axis=-1) without keepdims=True: the row sums were "
+                    "broadcast along the wrong axis (entry (i, j) divided by row j's sum); "
+                    "write e.sum(axis=-1, keepdims=True)",
+                )
+            )
             m = np.max(z64, axis=-1)
             e = np.exp(z64 - np.where(np.isneginf(m), 0, m)[..., None, :])
-            candidates.append((e / e.sum(axis=-1, keepdims=True),
-                               "they match subtracting np.max(z, axis=-1) without keepdims=True: row j's "
-                               "maximum was subtracted from column j; write np.max(z, axis=-1, keepdims=True)"))
+            candidates.append(
+                (
+                    e / e.sum(axis=-1, keepdims=True),
+                    "they match subtracting np.max(z, axis=-1) without keepdims=True: row j's "
+                    "maximum was subtracted from column j; write np.max(z, axis=-1, keepdims=True)",
+                )
+            )
     for cand, hint in candidates:
         if near(got, cand, rtol=1e-4) and not near(got, soft(z64, -1), rtol=1e-4):
             return hint
@@ -347,38 +370,51 @@ def check_weight_rows(
         idx = tuple(int(i) for i in np.argwhere(nonfinite)[0])
         bad = "NaN" if np.isnan(g[idx]).any() else "an infinity"
         if not anything[idx]:
-            raise Mismatch(f"{what}: {row} {_row(idx)} has nothing permitted (all -inf), so its weights must "
-                           f"be all 0; got {bad}")
-        raise Mismatch(f"{what}: {row} {_row(idx)} contains {bad}: exp overflowed or -inf - -inf was "
-                       f"computed; subtract the {row}'s maximum before exp")
+            raise Mismatch(
+                f"{what}: {row} {_row(idx)} has nothing permitted (all -inf), so its weights must be all 0; got {bad}"
+            )
+        raise Mismatch(
+            f"{what}: {row} {_row(idx)} contains {bad}: exp overflowed or -inf - -inf was "
+            f"computed; subtract the {row}'s maximum before exp"
+        )
     leak = (~permitted) & (g != 0)
     if leak.any():
         idx = tuple(int(i) for i in np.argwhere(leak)[0])
-        raise Mismatch(f"{what}: {row} {_row(idx[:-1])} gives weight {g[idx]:.4g} to {col} {idx[-1]}, "
-                       f"which {forbidden}; it must get exactly 0")
+        raise Mismatch(
+            f"{what}: {row} {_row(idx[:-1])} gives weight {g[idx]:.4g} to {col} {idx[-1]}, "
+            f"which {forbidden}; it must get exactly 0"
+        )
     sums = g.sum(axis=-1)
     empty = ~anything & (sums != 0)
     if empty.any():
         idx = tuple(int(i) for i in np.argwhere(empty)[0])
-        raise Mismatch(f"{what}: {row} {_row(idx)} has nothing permitted, so its weights must be all 0; "
-                       f"they sum to {sums[idx]:.4g}")
+        raise Mismatch(
+            f"{what}: {row} {_row(idx)} has nothing permitted, so its weights must be all 0; "
+            f"they sum to {sums[idx]:.4g}"
+        )
     off = anything & (np.abs(sums - 1) > tol)
     if off.any():
         idx = tuple(int(i) for i in np.argwhere(off)[0])
         message = f"{what}: {row} {_row(idx)} sums to {sums[idx]:.6g}, not 1"
         live = sums[anything]
         if d_k is not None and d_k > 1:
-            for factor, how in ((1 / np.sqrt(d_k), f"1/sqrt(d_k) = {1 / np.sqrt(d_k):.4g}"),
-                                (1 / d_k, f"1/d_k = {1 / d_k:.4g}")):
+            for factor, how in (
+                (1 / np.sqrt(d_k), f"1/sqrt(d_k) = {1 / np.sqrt(d_k):.4g}"),
+                (1 / d_k, f"1/d_k = {1 / d_k:.4g}"),
+            ):
                 if np.allclose(live, factor, rtol=1e-4):
-                    raise Mismatch(f"{message}. Hint: every {row} sums to {how}: the weights were scaled after "
-                                   "the softmax; divide the scores by sqrt(d_k) before the softmax, so that "
-                                   "each row of weights still sums to 1")
+                    raise Mismatch(
+                        f"{message}. Hint: every {row} sums to {how}: the weights were scaled after "
+                        "the softmax; divide the scores by sqrt(d_k) before the softmax, so that "
+                        "each row of weights still sums to 1"
+                    )
         if got.ndim >= 2 and got.shape[-2] > 1:
             cols = g.sum(axis=-2)
             if np.allclose(cols, 1, atol=max(tol, 1e-6)):
-                raise Mismatch(f"{message}. Hint: the columns sum to 1 (along axis -2): did you take the "
-                               f"softmax over the wrong axis? Each {row} must sum to 1: use axis=-1")
+                raise Mismatch(
+                    f"{message}. Hint: the columns sum to 1 (along axis -2): did you take the "
+                    f"softmax over the wrong axis? Each {row} must sum to 1: use axis=-1"
+                )
         raise Mismatch(message)
 
 
@@ -416,8 +452,9 @@ def check_attention(
     scores = (q.astype(np.float64) @ np.swapaxes(k.astype(np.float64), -1, -2)) / np.sqrt(d_k)
     logits = np.where(permitted, scores, -np.inf)
     try:
-        check_weight_rows(w, permitted, what=f"{what}, {names[1]}", row="query", col="key", forbidden=forbidden,
-                          rtol=rtol, d_k=d_k)
+        check_weight_rows(
+            w, permitted, what=f"{what}, {names[1]}", row="query", col="key", forbidden=forbidden, rtol=rtol, d_k=d_k
+        )
         compare_arrays(w, exp_w, what=f"{what}, {names[1]}", rtol=rtol)
     except Mismatch as exc:
         guesses = [
@@ -432,9 +469,11 @@ def check_attention(
         if mask is not None:
             unmasked = lib.softmax(scores, axis=-1)
             if near(w, unmasked * permitted):
-                raise Mismatch(f"{exc}. Hint: the weights are the unmasked softmax with the forbidden keys set "
-                               "to 0 afterwards, so the rest no longer sum to 1: the mask was applied after "
-                               "the softmax; set the forbidden scores to -inf before it") from None
+                raise Mismatch(
+                    f"{exc}. Hint: the weights are the unmasked softmax with the forbidden keys set "
+                    "to 0 afterwards, so the rest no longer sum to 1: the mask was applied after "
+                    "the softmax; set the forbidden scores to -inf before it"
+                ) from None
         named = softmax_hint(w, logits)
         if named:
             raise Mismatch(f"{exc}. Hint: {named}") from None

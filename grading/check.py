@@ -80,8 +80,17 @@ class Assignment:
         #: check id -> Check, in the order they were added.
         self.checks: dict[str, Check] = {}
 
-    def add(self, id: str, functions: Sequence[str], *, points: float, cases: Cases, judge: Judge,
-            description: str, hidden: bool | None = None) -> Check:
+    def add(
+        self,
+        id: str,
+        functions: Sequence[str],
+        *,
+        points: float,
+        cases: Cases,
+        judge: Judge,
+        description: str,
+        hidden: bool | None = None,
+    ) -> Check:
         """Add a check; ids ending in ``_hidden`` are hidden checks."""
         hidden = id.endswith("_hidden") if hidden is None else hidden
         if id in self.checks:

@@ -98,8 +98,10 @@ def value_of(record: Mapping, what: str) -> Any:
         error = str(record["error"])
         hint = ""
         if "could not be broadcast" in error:
-            hint = (". Hint: arrays of different shapes met; did you leave out keepdims=True in a np.max or "
-                    "np.sum over the last axis, so that the result cannot line up with the rows?")
+            hint = (
+                ". Hint: arrays of different shapes met; did you leave out keepdims=True in a np.max or "
+                "np.sum over the last axis, so that the result cannot line up with the rows?"
+            )
         raise Mismatch(f"{what} raised {error}{hint}")
     try:
         return decode(record.get("value"))
@@ -161,8 +163,10 @@ def compare_arrays(
         wrong = got != expected
         if wrong.any():
             idx = _index(int(np.flatnonzero(wrong)[0]), got.shape)
-            raise Mismatch(f"{what}: entry {idx} is {got[idx]!s}; expected {expected[idx]!s} "
-                           f"({int(wrong.sum())} of {got.size} entries differ)")
+            raise Mismatch(
+                f"{what}: entry {idx} is {got[idx]!s}; expected {expected[idx]!s} "
+                f"({int(wrong.sum())} of {got.size} entries differ)"
+            )
         return
     if got.size == 0:
         return
@@ -175,9 +179,11 @@ def compare_arrays(
     bad |= ~finite_e & (g != e) & ~(np.isnan(g) & np.isnan(e))
     if bad.any():
         idx = _index(int(np.flatnonzero(bad)[0]), got.shape)
-        raise Mismatch(f"{what}: entry {idx} is {got[idx]!s}; expected {expected[idx]!s} "
-                       f"({int(bad.sum())} entries are NaN or infinite where they should not be, "
-                       "or the other way round)")
+        raise Mismatch(
+            f"{what}: entry {idx} is {got[idx]!s}; expected {expected[idx]!s} "
+            f"({int(bad.sum())} entries are NaN or infinite where they should not be, "
+            "or the other way round)"
+        )
     if scale is None:
         scale = max(1.0, float(np.abs(e[finite_e]).max(initial=0.0)))
     with np.errstate(all="ignore"):
@@ -210,8 +216,9 @@ def reference() -> ModuleType:
     return lib
 
 
-def decide(cases: list[dict], results: Any, judge: Callable[[list[dict], list[dict]], str], *,
-           points: float, what: str) -> Verdict:
+def decide(
+    cases: list[dict], results: Any, judge: Callable[[list[dict], list[dict]], str], *, points: float, what: str
+) -> Verdict:
     """The verdict of one check (called ``what``, worth ``points``) on the learner's plain results.
 
     Any call into the reference earns nothing; so does a result list of the
@@ -226,9 +233,14 @@ def decide(cases: list[dict], results: Any, judge: Callable[[list[dict], list[di
             return Verdict(False, 0.0, f"{case['call']}: its result could not be read")
         forbidden = record["forbidden"]
         if forbidden:
-            return Verdict(False, 0.0, (
-                f"{case['call']} calls {', '.join(map(str, forbidden[:3]))}. This exercise asks for "
-                f"your own implementation (numpy only), so this check earns no points."))
+            return Verdict(
+                False,
+                0.0,
+                (
+                    f"{case['call']} calls {', '.join(map(str, forbidden[:3]))}. This exercise asks for "
+                    f"your own implementation (numpy only), so this check earns no points."
+                ),
+            )
     try:
         with np.errstate(all="ignore"):
             summary = judge(cases, results)

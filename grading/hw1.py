@@ -32,6 +32,7 @@ def _visible(call: str, batched: bool):
             gen = generator(seed, 1)
             out.append(_case(call, normal(gen, (2, 5, 3))))
         return out
+
     return cases
 
 
@@ -45,6 +46,7 @@ def _hidden(call: str, batched: bool):
             scale = 10.0 ** gen.uniform(-2, 2)
             out.append(_case(call, normal(gen, (*lead, n, d), DTYPES[i % 2], scale)))
         return out
+
     return cases
 
 
@@ -77,23 +79,54 @@ def _judge_no_loop(cases: list[dict], results: list[dict]) -> str:
             "loops over the tokens. Compute all the scores with one matrix product instead "
             "(x @ x.T, or x @ np.swapaxes(x, -1, -2) to allow batch dimensions)."
         )
-    return (f"scores_vectorized runs {_lines(small)} of Python for 3 tokens and {_lines(large)} for 40: "
-            "no loop over tokens")
+    return (
+        f"scores_vectorized runs {_lines(small)} of Python for 3 tokens and {_lines(large)} for 40: no loop over tokens"
+    )
 
 
 def _lines(n: int) -> str:
     return f"{n} line" if n == 1 else f"{n} lines"
 
 
-A.add("scores_loop", ["scores_loop"], points=2, cases=_visible("scores_loop", False), judge=_judge_scores,
-      description="scores_loop on a 3x2 matrix and the example sentence (float64 and float32)")
-A.add("scores_loop_hidden", ["scores_loop"], points=2, cases=_hidden("scores_loop", False), judge=_judge_scores,
-      description="scores_loop on random (n, d) inputs, float64 and float32, compared with lib")
-A.add("scores_vectorized", ["scores_vectorized"], points=2, cases=_visible("scores_vectorized", True),
-      judge=_judge_scores, description="scores_vectorized on the examples and one batch")
-A.add("scores_vectorized_hidden", ["scores_vectorized"], points=2, cases=_hidden("scores_vectorized", True),
-      judge=_judge_scores, description="scores_vectorized on random inputs with batch dimensions, compared with lib")
-A.add("vectorized_no_loop", ["scores_vectorized"], points=2, cases=_no_loop_cases, judge=_judge_no_loop,
-      description="scores_vectorized runs no Python loop over the tokens")
+A.add(
+    "scores_loop",
+    ["scores_loop"],
+    points=2,
+    cases=_visible("scores_loop", False),
+    judge=_judge_scores,
+    description="scores_loop on a 3x2 matrix and the example sentence (float64 and float32)",
+)
+A.add(
+    "scores_loop_hidden",
+    ["scores_loop"],
+    points=2,
+    cases=_hidden("scores_loop", False),
+    judge=_judge_scores,
+    description="scores_loop on random (n, d) inputs, float64 and float32, compared with lib",
+)
+A.add(
+    "scores_vectorized",
+    ["scores_vectorized"],
+    points=2,
+    cases=_visible("scores_vectorized", True),
+    judge=_judge_scores,
+    description="scores_vectorized on the examples and one batch",
+)
+A.add(
+    "scores_vectorized_hidden",
+    ["scores_vectorized"],
+    points=2,
+    cases=_hidden("scores_vectorized", True),
+    judge=_judge_scores,
+    description="scores_vectorized on random inputs with batch dimensions, compared with lib",
+)
+A.add(
+    "vectorized_no_loop",
+    ["scores_vectorized"],
+    points=2,
+    cases=_no_loop_cases,
+    judge=_judge_no_loop,
+    description="scores_vectorized runs no Python loop over the tokens",
+)
 
 export(A, globals())

@@ -53,10 +53,10 @@ def _hidden_cases(seed: int) -> list[dict]:
         lead = BATCHES[i % len(BATCHES)]
         n = int(gen.integers(1, 10))
         dtype = DTYPES[(i // 3) % 2]
-        scale = 10.0 ** gen.uniform(-1, 4)             # logits up to about 1e4
+        scale = 10.0 ** gen.uniform(-1, 4)  # logits up to about 1e4
         z = gen.standard_normal((*lead, n)) * scale + gen.choice([0.0, 1e4, -1e4])
         note = ""
-        if i % 3 == 2:                                  # -inf entries, some whole rows
+        if i % 3 == 2:  # -inf entries, some whole rows
             z[gen.random(z.shape) < 0.35] = NEG
             if z.ndim > 1:
                 z.reshape(-1, n)[0] = NEG
@@ -73,13 +73,37 @@ def _judge_softmax(cases: list[dict], results: list[dict]) -> str:
     return f"{judge_each(cases, results, one)} cases match lib.softmax"
 
 
-A.add("softmax_basic", ["softmax_rows"], points=2, cases=_basic_cases, judge=_judge_softmax,
-      description="small inputs: rows sum to 1, 1-D and 3-D input, float32 stays float32")
-A.add("softmax_large", ["softmax_rows"], points=2, cases=_large_cases, judge=_judge_softmax,
-      description="logits of 1e4 (float32) and 1000 (float64) do not overflow")
-A.add("softmax_masked", ["softmax_rows"], points=2, cases=_masked_cases, judge=_judge_softmax,
-      description="-inf entries get weight 0; a row of -inf gives all zeros")
-A.add("softmax_hidden", ["softmax_rows"], points=4, cases=_hidden_cases, judge=_judge_softmax,
-      description="random logits up to 1e4, batch dimensions, -inf entries and rows, float32 and float64")
+A.add(
+    "softmax_basic",
+    ["softmax_rows"],
+    points=2,
+    cases=_basic_cases,
+    judge=_judge_softmax,
+    description="small inputs: rows sum to 1, 1-D and 3-D input, float32 stays float32",
+)
+A.add(
+    "softmax_large",
+    ["softmax_rows"],
+    points=2,
+    cases=_large_cases,
+    judge=_judge_softmax,
+    description="logits of 1e4 (float32) and 1000 (float64) do not overflow",
+)
+A.add(
+    "softmax_masked",
+    ["softmax_rows"],
+    points=2,
+    cases=_masked_cases,
+    judge=_judge_softmax,
+    description="-inf entries get weight 0; a row of -inf gives all zeros",
+)
+A.add(
+    "softmax_hidden",
+    ["softmax_rows"],
+    points=4,
+    cases=_hidden_cases,
+    judge=_judge_softmax,
+    description="random logits up to 1e4, batch dimensions, -inf entries and rows, float32 and float64",
+)
 
 export(A, globals())

@@ -54,15 +54,17 @@ def _judge_project(cases: list[dict], results: list[dict]) -> str:
         items = unpack(got, ("q", "k", "v"), name)
         # Each entry sums d_model products; its rounding scales with |x_i| |w column|.
         scale = float(np.linalg.norm(x.astype(np.float64), axis=-1).max(initial=1.0)) * max(
-            float(np.linalg.norm(w.astype(np.float64), axis=0).max(initial=1.0)) for w in (w_q, w_k, w_v))
+            float(np.linalg.norm(w.astype(np.float64), axis=0).max(initial=1.0)) for w in (w_q, w_k, w_v)
+        )
         for label, item, exp in zip("qkv", items, expected):
             try:
                 compare_arrays(item, exp, what=f"{name}, {label}", scale=scale)
             except Mismatch as exc:
                 for other, other_exp in zip("QKV", expected):
                     if other != label.upper() and isinstance(item, np.ndarray) and near(item, other_exp):
-                        raise Mismatch(f"{exc}. Hint: your {label} equals X W_{other}: the projections are "
-                                       "mixed up") from None
+                        raise Mismatch(
+                            f"{exc}. Hint: your {label} equals X W_{other}: the projections are mixed up"
+                        ) from None
                 raise
 
     return f"{judge_each(cases, results, one)} cases match lib.project_qkv"
@@ -99,15 +101,18 @@ def _judge_scores(cases: list[dict], results: list[dict]) -> str:
     def one(args, kwargs, got, name):
         q, k = args
         expected = lib.dot_product_scores(q, k)
-        scale = float(np.linalg.norm(q.astype(np.float64), axis=-1).max(initial=1.0)
-                      * np.linalg.norm(k.astype(np.float64), axis=-1).max(initial=1.0))
+        scale = float(
+            np.linalg.norm(q.astype(np.float64), axis=-1).max(initial=1.0)
+            * np.linalg.norm(k.astype(np.float64), axis=-1).max(initial=1.0)
+        )
         try:
             compare_arrays(got, expected, what=name, scale=scale)
         except Mismatch as exc:
             d_k = q.shape[-1]
             if isinstance(got, np.ndarray) and d_k > 1 and near(got, expected / np.sqrt(d_k)):
-                raise Mismatch(f"{exc}. Hint: this asks for the raw scores q_i . k_j; the scale 1/sqrt(d_k) "
-                               "comes in chapter 4") from None
+                raise Mismatch(
+                    f"{exc}. Hint: this asks for the raw scores q_i . k_j; the scale 1/sqrt(d_k) comes in chapter 4"
+                ) from None
             if isinstance(got, np.ndarray) and near(got, np.swapaxes(expected, -1, -2)):
                 raise Mismatch(f"{exc}. Hint: it is transposed: row i is query i, column j is key j") from None
             raise
@@ -115,13 +120,37 @@ def _judge_scores(cases: list[dict], results: list[dict]) -> str:
     return f"{judge_each(cases, results, one)} cases match Q K^T (lib.dot_product_scores(q, k))"
 
 
-A.add("project_qkv", ["project_qkv"], points=2, cases=_project_visible, judge=_judge_project,
-      description="the example sentence with the chapter's projections, and a float32 batch")
-A.add("project_qkv_hidden", ["project_qkv"], points=3, cases=_project_hidden, judge=_judge_project,
-      description="random sizes, batch dimensions, float32 and float64, compared with lib.project_qkv")
-A.add("score_matrix", ["score_matrix"], points=2, cases=_score_visible, judge=_judge_scores,
-      description="the example sentence's Q K^T, one query against three keys, and a float32 batch")
-A.add("score_matrix_hidden", ["score_matrix"], points=3, cases=_score_hidden, judge=_judge_scores,
-      description="random n_q != n_k, batch dimensions, float32 and float64")
+A.add(
+    "project_qkv",
+    ["project_qkv"],
+    points=2,
+    cases=_project_visible,
+    judge=_judge_project,
+    description="the example sentence with the chapter's projections, and a float32 batch",
+)
+A.add(
+    "project_qkv_hidden",
+    ["project_qkv"],
+    points=3,
+    cases=_project_hidden,
+    judge=_judge_project,
+    description="random sizes, batch dimensions, float32 and float64, compared with lib.project_qkv",
+)
+A.add(
+    "score_matrix",
+    ["score_matrix"],
+    points=2,
+    cases=_score_visible,
+    judge=_judge_scores,
+    description="the example sentence's Q K^T, one query against three keys, and a float32 batch",
+)
+A.add(
+    "score_matrix_hidden",
+    ["score_matrix"],
+    points=3,
+    cases=_score_hidden,
+    judge=_judge_scores,
+    description="random n_q != n_k, batch dimensions, float32 and float64",
+)
 
 export(A, globals())

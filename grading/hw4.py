@@ -56,8 +56,11 @@ def _one_hidden(seed: int) -> list[dict]:
         dtype = DTYPES[i % 2]
         n_k, d_k, d_v = (int(gen.integers(1, 9)) for _ in range(3))
         scale = 10.0 ** gen.uniform(-1, 1.3)
-        out.append(_one_case(normal(gen, (d_k,), dtype, scale), normal(gen, (n_k, d_k), dtype, scale),
-                             normal(gen, (n_k, d_v), dtype)))
+        out.append(
+            _one_case(
+                normal(gen, (d_k,), dtype, scale), normal(gen, (n_k, d_k), dtype, scale), normal(gen, (n_k, d_v), dtype)
+            )
+        )
     return out
 
 
@@ -71,8 +74,15 @@ def _judge_one(cases: list[dict], results: list[dict]) -> str:
         check_form(a_i, exp_w[0], what=f"{name}, a_i")
         check_form(o_i, exp_out[0], what=f"{name}, o_i")
         rtol = attention_rtol(q_i[None, :], k)
-        check_weight_rows(a_i[None, :], np.ones((1, k.shape[0]), dtype=bool), what=f"{name}, a_i",
-                          row="query", col="key", rtol=rtol, d_k=q_i.shape[0])
+        check_weight_rows(
+            a_i[None, :],
+            np.ones((1, k.shape[0]), dtype=bool),
+            what=f"{name}, a_i",
+            row="query",
+            col="key",
+            rtol=rtol,
+            d_k=q_i.shape[0],
+        )
         try:
             compare_arrays(a_i, exp_w[0], what=f"{name}, a_i", rtol=rtol)
         except Mismatch as exc:
@@ -98,8 +108,9 @@ def _att_visible(seed: int) -> list[dict]:
     return [
         _att_case(toy["q"], toy["k"], toy["v"]),
         _att_case(q, k, v),
-        _att_case(normal(gen, (2, 3, 4), np.float32), normal(gen, (2, 5, 4), np.float32),
-                  normal(gen, (2, 5, 2), np.float32)),
+        _att_case(
+            normal(gen, (2, 3, 4), np.float32), normal(gen, (2, 5, 4), np.float32), normal(gen, (2, 5, 2), np.float32)
+        ),
     ]
 
 
@@ -109,9 +120,14 @@ def _att_hidden(seed: int) -> list[dict]:
     for i in range(10):
         lead, dtype = BATCHES[i % len(BATCHES)], DTYPES[(i // 3) % 2]
         n_q, n_k, d_k, d_v = (int(gen.integers(1, 8)) for _ in range(4))
-        scale = 10.0 ** gen.uniform(-1, 1.5)              # up to scores in the thousands
-        out.append(_att_case(normal(gen, (*lead, n_q, d_k), dtype, scale), normal(gen, (*lead, n_k, d_k), dtype, scale),
-                             normal(gen, (*lead, n_k, d_v), dtype)))
+        scale = 10.0 ** gen.uniform(-1, 1.5)  # up to scores in the thousands
+        out.append(
+            _att_case(
+                normal(gen, (*lead, n_q, d_k), dtype, scale),
+                normal(gen, (*lead, n_k, d_k), dtype, scale),
+                normal(gen, (*lead, n_k, d_v), dtype),
+            )
+        )
     return out
 
 
@@ -139,15 +155,45 @@ def _judge_attention(cases: list[dict], results: list[dict]) -> str:
     return f"{judge_each(cases, results, one)} cases match lib.scaled_dot_product_attention"
 
 
-A.add("one_query", ["attend_one_query"], points=2, cases=_one_visible, judge=_judge_one,
-      description="seed 002's toy example and query 2 of the example sentence (float64 and float32)")
-A.add("one_query_hidden", ["attend_one_query"], points=2, cases=_one_hidden, judge=_judge_one,
-      description="random sizes and magnitudes, float32 and float64")
-A.add("attention_shapes", ["attention"], points=1, cases=_att_visible, judge=_judge_shapes,
-      description="attention returns (output, weights) of shapes (..., n_q, d_v) and (..., n_q, n_k)")
-A.add("attention_matrix", ["attention"], points=2, cases=_att_visible, judge=_judge_attention,
-      description="the toy example, the example sentence and a float32 batch, compared with lib")
-A.add("attention_matrix_hidden", ["attention"], points=3, cases=_att_hidden, judge=_judge_attention,
-      description="random sizes, batch dimensions, large scores, float32 and float64")
+A.add(
+    "one_query",
+    ["attend_one_query"],
+    points=2,
+    cases=_one_visible,
+    judge=_judge_one,
+    description="seed 002's toy example and query 2 of the example sentence (float64 and float32)",
+)
+A.add(
+    "one_query_hidden",
+    ["attend_one_query"],
+    points=2,
+    cases=_one_hidden,
+    judge=_judge_one,
+    description="random sizes and magnitudes, float32 and float64",
+)
+A.add(
+    "attention_shapes",
+    ["attention"],
+    points=1,
+    cases=_att_visible,
+    judge=_judge_shapes,
+    description="attention returns (output, weights) of shapes (..., n_q, d_v) and (..., n_q, n_k)",
+)
+A.add(
+    "attention_matrix",
+    ["attention"],
+    points=2,
+    cases=_att_visible,
+    judge=_judge_attention,
+    description="the toy example, the example sentence and a float32 batch, compared with lib",
+)
+A.add(
+    "attention_matrix_hidden",
+    ["attention"],
+    points=3,
+    cases=_att_hidden,
+    judge=_judge_attention,
+    description="random sizes, batch dimensions, large scores, float32 and float64",
+)
 
 export(A, globals())

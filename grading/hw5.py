@@ -82,19 +82,27 @@ def _score_cases(d_ks: tuple[int, ...], n: int):
         out.append(make_case("sample_scores", d_ks[0], n, rng_arg(seeds[0]), label=f"d_k = {d_ks[0]}, same seed again"))
         out.append(make_case("sample_scores", d_ks[0], n, rng_arg(seeds[-1]), label=f"d_k = {d_ks[0]}, another seed"))
         return out
+
     return cases
 
 
 def _variance_cases(d_ks: tuple[int, ...], n: int):
     def cases(seed: int) -> list[dict]:
         seeds = _seeds(seed, len(d_ks) + 1)
-        out = [make_case("estimate_score_variance", d, n, rng_arg(s), label=f"d_k = {d}, n_samples = {n}, seed {s}")
-               for d, s in zip(d_ks, seeds)]
-        out.append(make_case("estimate_score_variance", d_ks[0], n, rng_arg(seeds[0]),
-                             label=f"d_k = {d_ks[0]}, same seed again"))
-        out.append(make_case("estimate_score_variance", d_ks[0], n, rng_arg(seeds[-1]),
-                             label=f"d_k = {d_ks[0]}, another seed"))
+        out = [
+            make_case("estimate_score_variance", d, n, rng_arg(s), label=f"d_k = {d}, n_samples = {n}, seed {s}")
+            for d, s in zip(d_ks, seeds)
+        ]
+        out.append(
+            make_case(
+                "estimate_score_variance", d_ks[0], n, rng_arg(seeds[0]), label=f"d_k = {d_ks[0]}, same seed again"
+            )
+        )
+        out.append(
+            make_case("estimate_score_variance", d_ks[0], n, rng_arg(seeds[-1]), label=f"d_k = {d_ks[0]}, another seed")
+        )
         return out
+
     return cases
 
 
@@ -129,12 +137,17 @@ def _judge_repeat(values: list, name: str) -> None:
     first, again, other = values[0], values[-2], values[-1]
     share = 1 - 1 / len(values)  # one case of the check's worth
     if not np.array_equal(first, again):
-        raise Partial(f"{name} gave different results for two generators made from the same seed: draw "
-                       "every random number from rng (e.g. rng.standard_normal), not from np.random", share)
+        raise Partial(
+            f"{name} gave different results for two generators made from the same seed: draw "
+            "every random number from rng (e.g. rng.standard_normal), not from np.random",
+            share,
+        )
     if np.array_equal(first, other):
         # Not sampling at all (a constant answer): nothing of the experiment is done.
-        raise Mismatch(f"{name} gave the same result for generators of different seeds: compute it from "
-                       "random samples drawn from rng")
+        raise Mismatch(
+            f"{name} gave the same result for generators of different seeds: compute it from "
+            "random samples drawn from rng"
+        )
 
 
 def _judge_scores(cases: list[dict], results: list[dict]) -> str:
@@ -179,14 +192,37 @@ def _judge_variance(cases: list[dict], results: list[dict]) -> str:
     return f"{count} cases: the estimates are about d_k (unscaled) and 1 (scaled), and repeat with the seed"
 
 
-A.add("sample_scores", ["sample_scores"], points=2, cases=_score_cases((16,), N_SCORES), judge=_judge_scores,
-      description="20 000 scores for d_k = 16: shape, mean about 0, variance about 16, reproducible")
-A.add("sample_scores_hidden", ["sample_scores"], points=2, cases=_score_cases((1, 4, 64), N_SCORES),
-      judge=_judge_scores, description="d_k = 1, 4 and 64: mean and variance within 7 standard deviations")
-A.add("score_variance", ["estimate_score_variance"], points=2, cases=_variance_cases((16,), N_VARIANCE),
-      judge=_judge_variance, description="d_k = 16: about 16 unscaled and 1 scaled, reproducible")
-A.add("score_variance_hidden", ["estimate_score_variance"], points=4,
-      cases=_variance_cases((1, 2, 9, 25, 64), N_VARIANCE), judge=_judge_variance,
-      description="d_k from 1 to 64: both estimates within 7 standard deviations")
+A.add(
+    "sample_scores",
+    ["sample_scores"],
+    points=2,
+    cases=_score_cases((16,), N_SCORES),
+    judge=_judge_scores,
+    description="20 000 scores for d_k = 16: shape, mean about 0, variance about 16, reproducible",
+)
+A.add(
+    "sample_scores_hidden",
+    ["sample_scores"],
+    points=2,
+    cases=_score_cases((1, 4, 64), N_SCORES),
+    judge=_judge_scores,
+    description="d_k = 1, 4 and 64: mean and variance within 7 standard deviations",
+)
+A.add(
+    "score_variance",
+    ["estimate_score_variance"],
+    points=2,
+    cases=_variance_cases((16,), N_VARIANCE),
+    judge=_judge_variance,
+    description="d_k = 16: about 16 unscaled and 1 scaled, reproducible",
+)
+A.add(
+    "score_variance_hidden",
+    ["estimate_score_variance"],
+    points=4,
+    cases=_variance_cases((1, 2, 9, 25, 64), N_VARIANCE),
+    judge=_judge_variance,
+    description="d_k from 1 to 64: both estimates within 7 standard deviations",
+)
 
 export(A, globals())

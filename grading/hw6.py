@@ -45,13 +45,16 @@ def _judge_mask(cases: list[dict], results: list[dict]) -> str:
             future = got & ~expected
             if future.any():
                 i, j = (int(t) for t in np.argwhere(future)[0])
-                raise Mismatch(f"{name}: entry ({i}, {j}) is True, so query {i} may see key {j}, a future "
-                               f"position (j > i)")
+                raise Mismatch(
+                    f"{name}: entry ({i}, {j}) is True, so query {i} may see key {j}, a future position (j > i)"
+                )
             missing = expected & ~got
             if missing.any():
                 i, j = (int(t) for t in np.argwhere(missing)[0])
-                raise Mismatch(f"{name}: entry ({i}, {j}) is False, but query {i} may attend to key {j} "
-                               "(j <= i, itself and earlier positions)")
+                raise Mismatch(
+                    f"{name}: entry ({i}, {j}) is False, but query {i} may attend to key {j} "
+                    "(j <= i, itself and earlier positions)"
+                )
         compare_arrays(got, expected, what=name)
 
     return f"{judge_each(cases, results, one)} masks match lib.causal_mask"
@@ -66,8 +69,14 @@ def _att_visible(seed: int) -> list[dict]:
     q, k, v = sentence_qkv()
     gen = generator(seed, 2)
     q32, k32, v32 = (normal(gen, (2, 4, d), np.float32) for d in (3, 3, 2))
-    some = np.array([[True, False, True, False], [False, False, False, False],
-                     [True, True, False, False], [False, False, False, True]])
+    some = np.array(
+        [
+            [True, False, True, False],
+            [False, False, False, False],
+            [True, True, False, False],
+            [False, False, False, True],
+        ]
+    )
     return [
         _att_case(q, k, v, lib.causal_mask(6), "causal mask"),
         _att_case(q32, k32, v32, lib.causal_mask(4), "causal mask"),
@@ -91,7 +100,7 @@ def _att_hidden(seed: int) -> list[dict]:
             mask, note = gen.random((n_q, n_k)) < 0.6, "random mask (n_q, n_k)"
         else:
             mask, note = gen.random((*lead, n_q, n_k)) < 0.5, "random mask with batch dimensions"
-            mask.reshape(-1, n_k)[0] = False                       # one query with nothing permitted
+            mask.reshape(-1, n_k)[0] = False  # one query with nothing permitted
         out.append(_att_case(q, k, v, mask, note))
     return out
 
@@ -125,8 +134,12 @@ def _judge_leak(cases: list[dict], results: list[dict]) -> str:
     outputs = []
 
     def one(args, kwargs, got, name):
-        if not (isinstance(got, (tuple, list)) and len(got) == 2 and isinstance(got[0], np.ndarray)
-                and got[0].shape == args[0].shape[:-1] + (args[2].shape[-1],)):
+        if not (
+            isinstance(got, (tuple, list))
+            and len(got) == 2
+            and isinstance(got[0], np.ndarray)
+            and got[0].shape == args[0].shape[:-1] + (args[2].shape[-1],)
+        ):
             raise Mismatch(f"{name} must return (output, weights) with output of shape (n_q, d_v)")
         outputs.append(got[0].astype(np.float64))
 
@@ -144,15 +157,45 @@ def _judge_leak(cases: list[dict], results: list[dict]) -> str:
     return "changing future keys and values leaves every earlier output unchanged"
 
 
-A.add("causal_mask", ["causal_mask"], points=2, cases=_mask_visible, judge=_judge_mask,
-      description="4x4, 2x5 and 5x2 causal masks (top-left aligned, dtype bool)")
-A.add("causal_mask_hidden", ["causal_mask"], points=1, cases=_mask_hidden, judge=_judge_mask,
-      description="random sizes, including 1x1 and empty masks")
-A.add("masked_attention", ["masked_attention"], points=2, cases=_att_visible, judge=_judge_attention,
-      description="the example sentence with a causal mask, a float32 batch, a fully masked query")
-A.add("masked_attention_hidden", ["masked_attention"], points=3, cases=_att_hidden, judge=_judge_attention,
-      description="random causal and arbitrary masks, broadcast over batch dimensions, float32 and float64")
-A.add("no_future_leak", ["masked_attention"], points=2, cases=_leak_cases, judge=_judge_leak,
-      description="with a causal mask, changing future keys and values never changes an earlier output")
+A.add(
+    "causal_mask",
+    ["causal_mask"],
+    points=2,
+    cases=_mask_visible,
+    judge=_judge_mask,
+    description="4x4, 2x5 and 5x2 causal masks (top-left aligned, dtype bool)",
+)
+A.add(
+    "causal_mask_hidden",
+    ["causal_mask"],
+    points=1,
+    cases=_mask_hidden,
+    judge=_judge_mask,
+    description="random sizes, including 1x1 and empty masks",
+)
+A.add(
+    "masked_attention",
+    ["masked_attention"],
+    points=2,
+    cases=_att_visible,
+    judge=_judge_attention,
+    description="the example sentence with a causal mask, a float32 batch, a fully masked query",
+)
+A.add(
+    "masked_attention_hidden",
+    ["masked_attention"],
+    points=3,
+    cases=_att_hidden,
+    judge=_judge_attention,
+    description="random causal and arbitrary masks, broadcast over batch dimensions, float32 and float64",
+)
+A.add(
+    "no_future_leak",
+    ["masked_attention"],
+    points=2,
+    cases=_leak_cases,
+    judge=_judge_leak,
+    description="with a causal mask, changing future keys and values never changes an earlier output",
+)
 
 export(A, globals())

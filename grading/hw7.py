@@ -33,8 +33,12 @@ def _split_visible(seed: int) -> list[dict]:
     x = np.arange(12.0).reshape(3, 4)
     gen = generator(seed, 1)
     y = normal(gen, (2, 5, 6), np.float32)
-    return [_split_case(x, 2), _split_case(y, 3), _merge_case(np.arange(12.0).reshape(2, 3, 2)),
-            _merge_case(normal(gen, (2, 3, 5, 2), np.float32))]
+    return [
+        _split_case(x, 2),
+        _split_case(y, 3),
+        _merge_case(np.arange(12.0).reshape(2, 3, 2)),
+        _merge_case(normal(gen, (2, 3, 5, 2), np.float32)),
+    ]
 
 
 def _split_hidden(seed: int) -> list[dict]:
@@ -43,8 +47,11 @@ def _split_hidden(seed: int) -> list[dict]:
     for i in range(8):
         lead, dtype = BATCHES[i % len(BATCHES)], DTYPES[i % 2]
         h, d, n = int(gen.integers(1, 5)), int(gen.integers(1, 5)), int(gen.integers(1, 7))
-        out.append(_split_case(normal(gen, (*lead, n, h * d), dtype), h) if i % 2 == 0
-                   else _merge_case(normal(gen, (*lead, h, n, d), dtype)))
+        out.append(
+            _split_case(normal(gen, (*lead, n, h * d), dtype), h)
+            if i % 2 == 0
+            else _merge_case(normal(gen, (*lead, h, n, d), dtype))
+        )
     return out
 
 
@@ -60,8 +67,10 @@ def _judge_split(cases: list[dict], results: list[dict]) -> str:
             except Mismatch as exc:
                 naive = x.reshape(*x.shape[:-2], h, x.shape[-2], x.shape[-1] // h)
                 if isinstance(got, np.ndarray) and got.shape == naive.shape and np.array_equal(got, naive):
-                    raise Mismatch(f"{exc}. Hint: reshaping straight to (..., h, n, d) mixes tokens between "
-                                   "heads; reshape to (..., n, h, d), then swap the axes of n and h") from None
+                    raise Mismatch(
+                        f"{exc}. Hint: reshaping straight to (..., h, n, d) mixes tokens between "
+                        "heads; reshape to (..., n, h, d), then swap the axes of n and h"
+                    ) from None
                 raise
         else:
             (x,) = args
@@ -80,12 +89,16 @@ def _wrong_merges(x: np.ndarray) -> list[tuple[np.ndarray, str]]:
     """The usual wrong ways of merging (..., h, n, d) heads into (..., n, h*d)."""
     *lead, h, n, d = x.shape
     return [
-        (x.reshape(*lead, n, h * d),
-         "reshaping (..., h, n, d) straight to (..., n, h*d) mixes tokens between heads: swap the axes of h "
-         "and n first (np.swapaxes(x, -3, -2)), then reshape"),
-        (np.swapaxes(np.swapaxes(x, -3, -2), -1, -2).reshape(*lead, n, h * d),
-         "the heads are merged in the wrong order: the columns go feature by feature, mixing the heads; "
-         "head m must fill columns m*d to (m+1)*d - 1 (swap h and n only, then reshape)"),
+        (
+            x.reshape(*lead, n, h * d),
+            "reshaping (..., h, n, d) straight to (..., n, h*d) mixes tokens between heads: swap the axes of h "
+            "and n first (np.swapaxes(x, -3, -2)), then reshape",
+        ),
+        (
+            np.swapaxes(np.swapaxes(x, -3, -2), -1, -2).reshape(*lead, n, h * d),
+            "the heads are merged in the wrong order: the columns go feature by feature, mixing the heads; "
+            "head m must fill columns m*d to (m+1)*d - 1 (swap h and n only, then reshape)",
+        ),
     ]
 
 
@@ -101,15 +114,23 @@ def _merge_hint(got, x: np.ndarray) -> str | None:
 def _mha_case(x: np.ndarray, weights: list[np.ndarray], h: int) -> dict:
     """A case of ``multi_head_attention(x, w_q, w_k, w_v, w_o, h)``; ``weights`` is ``[w_q, w_k, w_v, w_o]``."""
     w_q, w_k, w_v, w_o = weights
-    return make_case("multi_head_attention", x, w_q, w_k, w_v, w_o, h,
-                     label=describe_inputs(x=x, w_q=w_q, w_v=w_v, w_o=w_o) + f", n_heads = {h}")
+    return make_case(
+        "multi_head_attention",
+        x,
+        w_q,
+        w_k,
+        w_v,
+        w_o,
+        h,
+        label=describe_inputs(x=x, w_q=w_q, w_v=w_v, w_o=w_o) + f", n_heads = {h}",
+    )
 
 
 def _mha_visible(seed: int) -> list[dict]:
     lib = reference()
     _, x = lib.example_sentence(d_model=8)
     gen = generator(seed, 3)
-    ws = [normal(gen, (8, 8), scale=8 ** -0.5) for _ in range(4)]
+    ws = [normal(gen, (8, 8), scale=8**-0.5) for _ in range(4)]
     x32 = normal(gen, (2, 3, 6), np.float32)
     ws32 = [normal(gen, s, np.float32, 0.4) for s in ((6, 6), (6, 6), (6, 9), (9, 4))]
     return [_mha_case(x, ws, 2), _mha_case(x, ws, 1), _mha_case(x32, ws32, 3)]
@@ -124,8 +145,12 @@ def _mha_hidden(seed: int) -> list[dict]:
         d_model, d_k, d_v, d_out, n = (int(gen.integers(1, 6)) for _ in range(5))
         x = normal(gen, (*lead, n, d_model), dtype)
         s = 1.0 / np.sqrt(d_model)
-        ws = [normal(gen, (d_model, h * d_k), dtype, s), normal(gen, (d_model, h * d_k), dtype, s),
-              normal(gen, (d_model, h * d_v), dtype, s), normal(gen, (h * d_v, d_out), dtype, s)]
+        ws = [
+            normal(gen, (d_model, h * d_k), dtype, s),
+            normal(gen, (d_model, h * d_k), dtype, s),
+            normal(gen, (d_model, h * d_v), dtype, s),
+            normal(gen, (h * d_v, d_out), dtype, s),
+        ]
         out.append(_mha_case(x, ws, h))
     return out
 
@@ -139,44 +164,78 @@ def _judge_mha(cases: list[dict], results: list[dict]) -> str:
         q = lib.split_heads(x @ w_q, h)
         k = lib.split_heads(x @ w_k, h)
         rtol = attention_rtol(q, k)
-        wide = float(np.abs((x @ w_v).astype(np.float64)).max(initial=1.0)) * float(
-            np.linalg.norm(w_o.astype(np.float64), axis=0).max(initial=1.0)) * np.sqrt(w_o.shape[0])
+        wide = (
+            float(np.abs((x @ w_v).astype(np.float64)).max(initial=1.0))
+            * float(np.linalg.norm(w_o.astype(np.float64), axis=0).max(initial=1.0))
+            * np.sqrt(w_o.shape[0])
+        )
         heads = lib.scaled_dot_product_attention(q, k, lib.split_heads(x @ w_v, h))
         if isinstance(got, np.ndarray) and got.shape != expected.shape:
             merged = lib.merge_heads(heads)
             if got.shape == merged.shape:
-                raise Mismatch(f"{name} returned shape {got.shape}; expected shape {expected.shape}. Hint: "
-                               f"that is the shape of the concatenated heads (n, h*d_v): the output "
-                               "projection W_O is missing; multiply the merged heads by w_o")
+                raise Mismatch(
+                    f"{name} returned shape {got.shape}; expected shape {expected.shape}. Hint: "
+                    f"that is the shape of the concatenated heads (n, h*d_v): the output "
+                    "projection W_O is missing; multiply the merged heads by w_o"
+                )
         try:
             compare_arrays(got, expected, what=name, rtol=rtol, scale=max(1.0, wide))
         except Mismatch as exc:
             if isinstance(got, np.ndarray) and got.shape == expected.shape:
                 if near(got, lib.merge_heads(heads)):
-                    raise Mismatch(f"{exc}. Hint: it equals the concatenated heads without the output "
-                                   "projection: multiply by W_O (w_o) at the end") from None
+                    raise Mismatch(
+                        f"{exc}. Hint: it equals the concatenated heads without the output "
+                        "projection: multiply by W_O (w_o) at the end"
+                    ) from None
                 if h > 1:
                     for wrong, hint in _wrong_merges(heads):
                         if near(got, wrong @ w_o):
                             raise Mismatch(f"{exc}. Hint: {hint}") from None
             if h > 1 and isinstance(got, np.ndarray) and got.shape == expected.shape:
                 one_scale = lib.scaled_dot_product_attention(
-                    q, k, lib.split_heads(x @ w_v, h), scale=1.0 / np.sqrt(w_q.shape[1]))
+                    q, k, lib.split_heads(x @ w_v, h), scale=1.0 / np.sqrt(w_q.shape[1])
+                )
                 if np.allclose(got, lib.merge_heads(one_scale) @ w_o, rtol=1e-4, atol=1e-4):
-                    raise Mismatch(f"{exc}. Hint: each head must be scaled by 1/sqrt(d_k) of the head "
-                                   "(its own width), not of the full width") from None
+                    raise Mismatch(
+                        f"{exc}. Hint: each head must be scaled by 1/sqrt(d_k) of the head "
+                        "(its own width), not of the full width"
+                    ) from None
             raise
 
     return f"{judge_each(cases, results, one)} cases match lib.multi_head_attention"
 
 
-A.add("split_merge", ["split_heads", "merge_heads"], points=2, cases=_split_visible, judge=_judge_split,
-      description="split_heads and merge_heads on small arrays, float64 and float32")
-A.add("split_merge_hidden", ["split_heads", "merge_heads"], points=2, cases=_split_hidden, judge=_judge_split,
-      description="random widths and head counts, batch dimensions")
-A.add("multi_head", ["multi_head_attention"], points=2, cases=_mha_visible, judge=_judge_mha,
-      description="the example sentence (d_model = 8) with 2 heads and 1 head, and a float32 batch with 3 heads")
-A.add("multi_head_hidden", ["multi_head_attention"], points=4, cases=_mha_hidden, judge=_judge_mha,
-      description="random sizes, 1, 2 or 4 heads, batch dimensions, float32 and float64")
+A.add(
+    "split_merge",
+    ["split_heads", "merge_heads"],
+    points=2,
+    cases=_split_visible,
+    judge=_judge_split,
+    description="split_heads and merge_heads on small arrays, float64 and float32",
+)
+A.add(
+    "split_merge_hidden",
+    ["split_heads", "merge_heads"],
+    points=2,
+    cases=_split_hidden,
+    judge=_judge_split,
+    description="random widths and head counts, batch dimensions",
+)
+A.add(
+    "multi_head",
+    ["multi_head_attention"],
+    points=2,
+    cases=_mha_visible,
+    judge=_judge_mha,
+    description="the example sentence (d_model = 8) with 2 heads and 1 head, and a float32 batch with 3 heads",
+)
+A.add(
+    "multi_head_hidden",
+    ["multi_head_attention"],
+    points=4,
+    cases=_mha_hidden,
+    judge=_judge_mha,
+    description="random sizes, 1, 2 or 4 heads, batch dimensions, float32 and float64",
+)
 
 export(A, globals())

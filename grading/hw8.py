@@ -78,9 +78,7 @@ def _running_visible(seed: int) -> list[dict]:
 
 
 def _running_masked(seed: int) -> list[dict]:
-    z = np.array([[NEG, NEG, NEG, 1.0, 2.0, NEG],
-                  [0.0, NEG, 2.0, NEG, NEG, NEG],
-                  [NEG, NEG, NEG, NEG, NEG, NEG]])
+    z = np.array([[NEG, NEG, NEG, 1.0, 2.0, NEG], [0.0, NEG, 2.0, NEG, NEG, NEG], [NEG, NEG, NEG, NEG, NEG, NEG]])
     return [
         _running_case(z, 2, "with -inf entries: a row whose first block is all -inf, a row of only -inf"),
         _running_case(z.astype(np.float32), 1, "with -inf entries"),
@@ -93,8 +91,9 @@ def _rising_row(gen: np.random.Generator) -> np.ndarray:
     return np.sort(gen.standard_normal(int(gen.integers(8, 16))) * 3.0)
 
 
-def _hidden_logits(gen: np.random.Generator, count: int, *, dtype_every: int, top: float, scale_first: bool,
-                   blank_row: bool) -> list[tuple[np.ndarray, int, str]]:
+def _hidden_logits(
+    gen: np.random.Generator, count: int, *, dtype_every: int, top: float, scale_first: bool, blank_row: bool
+) -> list[tuple[np.ndarray, int, str]]:
     """``count`` random ``(logits, block_size, note)`` for the hidden checks of the online softmax.
 
     Case i has batch dimensions ``BATCHES[i % 3]``, dtype ``DTYPES[(i //
@@ -174,8 +173,10 @@ def _judge_running(cases: list[dict], results: list[dict]) -> str:
         if not isinstance(got, (list, tuple)):
             raise Mismatch(f"{name} returned {describe(got)}; expected a list with one (m, l) per block")
         if len(got) != len(steps):
-            raise Mismatch(f"{name} returned {len(got)} states; expected {len(steps)}, one per block of "
-                           f"{size} entries along the last axis (n = {x.shape[-1]})")
+            raise Mismatch(
+                f"{name} returned {len(got)} states; expected {len(steps)}, one per block of "
+                f"{size} entries along the last axis (n = {x.shape[-1]})"
+            )
         bound = float(np.abs(x[np.isfinite(x)]).max(initial=0.0))
         rtol = logit_rtol(x.dtype, bound, terms=size)
         shape = x.shape[:-1]
@@ -183,22 +184,30 @@ def _judge_running(cases: list[dict], results: list[dict]) -> str:
             where = f"{name}, state after block {b} (entries up to {step.stop - 1})"
             m, l = unpack(state, ("m", "l"), where)
             m, l = _as_state(m, shape, f"{where}, m"), _as_state(l, shape, f"{where}, l")
-            compare_arrays(m, step.running_max.astype(np.float64), what=f"{where}, running maximum m",
-                           check_dtype=False, rtol=rtol)
+            compare_arrays(
+                m, step.running_max.astype(np.float64), what=f"{where}, running maximum m", check_dtype=False, rtol=rtol
+            )
             try:
-                compare_arrays(l, step.running_sum.astype(np.float64), what=f"{where}, running sum l",
-                               check_dtype=False, rtol=rtol)
+                compare_arrays(
+                    l, step.running_sum.astype(np.float64), what=f"{where}, running sum l", check_dtype=False, rtol=rtol
+                )
             except Mismatch as exc:
-                for direction, hint in ((0, "the old sum was not rescaled when the maximum grew: multiply "
-                                            "it by exp(m_old - m_new) before adding the block's terms"),
-                                        (-1, "the old sum was rescaled by exp(m_new - m_old); the factor is "
-                                             "exp(m_old - m_new), at most 1")):
+                for direction, hint in (
+                    (
+                        0,
+                        "the old sum was not rescaled when the maximum grew: multiply "
+                        "it by exp(m_old - m_new) before adding the block's terms",
+                    ),
+                    (-1, "the old sum was rescaled by exp(m_new - m_old); the factor is exp(m_old - m_new), at most 1"),
+                ):
                     wrong = _sums_without_rescale(x, size, direction)[b - 1]
                     if np.allclose(l, wrong, rtol=1e-6, equal_nan=True):
                         raise Mismatch(f"{exc}. Hint: {hint}") from None
                 if np.isnan(l).any():
-                    raise Mismatch(f"{exc}. Hint: while every entry seen is -inf, m is -inf, and "
-                                   "-inf - (-inf) is NaN: shift by 0 instead") from None
+                    raise Mismatch(
+                        f"{exc}. Hint: while every entry seen is -inf, m is -inf, and "
+                        "-inf - (-inf) is NaN: shift by 0 instead"
+                    ) from None
                 raise
 
     return f"{judge_each(cases, results, one)} cases match lib.online_softmax_steps"
@@ -217,8 +226,7 @@ def _softmax_visible(seed: int) -> list[dict]:
     return [
         _softmax_case(np.array([1.0, 3.0, 2.0, 5.0, 0.0]), 2),
         _softmax_case(normal(gen, (2, 3, 6), np.float32, scale=5.0), 4),
-        _softmax_case(np.array([[NEG, NEG, 1.0, 2.0], [NEG, NEG, NEG, NEG]]), 2,
-                      "with -inf entries and a row of -inf"),
+        _softmax_case(np.array([[NEG, NEG, 1.0, 2.0], [NEG, NEG, NEG, NEG]]), 2, "with -inf entries and a row of -inf"),
         _softmax_case(np.array([[1e4, 0.0, 1e4 - 1.0]], dtype=np.float32), 1, "logits of 1e4"),
     ]
 
@@ -247,11 +255,17 @@ def _judge_softmax(cases: list[dict], results: list[dict]) -> str:
         except Partial:
             raise
         except Mismatch as exc:
-            if isinstance(got, np.ndarray) and x.shape[-1] > size and "Hint:" not in str(exc) \
-                    and np.allclose(got, _softmax_without_rescale(x, size), rtol=1e-4, atol=1e-7, equal_nan=True):
-                raise Mismatch(f"{exc}. Hint: the rows sum to less than 1 because the running sum l was not "
-                               "rescaled when the maximum grew (in running_max_and_sum): multiply the old sum "
-                               "by exp(m_old - m_new) before adding the block's terms") from None
+            if (
+                isinstance(got, np.ndarray)
+                and x.shape[-1] > size
+                and "Hint:" not in str(exc)
+                and np.allclose(got, _softmax_without_rescale(x, size), rtol=1e-4, atol=1e-7, equal_nan=True)
+            ):
+                raise Mismatch(
+                    f"{exc}. Hint: the rows sum to less than 1 because the running sum l was not "
+                    "rescaled when the maximum grew (in running_max_and_sum): multiply the old sum "
+                    "by exp(m_old - m_new) before adding the block's terms"
+                ) from None
             raise
 
     return f"{judge_each(cases, results, one)} cases match lib.softmax"
@@ -266,8 +280,11 @@ def _blocks(k: np.ndarray, v: np.ndarray, allowed: np.ndarray, size: int) -> lis
 
 def _attention_case(q, k, v, allowed, size: int, note: str = "") -> dict:
     blocks = _blocks(k, v, allowed, size)
-    label = (describe_inputs(q=q, k=k, v=v) + f", {len(blocks)} block(s) of up to {size} keys"
-             + (f", {note}" if note else ""))
+    label = (
+        describe_inputs(q=q, k=k, v=v)
+        + f", {len(blocks)} block(s) of up to {size} keys"
+        + (f", {note}" if note else "")
+    )
     return make_case("blocked_attention", q, blocks, label=label)
 
 
@@ -276,8 +293,14 @@ def _attention_visible(seed: int) -> list[dict]:
     q, k, v = sentence_qkv()
     gen = generator(seed, 5)
     q32, k32, v32 = (normal(gen, (4, d), np.float32, 2.0) for d in (3, 3, 2))
-    some = np.array([[False, False, True, True], [False, False, False, False],
-                     [True, False, False, False], [True, True, True, True]])
+    some = np.array(
+        [
+            [False, False, True, True],
+            [False, False, False, False],
+            [True, False, False, False],
+            [True, True, True, True],
+        ]
+    )
     everything = np.ones((6, 6), dtype=bool)
     return [
         _attention_case(q, k, v, everything, 2, "no mask"),
@@ -293,8 +316,9 @@ def _attention_hidden(seed: int) -> list[dict]:
     n_q, n_k, d_k, d_v = int(gen.integers(1, 6)), int(gen.integers(6, 12)), int(gen.integers(2, 5)), 2
     q, v = normal(gen, (n_q, d_k)), normal(gen, (n_k, d_v))
     k = np.linspace(-2.0, 2.0, n_k)[:, None] * q[0] / np.linalg.norm(q[0]) + normal(gen, (n_k, d_k), scale=0.01)
-    out = [_attention_case(q, k, v, np.ones((n_q, n_k), dtype=bool), int(gen.integers(1, 4)),
-                           "no mask, several blocks")]
+    out = [
+        _attention_case(q, k, v, np.ones((n_q, n_k), dtype=bool), int(gen.integers(1, 4)), "no mask, several blocks")
+    ]
     for i in range(1, 8):
         dtype = DTYPES[i % 2]
         n_q, n_k, d_k, d_v = (int(gen.integers(1, 12)) for _ in range(4))
@@ -306,7 +330,7 @@ def _attention_hidden(seed: int) -> list[dict]:
             allowed, note = np.tri(n_q, n_k, dtype=bool), "causal mask"
         else:
             allowed, note = gen.random((n_q, n_k)) < 0.6, "random mask"
-            allowed[0] = False                                   # a query with nothing permitted
+            allowed[0] = False  # a query with nothing permitted
         out.append(_attention_case(q, k, v, allowed, size, note))
     return out
 
@@ -334,7 +358,8 @@ CONCATENATE_RULE = (
     "The exercise says: never concatenate the blocks. The point of attention over blocks is that the "
     "whole key matrix never exists at once: keep a running maximum m, sum l and weighted sum of values "
     "per query, and update them block by block. This check earns no points until the blocks are "
-    "processed one at a time.")
+    "processed one at a time."
+)
 
 
 def _judge_attention(cases: list[dict], results: list[dict]) -> str:
@@ -355,25 +380,34 @@ def _judge_attention(cases: list[dict], results: list[dict]) -> str:
         bad_edge = nothing & (np.isnan(got).any(axis=1) | (got != 0).any(axis=1))
         if bad_edge.any():
             i = int(np.flatnonzero(bad_edge)[0])
-            how = "got NaN (divide by the sum only where it is positive)" if np.isnan(got[i]).any() else \
-                "got a nonzero output (a query with no permitted key gets none of the values)"
+            how = (
+                "got NaN (divide by the sum only where it is positive)"
+                if np.isnan(got[i]).any()
+                else "got a nonzero output (a query with no permitted key gets none of the values)"
+            )
             edge = f"{name}: query {i} may attend to no key, so its output must be 0; {how}"
             got = np.where(nothing[:, None], 0, got).astype(got.dtype)
         if np.isnan(got).any():
-            raise Mismatch(f"{name}: the output contains NaN. Hint: while a query has seen only masked keys "
-                           "its running maximum is -inf, and -inf - (-inf) is NaN: shift by 0 instead")
+            raise Mismatch(
+                f"{name}: the output contains NaN. Hint: while a query has seen only masked keys "
+                "its running maximum is -inf, and -inf - (-inf) is NaN: shift by 0 instead"
+            )
         try:
             compare_arrays(got, expected, what=name, scale=value_scale(v), rtol=attention_rtol(q, k))
         except Mismatch as exc:
             if len(blocks) > 1:
                 last = lib.scaled_dot_product_attention(q, blocks[-1][0], blocks[-1][1], blocks[-1][2])
                 if np.allclose(got, last, rtol=1e-4, atol=1e-6):
-                    raise Mismatch(f"{exc}. Hint: the output is attention over the last block only: "
-                                   "carry m, l and the weighted sum of values across blocks") from None
+                    raise Mismatch(
+                        f"{exc}. Hint: the output is attention over the last block only: "
+                        "carry m, l and the weighted sum of values across blocks"
+                    ) from None
                 if np.allclose(got, _attention_without_rescale(q, blocks), rtol=1e-4, atol=1e-6):
-                    raise Mismatch(f"{exc}. Hint: when a block raises a query's maximum, the sum and the "
-                                   "weighted sum of values carried so far were not rescaled: multiply both "
-                                   "by exp(m_old - m_new) before adding the new block's terms") from None
+                    raise Mismatch(
+                        f"{exc}. Hint: when a block raises a query's maximum, the sum and the "
+                        "weighted sum of values carried so far were not rescaled: multiply both "
+                        "by exp(m_old - m_new) before adding the new block's terms"
+                    ) from None
             raise
         if edge is not None:
             raise Partial(edge, 1 - EDGE_SHARE)
@@ -381,20 +415,61 @@ def _judge_attention(cases: list[dict], results: list[dict]) -> str:
     return f"{judge_each(cases, results, one)} cases match lib.scaled_dot_product_attention over all the blocks"
 
 
-A.add("running_state", ["running_max_and_sum"], points=2, cases=_running_visible, judge=_judge_running,
-      description="the running maximum and sum after each block: 1-D and 2-D input, block sizes 1 to 8")
-A.add("running_state_masked", ["running_max_and_sum"], points=1, cases=_running_masked, judge=_judge_running,
-      description="-inf entries, a first block of only -inf, a row of only -inf, logits of 1000")
-A.add("running_state_hidden", ["running_max_and_sum"], points=2, cases=_running_hidden, judge=_judge_running,
-      description="random logits of scale up to 300, batch dimensions, -inf entries, float32 and float64")
-A.add("online_softmax", ["online_softmax"], points=1, cases=_softmax_visible, judge=_judge_softmax,
-      description="the softmax from the running state: batch dimensions, -inf, logits of 1e4 in float32")
-A.add("online_softmax_hidden", ["online_softmax"], points=1, cases=_softmax_hidden, judge=_judge_softmax,
-      description="random logits of scale up to 1000, random block sizes, -inf entries and rows, float32 and float64")
-A.add("blocked_attention", ["blocked_attention"], points=1, cases=_attention_visible, judge=_judge_attention,
-      description="the example sentence without and with a causal mask; a float32 case with masked blocks")
-A.add("blocked_attention_hidden", ["blocked_attention"], points=2, cases=_attention_hidden,
-      judge=_judge_attention,
-      description="random sizes, block sizes and masks, queries with no permitted key, float32 and float64")
+A.add(
+    "running_state",
+    ["running_max_and_sum"],
+    points=2,
+    cases=_running_visible,
+    judge=_judge_running,
+    description="the running maximum and sum after each block: 1-D and 2-D input, block sizes 1 to 8",
+)
+A.add(
+    "running_state_masked",
+    ["running_max_and_sum"],
+    points=1,
+    cases=_running_masked,
+    judge=_judge_running,
+    description="-inf entries, a first block of only -inf, a row of only -inf, logits of 1000",
+)
+A.add(
+    "running_state_hidden",
+    ["running_max_and_sum"],
+    points=2,
+    cases=_running_hidden,
+    judge=_judge_running,
+    description="random logits of scale up to 300, batch dimensions, -inf entries, float32 and float64",
+)
+A.add(
+    "online_softmax",
+    ["online_softmax"],
+    points=1,
+    cases=_softmax_visible,
+    judge=_judge_softmax,
+    description="the softmax from the running state: batch dimensions, -inf, logits of 1e4 in float32",
+)
+A.add(
+    "online_softmax_hidden",
+    ["online_softmax"],
+    points=1,
+    cases=_softmax_hidden,
+    judge=_judge_softmax,
+    description="random logits of scale up to 1000, random block sizes, -inf entries and rows, float32 and float64",
+)
+A.add(
+    "blocked_attention",
+    ["blocked_attention"],
+    points=1,
+    cases=_attention_visible,
+    judge=_judge_attention,
+    description="the example sentence without and with a causal mask; a float32 case with masked blocks",
+)
+A.add(
+    "blocked_attention_hidden",
+    ["blocked_attention"],
+    points=2,
+    cases=_attention_hidden,
+    judge=_judge_attention,
+    description="random sizes, block sizes and masks, queries with no permitted key, float32 and float64",
+)
 
 export(A, globals())

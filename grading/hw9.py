@@ -80,7 +80,7 @@ def _rows(gen: np.random.Generator, shape: tuple[int, ...], dtype, masked: bool)
     s = gen.standard_normal(shape) * 2.0
     if masked:
         s[gen.random(shape) < 0.3] = -np.inf
-        s.reshape(-1, shape[-1])[0] = -np.inf                  # a row with nothing permitted
+        s.reshape(-1, shape[-1])[0] = -np.inf  # a row with nothing permitted
     return lib.softmax(s).astype(dtype)
 
 
@@ -93,10 +93,16 @@ def _softmax_visible(seed: int) -> list[dict]:
     gen = generator(seed, 1)
     return [
         _softmax_case(np.array([0.5, 0.5]), np.array([1.0, 0.0]), "one row of two equal weights"),
-        _softmax_case(np.array([[0.2, 0.3, 0.5], [0.7, 0.2, 0.1]]), np.array([[1.0, -2.0, 0.5], [3.0, 3.0, 3.0]]),
-                      "the second row's grad_a is constant"),
-        _softmax_case(np.array([[0.4, 0.0, 0.6], [0.0, 0.0, 0.0]]), np.array([[1.0, 5.0, -1.0], [2.0, 1.0, 0.0]]),
-                      "a masked entry (weight 0) and a row with nothing permitted"),
+        _softmax_case(
+            np.array([[0.2, 0.3, 0.5], [0.7, 0.2, 0.1]]),
+            np.array([[1.0, -2.0, 0.5], [3.0, 3.0, 3.0]]),
+            "the second row's grad_a is constant",
+        ),
+        _softmax_case(
+            np.array([[0.4, 0.0, 0.6], [0.0, 0.0, 0.0]]),
+            np.array([[1.0, 5.0, -1.0], [2.0, 1.0, 0.0]]),
+            "a masked entry (weight 0) and a row with nothing permitted",
+        ),
         _softmax_case(_rows(gen, (2, 3, 5), np.float32, False), normal(gen, (2, 3, 5), np.float32)),
     ]
 
@@ -126,9 +132,11 @@ def _judge_softmax(cases: list[dict], results: list[dict]) -> str:
         except Mismatch as exc:
             got64 = got.astype(np.float64)
             if np.allclose(got64, a * g, rtol=1e-4, atol=1e-7):
-                raise Mismatch(f"{exc}. Hint: this is a * grad_a, without the row-sum term: the weights of a "
-                               "row sum to 1, so raising one lowers the others; subtract sum_j a_j grad_a_j "
-                               "from grad_a before multiplying by a") from None
+                raise Mismatch(
+                    f"{exc}. Hint: this is a * grad_a, without the row-sum term: the weights of a "
+                    "row sum to 1, so raising one lowers the others; subtract sum_j a_j grad_a_j "
+                    "from grad_a before multiplying by a"
+                ) from None
             if np.allclose(got64, g - (g * a).sum(-1, keepdims=True), rtol=1e-4, atol=1e-7):
                 raise Mismatch(f"{exc}. Hint: multiply (grad_a - rowsum(grad_a * a)) by a, entry by entry") from None
             raise
@@ -151,7 +159,7 @@ def _attention_visible(seed: int) -> list[dict]:
     q, k, v = (normal(gen, s) for s in ((4, 3), (5, 3), (5, 2)))
     mask = gen.random((4, 5)) < 0.6
     mask[:, 0] = True
-    mask[2] = False                                               # query 2 may attend to no key
+    mask[2] = False  # query 2 may attend to no key
     q6, k6, v6 = (normal(gen, (6, d), np.float32) for d in (4, 4, 3))
     return [
         _attention_case(ex["q"], ex["k"], ex["v"], np.ones((1, 2)), note="seed 002's toy example, L = sum of O"),
@@ -210,8 +218,10 @@ def _attention_judge(parts: tuple[str, ...]):
                 if isinstance(got[part], np.ndarray) and part == "dv" and got[part].shape != expected[part].shape:
                     a = lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)[1]
                     if got[part].shape == (a @ g).shape:
-                        raise Mismatch(f"{what} returned shape {got[part].shape}; expected {expected[part].shape}. "
-                                       "Hint: dV = A^T dO (the transpose of the weights), not A dO") from None
+                        raise Mismatch(
+                            f"{what} returned shape {got[part].shape}; expected {expected[part].shape}. "
+                            "Hint: dV = A^T dO (the transpose of the weights), not A dO"
+                        ) from None
                 check_form(got[part], expected[part], what=what)
                 rtol, bound = tols[part]
                 try:
@@ -223,9 +233,11 @@ def _attention_judge(parts: tuple[str, ...]):
             count = judge_each(cases, results, one)
         except Mismatch as exc:
             if "raised" in str(exc) and "matmul" in str(exc):
-                message = (f"{exc}. Hint: a matrix product got shapes that do not fit. With A of shape "
-                           "(n_q, n_k): dV = A^T dO is (n_k, d_v), dA = dO V^T is (n_q, n_k), dQ = dS K is "
-                           "(n_q, d_k), dK = dS^T Q is (n_k, d_k)")
+                message = (
+                    f"{exc}. Hint: a matrix product got shapes that do not fit. With A of shape "
+                    "(n_q, n_k): dV = A^T dO is (n_k, d_v), dA = dO V^T is (n_q, n_k), dQ = dS K is "
+                    "(n_q, d_k), dK = dS^T Q is (n_k, d_k)"
+                )
                 # the cases that were right keep their share
                 raise (Partial(message, exc.fraction) if exc.fraction > 0 else Mismatch(message)) from None
             raise
@@ -241,9 +253,11 @@ def _attention_hint(part: str, got: np.ndarray, q, k, v, g, mask) -> str:
     if np.isnan(got).any():
         if mask is not None and not np.asarray(mask).any(axis=-1).all():
             i = int(np.flatnonzero(~np.asarray(mask).any(axis=-1))[0])
-            return (f". Hint: query {i} may attend to no key: its weights must be all 0, so softmax_rows must "
-                    "give zeros for a row of -inf (shift it by 0, divide only where the sum is positive), "
-                    "not NaN; then it gets no gradient, and its NaN does not spread to dK and dV")
+            return (
+                f". Hint: query {i} may attend to no key: its weights must be all 0, so softmax_rows must "
+                "give zeros for a row of -inf (shift it by 0, divide only where the sum is positive), "
+                "not NaN; then it gets no gradient, and its NaN does not spread to dK and dV"
+            )
         return ". Hint: the result contains NaN; look for -inf - (-inf) or 0 / 0 in the forward pass"
     q, k, v, g = (x.astype(np.float64) for x in (q, k, v, g))
     d_k = q.shape[-1]
@@ -251,14 +265,18 @@ def _attention_hint(part: str, got: np.ndarray, q, k, v, g, mask) -> str:
     if part in ("dq", "dk"):
         index = ("dq", "dk").index(part)
         if close(lib.attention_backward(q, k, v, g, mask)[index] * np.sqrt(d_k)):
-            return (". Hint: the scores are S = Q K^T / sqrt(d_k), so dQ and dK carry the factor 1/sqrt(d_k) "
-                    "of the chain rule; it is missing")
+            return (
+                ". Hint: the scores are S = Q K^T / sqrt(d_k), so dQ and dK carry the factor 1/sqrt(d_k) "
+                "of the chain rule; it is missing"
+            )
         _, a = lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)
         ds = a * (g @ np.swapaxes(v, -1, -2)) / np.sqrt(d_k)
         wrong = ds @ k if part == "dq" else np.swapaxes(ds, -1, -2) @ q
         if close(wrong):
-            return (". Hint: it matches a softmax backward without the row-sum term: "
-                    "dS = A * (dA - rowsum(dA * A)), not A * dA")
+            return (
+                ". Hint: it matches a softmax backward without the row-sum term: "
+                "dS = A * (dA - rowsum(dA * A)), not A * dA"
+            )
         if part == "dk":
             right = lib.attention_backward(q, k, v, g, mask)
             if right[0].shape == got.shape and close(right[0]):
@@ -266,25 +284,59 @@ def _attention_hint(part: str, got: np.ndarray, q, k, v, g, mask) -> str:
     if part == "dv":
         _, a = lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)
         if a.shape[-1] == a.shape[-2] and close(a @ g):
-            return (". Hint: dV = A^T dO (the transpose of the weights), not A dO: key j's value is read by "
-                    "every query i")
+            return (
+                ". Hint: dV = A^T dO (the transpose of the weights), not A dO: key j's value is read by every query i"
+            )
     return ""
 
 
-A.add("softmax_backward", ["softmax_backward"], points=2, cases=_softmax_visible, judge=_judge_softmax,
-      description="small rows, a constant incoming gradient, a masked entry, a row with nothing permitted, float32")
-A.add("softmax_backward_hidden", ["softmax_backward"], points=2, cases=_softmax_hidden, judge=_judge_softmax,
-      description="random weights with masked entries and empty rows, batch dimensions, float32 and float64")
-A.add("attention_dv", ["attention_backward"], points=1, cases=_attention_visible, judge=_attention_judge(("dv",)),
-      description="dV on the seed's toy example, random inputs, a mask with an empty row, a causal float32 case")
-A.add("attention_dv_hidden", ["attention_backward"], points=1, cases=_attention_hidden,
-      judge=_attention_judge(("dv",)),
-      description="dV on random sizes, batch dimensions, causal and random masks, float32 and float64")
-A.add("attention_dq_dk", ["attention_backward"], points=2, cases=_attention_visible,
-      judge=_attention_judge(("dq", "dk")),
-      description="dQ and dK on the same inputs as attention_dv")
-A.add("attention_dq_dk_hidden", ["attention_backward"], points=2, cases=_attention_hidden,
-      judge=_attention_judge(("dq", "dk")),
-      description="dQ and dK on random sizes, batch dimensions, causal and random masks, float32 and float64")
+A.add(
+    "softmax_backward",
+    ["softmax_backward"],
+    points=2,
+    cases=_softmax_visible,
+    judge=_judge_softmax,
+    description="small rows, a constant incoming gradient, a masked entry, a row with nothing permitted, float32",
+)
+A.add(
+    "softmax_backward_hidden",
+    ["softmax_backward"],
+    points=2,
+    cases=_softmax_hidden,
+    judge=_judge_softmax,
+    description="random weights with masked entries and empty rows, batch dimensions, float32 and float64",
+)
+A.add(
+    "attention_dv",
+    ["attention_backward"],
+    points=1,
+    cases=_attention_visible,
+    judge=_attention_judge(("dv",)),
+    description="dV on the seed's toy example, random inputs, a mask with an empty row, a causal float32 case",
+)
+A.add(
+    "attention_dv_hidden",
+    ["attention_backward"],
+    points=1,
+    cases=_attention_hidden,
+    judge=_attention_judge(("dv",)),
+    description="dV on random sizes, batch dimensions, causal and random masks, float32 and float64",
+)
+A.add(
+    "attention_dq_dk",
+    ["attention_backward"],
+    points=2,
+    cases=_attention_visible,
+    judge=_attention_judge(("dq", "dk")),
+    description="dQ and dK on the same inputs as attention_dv",
+)
+A.add(
+    "attention_dq_dk_hidden",
+    ["attention_backward"],
+    points=2,
+    cases=_attention_hidden,
+    judge=_attention_judge(("dq", "dk")),
+    description="dQ and dK on random sizes, batch dimensions, causal and random masks, float32 and float64",
+)
 
 export(A, globals())

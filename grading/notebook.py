@@ -34,8 +34,7 @@ class CheckFailed(AssertionError):
         return [f"\x1b[0;31m{type(self).__name__}\x1b[0m: {self}"]
 
 
-def run_check(assignment: Assignment, check_id: str, *functions: Callable,
-              seed: int | None = None) -> float | None:
+def run_check(assignment: Assignment, check_id: str, *functions: Callable, seed: int | None = None) -> float | None:
     """Run one check in this process on the learner's functions (given in the
     order of ``Check.functions``).
 
@@ -48,8 +47,10 @@ def run_check(assignment: Assignment, check_id: str, *functions: Callable,
     """
     chk = assignment.get(check_id)
     if len(functions) != len(chk.functions):
-        raise TypeError(f"check {check_id!r} takes {len(chk.functions)} function(s), "
-                        f"{', '.join(chk.functions)}; got {len(functions)}")
+        raise TypeError(
+            f"check {check_id!r} takes {len(chk.functions)} function(s), "
+            f"{', '.join(chk.functions)}; got {len(functions)}"
+        )
     if seed is None and chk.hidden:
         seed = hidden_seed(assignment.name)
     verdict = chk.grade(dict(zip(chk.functions, functions)), seed)
@@ -60,13 +61,16 @@ def run_check(assignment: Assignment, check_id: str, *functions: Callable,
     score = chk.score(verdict)
     if score <= 0:
         raise CheckFailed(verdict.message + extra)
-    print(f"partly right, {score:g} of {chk.points:g} points (the number below is this cell's "
-          f"score): {verdict.message}{extra}")
+    print(
+        f"partly right, {score:g} of {chk.points:g} points (the number below is this cell's "
+        f"score): {verdict.message}{extra}"
+    )
     return score
 
 
-def check_before_submit(assignment: Assignment, namespace: Mapping[str, Any], *,
-                        seed: int | None = None) -> dict[str, float]:
+def check_before_submit(
+    assignment: Assignment, namespace: Mapping[str, Any], *, seed: int | None = None
+) -> dict[str, float]:
     """The learner's "check before you submit": every check, said plainly.
 
     Runs every visible check and the learner's own copy of every hidden
@@ -90,10 +94,12 @@ def check_before_submit(assignment: Assignment, namespace: Mapping[str, Any], *,
     except Exception:  # not importable here (a sandbox, a copy outside the course folder)
         lib_missing = True
     if lib_missing:
-        print("Check before you submit: the checks compare your functions with the course's reference "
-              "implementation (the `lib` package), which cannot be imported here. Open this notebook from "
-              "the course folder (`./course lab`, see the welcome page) and run this cell again. Nothing "
-              "was checked.")
+        print(
+            "Check before you submit: the checks compare your functions with the course's reference "
+            "implementation (the `lib` package), which cannot be imported here. Open this notebook from "
+            "the course folder (`./course lab`, see the welcome page) and run this cell again. Nothing "
+            "was checked."
+        )
         return {}
     seed = secrets.randbits(31) if seed is None else int(seed)
     lines: list[str] = []
@@ -116,18 +122,18 @@ def check_before_submit(assignment: Assignment, namespace: Mapping[str, Any], *,
         if verdict.passed:
             lines.append(f"{head} passed.")
         elif "NotImplementedError" in verdict.message:
-            lines.append(f"{head} not answered yet ({', '.join(chk.functions)} still raises "
-                         "NotImplementedError).")
+            lines.append(f"{head} not answered yet ({', '.join(chk.functions)} still raises NotImplementedError).")
         else:
             how = "FAILED" if scores[chk.id] <= 0 else f"partly right, {scores[chk.id]:g} of {chk.points:g}"
-            lines.append(f"{head} {how}.\n    It checks: {chk.description}.\n    What went wrong: "
-                         f"{verdict.message}")
+            lines.append(f"{head} {how}.\n    It checks: {chk.description}.\n    What went wrong: {verdict.message}")
     got = round(sum(scores.values()), 2)
     print(f"Check before you submit ({assignment.name}): {got:g} of {total:g} points on these inputs.")
     print("\n".join(lines))
-    print("The hidden tests run again when your homework is graded, on inputs made for you (not these), "
-          "so passing their kinds here makes full marks likely, not certain. A failure above names the "
-          "case and the mistake; fix it and run this cell again (each run draws new hidden-kind inputs).")
+    print(
+        "The hidden tests run again when your homework is graded, on inputs made for you (not these), "
+        "so passing their kinds here makes full marks likely, not certain. A failure above names the "
+        "case and the mistake; fix it and run this cell again (each run draws new hidden-kind inputs)."
+    )
     return scores
 
 
@@ -139,14 +145,17 @@ def export(assignment: Assignment, namespace: dict) -> None:
     """
     bases = sorted({cid.removesuffix("_hidden") for cid in assignment.checks})
     for base in bases:
+
         def runner(*functions, hidden: bool = False, seed: int | None = None, _base=base) -> float | None:
             # Returns None on full marks; a partly right answer returns its
             # score, which becomes the cell's output and nbgrader's partial credit.
             return run_check(assignment, f"{_base}_hidden" if hidden else _base, *functions, seed=seed)
+
         runner.__name__ = runner.__qualname__ = f"check_{base}"
         variants = [c for c in (base, f"{base}_hidden") if c in assignment.checks]
         runner.__doc__ = "\n".join(
-            f"hidden={assignment.checks[c].hidden}: {assignment.checks[c].description}" for c in variants)
+            f"hidden={assignment.checks[c].hidden}: {assignment.checks[c].description}" for c in variants
+        )
         namespace[runner.__name__] = runner
     namespace.setdefault("ASSIGNMENT", assignment.name)
 

@@ -53,8 +53,7 @@ __all__ = [
 MAX_RESULT_SIZE = 1 << 20
 _FLOAT_TYPES = (np.float16, np.float32, np.float64)
 _SCALAR_TYPES = {
-    np.dtype(t).type
-    for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+    np.dtype(t).type for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 } | set(_FLOAT_TYPES)
 
 
@@ -162,7 +161,6 @@ def decode(data: Any) -> Any:
     raise ValueError(f"unknown tag {tag!r}")
 
 
-
 def rng_arg(seed: int) -> dict:
     """Plain data that decodes to a fresh ``numpy.random.default_rng(seed)``."""
     return {"rng": int(seed)}
@@ -199,14 +197,29 @@ def bounded(text: str, limit: int = 2000) -> str:
 
 def new_record(error: str | None = None) -> dict[str, Any]:
     """A result record with nothing in it yet (or only ``error``)."""
-    return {"value": None, "error": error, "forbidden": [], "warnings": [], "calls": [], "mutated": [],
-            "output": "", "lines": None, "seconds": 0.0}
+    return {
+        "value": None,
+        "error": error,
+        "forbidden": [],
+        "warnings": [],
+        "calls": [],
+        "mutated": [],
+        "output": "",
+        "lines": None,
+        "seconds": 0.0,
+    }
 
 
 #: The type of each key of a result record (``seconds`` is not read by the grader).
 _RECORD_TYPES: dict[str, type | tuple[type, ...]] = {
-    "value": (dict, type(None)), "error": (str, type(None)), "forbidden": list, "warnings": list,
-    "calls": list, "mutated": list, "output": str, "lines": (int, type(None)),
+    "value": (dict, type(None)),
+    "error": (str, type(None)),
+    "forbidden": list,
+    "warnings": list,
+    "calls": list,
+    "mutated": list,
+    "output": str,
+    "lines": (int, type(None)),
 }
 
 
@@ -223,5 +236,6 @@ def well_formed(record: Any) -> bool:
     for key, kind in _RECORD_TYPES.items():
         if not isinstance(record.get(key), kind) or isinstance(record.get(key), bool):
             return False
-    return all(isinstance(x, str) for x in record["forbidden"] + record["warnings"] + record["calls"]
-               + record["mutated"])
+    return all(
+        isinstance(x, str) for x in record["forbidden"] + record["warnings"] + record["calls"] + record["mutated"]
+    )

@@ -32,8 +32,7 @@ def _learner_error(exc: BaseException) -> str:
     text = str(exc)
     message = (f"{type(exc).__name__}: {text}" if text else type(exc).__name__)[:600]
     frames = [
-        f for f in traceback.extract_tb(exc.__traceback__)
-        if not os.path.realpath(f.filename).startswith(GRADING_DIR)
+        f for f in traceback.extract_tb(exc.__traceback__) if not os.path.realpath(f.filename).startswith(GRADING_DIR)
     ]
     ours = [f for f in frames if not os.path.realpath(f.filename).startswith(SYSTEM_DIRS)]
     where = (ours or frames)[-1:] if frames else []
@@ -56,8 +55,11 @@ def call_learner(fn: Any, args: Sequence, kwargs: Mapping, *, count_lines: bool 
     out = io.StringIO()
     before = _snapshots(args, kwargs)
     start = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(out), \
-            contextlib.redirect_stderr(out):
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(out),
+    ):
         warnings.simplefilter("always")
         watch = CallWatch(count_lines=count_lines)
         try:
@@ -99,8 +101,11 @@ def _snapshots(args: Sequence, kwargs: Mapping) -> dict[str, np.ndarray]:
 def _changed(before: dict[str, np.ndarray], args: Sequence, kwargs: Mapping) -> list[str]:
     """The names of array inputs whose contents the call changed (in place)."""
     after = _snapshots(args, kwargs)
-    return [name for name, old in before.items()
-            if name in after and not np.array_equal(old, after[name], equal_nan=old.dtype.kind == "f")][:5]
+    return [
+        name
+        for name, old in before.items()
+        if name in after and not np.array_equal(old, after[name], equal_nan=old.dtype.kind == "f")
+    ][:5]
 
 
 def run_cases(functions: Mapping[str, Any], cases: Iterable[Mapping]) -> list[dict]:

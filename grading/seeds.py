@@ -92,15 +92,19 @@ def course_secret(course: Path) -> tuple[bytes, str]:
             raise SecretMissing(
                 f"the course secret file {path} (c.CourseGrading.secret_file in {CONFIG}) cannot be read "
                 f"({exc.strerror or exc}). Make one with: python -m grading.seeds new-secret {path}  "
-                "(keep it: regrades need the same secret; never commit or release it)") from None
+                "(keep it: regrades need the same secret; never commit or release it)"
+            ) from None
         if not text:
-            raise SecretMissing(f"the course secret file {path} is empty; make one with: "
-                                f"python -m grading.seeds new-secret {path}")
+            raise SecretMissing(
+                f"the course secret file {path} is empty; make one with: python -m grading.seeds new-secret {path}"
+            )
         return text.encode(), f"the file {path}"
     course_id = config.get("CourseDirectory", {}).get("course_id")
     course_id = course_id if isinstance(course_id, str) and course_id else "default_course"
-    return course_id.encode(), (f"the default (the course id {course_id!r}): set c.CourseGrading.secret_file in "
-                                f"{CONFIG} to keep the hidden inputs unpredictable")
+    return course_id.encode(), (
+        f"the default (the course id {course_id!r}): set c.CourseGrading.secret_file in "
+        f"{CONFIG} to keep the hidden inputs unpredictable"
+    )
 
 
 def student_seed(course: Path, assignment: str, student: str) -> int:
@@ -144,8 +148,10 @@ def main(argv: list[str]) -> int:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(secrets.token_hex(32) + "\n")
-        print(f"wrote a new course secret to {path}; name it in nbgrader_config.py: "
-              f"c.CourseGrading.secret_file = {str(path)!r}")
+        print(
+            f"wrote a new course secret to {path}; name it in nbgrader_config.py: "
+            f"c.CourseGrading.secret_file = {str(path)!r}"
+        )
         return 0
     print(__doc__)
     return 2

@@ -29,14 +29,33 @@ FORBIDDEN_PACKAGES = ("lib", "grading", "torch", "scipy", "jax", "jaxlib", "tens
 #: thread or process) or an attempt to switch the watch off.
 _HIDING_PACKAGES = ("multiprocessing", "concurrent", "subprocess", "_posixsubprocess", "queue", "_queue", "ctypes")
 _HIDING_FUNCTIONS = {
-    ("sys", "setprofile"), ("sys", "settrace"), ("sys", "_setprofileallthreads"),
-    ("sys", "_settraceallthreads"), ("threading", "setprofile"), ("threading", "settrace"),
-    ("threading", "setprofile_all_threads"), ("threading", "settrace_all_threads"),
-    ("_thread", "start_new_thread"), ("_thread", "start_joinable_thread"), ("posix", "fork"),
-    ("posix", "system"), ("posix", "posix_spawn"), ("posix", "posix_spawnp"), ("posix", "execv"),
-    ("posix", "execve"), ("os", "fork"), ("os", "system"), ("os", "popen"), ("os", "execv"),
-    ("os", "execve"), ("os", "execl"), ("os", "execvp"), ("os", "spawnv"), ("os", "posix_spawn"),
-    ("threading", "start"), ("threading", "_start_new_thread"),
+    ("sys", "setprofile"),
+    ("sys", "settrace"),
+    ("sys", "_setprofileallthreads"),
+    ("sys", "_settraceallthreads"),
+    ("threading", "setprofile"),
+    ("threading", "settrace"),
+    ("threading", "setprofile_all_threads"),
+    ("threading", "settrace_all_threads"),
+    ("_thread", "start_new_thread"),
+    ("_thread", "start_joinable_thread"),
+    ("posix", "fork"),
+    ("posix", "system"),
+    ("posix", "posix_spawn"),
+    ("posix", "posix_spawnp"),
+    ("posix", "execv"),
+    ("posix", "execve"),
+    ("os", "fork"),
+    ("os", "system"),
+    ("os", "popen"),
+    ("os", "execv"),
+    ("os", "execve"),
+    ("os", "execl"),
+    ("os", "execvp"),
+    ("os", "spawnv"),
+    ("os", "posix_spawn"),
+    ("threading", "start"),
+    ("threading", "_start_new_thread"),
 }
 
 
@@ -68,8 +87,11 @@ _NUMPY_DIR = os.path.dirname(np.__file__)
 GRADING_DIR = os.path.realpath(os.path.dirname(__file__)) + os.sep
 #: The standard library's and the installed packages' folders.
 SYSTEM_DIRS = tuple(
-    {os.path.realpath(p) + os.sep for key in ("stdlib", "platstdlib", "purelib", "platlib")
-     if (p := sysconfig.get_paths().get(key))}
+    {
+        os.path.realpath(p) + os.sep
+        for key in ("stdlib", "platstdlib", "purelib", "platlib")
+        if (p := sysconfig.get_paths().get(key))
+    }
 )
 
 
@@ -115,7 +137,7 @@ class CallWatch:
         qualname = getattr(code, "co_qualname", code.co_name)
         for folder, package in self._packages.items():
             if filename.startswith(folder):  # named by where the code was loaded from
-                module = package + "." + filename[len(folder):].removesuffix(".py").replace(os.sep, ".")
+                module = package + "." + filename[len(folder) :].removesuffix(".py").replace(os.sep, ".")
                 module = module.removesuffix(".__init__")
                 top = package
                 break

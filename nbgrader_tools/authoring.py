@@ -72,9 +72,14 @@ def problems(path: str | Path, assignment: str) -> list[str]:
     for grade_id in tests:
         found.append(f"test cell {grade_id!r} has no check in grading")
     last = nb.cells[-1] if nb.cells else None
-    if last is None or nbgrader_meta(last).get("grade_id") != SELF_CHECK_ID \
-            or last.source.strip() != self_check_source(short).strip() \
-            or not nbgrader_meta(last).get("locked"):
-        found.append(f"the last cell must be the locked 'check before you submit' cell "
-                     f"(nbgrader_tools.cells.self_check_cells({short!r}))")
+    if (
+        last is None
+        or nbgrader_meta(last).get("grade_id") != SELF_CHECK_ID
+        or last.source.strip() != self_check_source(short).strip()
+        or not nbgrader_meta(last).get("locked")
+    ):
+        found.append(
+            f"the last cell must be the locked 'check before you submit' cell "
+            f"(nbgrader_tools.cells.self_check_cells({short!r}))"
+        )
     return found

@@ -33,8 +33,14 @@ KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "nam
 
 
 def _meta(grade_id: str, *, grade: bool, solution: bool, locked: bool, points: float | None = None) -> dict:
-    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": SCHEMA,
-            "solution": solution, "task": False}
+    meta = {
+        "grade": grade,
+        "grade_id": grade_id,
+        "locked": locked,
+        "schema_version": SCHEMA,
+        "solution": solution,
+        "task": False,
+    }
     if points is not None:
         meta["points"] = points
     return {"nbgrader": meta}
@@ -42,28 +48,28 @@ def _meta(grade_id: str, *, grade: bool, solution: bool, locked: bool, points: f
 
 def text_cell(source: str, grade_id: str):
     """A read-only markdown cell (task statements, explanations)."""
-    return nbformat.v4.new_markdown_cell(source.strip(), metadata=_meta(grade_id, grade=False, solution=False,
-                                                                        locked=True))
+    return nbformat.v4.new_markdown_cell(
+        source.strip(), metadata=_meta(grade_id, grade=False, solution=False, locked=True)
+    )
 
 
 def setup_cell(source: str, grade_id: str):
     """A read-only code cell (imports and setup)."""
-    return nbformat.v4.new_code_cell(source.strip(), metadata=_meta(grade_id, grade=False, solution=False,
-                                                                    locked=True))
+    return nbformat.v4.new_code_cell(source.strip(), metadata=_meta(grade_id, grade=False, solution=False, locked=True))
 
 
 def answer_cell(source: str, grade_id: str):
     """An answer cell; its ``### BEGIN SOLUTION`` region is cleared in the release."""
     if "### BEGIN SOLUTION" not in source:
         raise ValueError(f"answer cell {grade_id!r} has no ### BEGIN SOLUTION region")
-    return nbformat.v4.new_code_cell(source.strip(), metadata=_meta(grade_id, grade=False, solution=True,
-                                                                    locked=False))
+    return nbformat.v4.new_code_cell(source.strip(), metadata=_meta(grade_id, grade=False, solution=True, locked=False))
 
 
 def test_cell(source: str, grade_id: str, points: float):
     """A read-only, graded test cell (hidden tests between the HIDDEN TESTS markers)."""
-    return nbformat.v4.new_code_cell(source.strip(), metadata=_meta(grade_id, grade=True, solution=False,
-                                                                    locked=True, points=points))
+    return nbformat.v4.new_code_cell(
+        source.strip(), metadata=_meta(grade_id, grade=True, solution=False, locked=True, points=points)
+    )
 
 
 #: grade_id of the "check before you submit" cells at the end of every homework notebook.
@@ -87,12 +93,14 @@ else:
 
 def self_check_cells(short: str) -> list:
     """The two cells that end every homework notebook: a short text and the check cell."""
-    text = ("## Check before you submit\n\n"
-            "Run the next cell when you think you are done. It runs the visible tests above and your own "
-            "copy of the hidden tests: the same kinds of inputs (sizes, float32 and float64, batches, "
-            "extreme values) drawn fresh each time, not the ones used for grading. It says what passed, "
-            "what each failure means, and the points that would follow. The hidden tests run again when "
-            "your homework is graded.")
+    text = (
+        "## Check before you submit\n\n"
+        "Run the next cell when you think you are done. It runs the visible tests above and your own "
+        "copy of the hidden tests: the same kinds of inputs (sizes, float32 and float64, batches, "
+        "extreme values) drawn fresh each time, not the ones used for grading. It says what passed, "
+        "what each failure means, and the points that would follow. The hidden tests run again when "
+        "your homework is graded."
+    )
     return [text_cell(text, SELF_CHECK_TEXT_ID), setup_cell(self_check_source(short), SELF_CHECK_ID)]
 
 

@@ -53,8 +53,14 @@ def run_nbgrader_batch(commands: list[list[str]], cwd: Path, timeout: float = 18
     ``start``, ``reset``), so that the import of nbgrader and the start-up are
     paid once rather than once per command. Raises if any command fails.
     """
-    done = subprocess.run([sys.executable, "-m", "nbgrader_tools", "batch", json.dumps(commands)],
-                          cwd=cwd, env=nbgrader_env(), capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader_tools", "batch", json.dumps(commands)],
+        cwd=cwd,
+        env=nbgrader_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"nbgrader {commands} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
     return done.stdout + done.stderr
@@ -91,7 +97,7 @@ def batch_timings(output: str) -> dict[str, float]:
     found = {}
     for line in output.splitlines():
         if line.startswith(TIMING_PREFIX):
-            name, seconds = json.loads(line[len(TIMING_PREFIX):])
+            name, seconds = json.loads(line[len(TIMING_PREFIX) :])
             found[name] = seconds
     return found
 
@@ -161,4 +167,3 @@ def release(assignments: list[str] | None = None) -> list[Path]:
                     path.chmod(0o644)
             written.append(target / generated.name)
     return written
-

@@ -28,17 +28,23 @@ from sample_submissions import Builder
 
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "hw2_stable_softmax"
-POLICY = {"deadline": "2026-03-01 23:59", "timezone": "Europe/Berlin", "penalty": "10%", "period": "day",
-          "grace": "15m", "cap": "30%"}
+POLICY = {
+    "deadline": "2026-03-01 23:59",
+    "timezone": "Europe/Berlin",
+    "penalty": "10%",
+    "period": "day",
+    "grace": "15m",
+    "cap": "30%",
+}
 
 # student -> (fixture, timestamp.txt or None, expected raw score, expected penalty, late status)
 CLASS = {
     "on_time": ("solution", "2026-03-01 22:00:00.000000 UTC", 10, 0, "on_time"),
     "at_deadline": ("solution", "2026-03-01 23:59:00 Europe/Berlin", 10, 0, "on_time"),
-    "in_grace": ("solution", "2026-03-01 23:05:00.5 UTC", 10, 0, "in_grace"),          # 6 min late
-    "two_days": ("solution", "2026-03-03 12:00:00 UTC", 10, 2, "late"),                # 37 h: 2 days
-    "capped": ("solution", "2026-03-20 00:00:00 UTC", 10, 3, "late"),                  # 19 days: cap 3
-    "late_blank": ("blank", "2026-03-02 12:00:00 UTC", 0, 0, "late"),                  # never below 0
+    "in_grace": ("solution", "2026-03-01 23:05:00.5 UTC", 10, 0, "in_grace"),  # 6 min late
+    "two_days": ("solution", "2026-03-03 12:00:00 UTC", 10, 2, "late"),  # 37 h: 2 days
+    "capped": ("solution", "2026-03-20 00:00:00 UTC", 10, 3, "late"),  # 19 days: cap 3
+    "late_blank": ("blank", "2026-03-02 12:00:00 UTC", 0, 0, "late"),  # never below 0
     "bad_stamp": ("solution", "whenever I felt like it", 10, 0, "unreadable"),
     "no_stamp": ("solution", None, 10, 0, "no_time"),
 }
@@ -57,8 +63,17 @@ def graded(tmp_path_factory):
             (folder / "timestamp.txt").write_text(stamp + "\n")
     settings = Settings(limits=LIMITS, kernel_record=False)
     policy = late.make_policy(ASSIGNMENT, POLICY)
-    summary = grade_class(REPO, ASSIGNMENT, root / "submitted", out=root, workers=2, settings=settings,
-                          progress=False, log=quiet, late_policy=policy)
+    summary = grade_class(
+        REPO,
+        ASSIGNMENT,
+        root / "submitted",
+        out=root,
+        workers=2,
+        settings=settings,
+        progress=False,
+        log=quiet,
+        late_policy=policy,
+    )
     reports = root / "reports" / ASSIGNMENT
     rows = {r["student_id"]: r for r in csv.DictReader(io.StringIO((reports / "grades.csv").read_text()))}
     return {"root": root, "summary": summary, "rows": rows, "reports": reports, "settings": settings}
@@ -74,8 +89,16 @@ def test_grades_csv_shows_raw_score_penalty_and_final_score(graded):
         assert float(row["late_penalty"]) == penalty, student
         assert float(row["score"]) == raw - penalty, student
         assert float(row["percent"]) == pytest.approx(10 * (raw - penalty)), student
-        assert row["late"] == {"on_time": "on time", "in_grace": "in grace period", "late": "late",
-                               "unreadable": "time unreadable", "no_time": "time unknown"}[status], student
+        assert (
+            row["late"]
+            == {
+                "on_time": "on time",
+                "in_grace": "in grace period",
+                "late": "late",
+                "unreadable": "time unreadable",
+                "no_time": "time unknown",
+            }[status]
+        ), student
     assert rows["two_days"]["submitted_at"] == "2026-03-03T12:00:00+00:00"
     assert "1 d 13 h 1 min after the deadline (2 started days): late penalty 2 points" in rows["two_days"]["notes"]
     assert "capped at 30%" in rows["capped"]["notes"]
@@ -115,9 +138,13 @@ def gradebook_rows(root: Path) -> dict[str, dict]:
         out = {}
         for sub in gb.assignment_submissions(ASSIGNMENT):
             nb = sub.notebooks[0]
-            out[sub.student_id] = {"raw": sub.score, "penalty": sub.late_submission_penalty,
-                                   "timestamp": sub.timestamp, "duedate": duedate,
-                                   "nb_penalty": nb.late_submission_penalty}
+            out[sub.student_id] = {
+                "raw": sub.score,
+                "penalty": sub.late_submission_penalty,
+                "timestamp": sub.timestamp,
+                "duedate": duedate,
+                "nb_penalty": nb.late_submission_penalty,
+            }
         return out
 
 
@@ -136,8 +163,9 @@ def test_the_gradebook_holds_the_same_penalty_and_nbgrader_export_agrees(graded)
     from nbgrader_tools.scratch_course import run_nbgrader_batch
 
     shutil.copy(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
-    run_nbgrader_batch([["export", f"--db=sqlite:///{root / 'gradebook.db'}", f"--to={root / 'nbgrader.csv'}"]],
-                       cwd=root)
+    run_nbgrader_batch(
+        [["export", f"--db=sqlite:///{root / 'gradebook.db'}", f"--to={root / 'nbgrader.csv'}"]], cwd=root
+    )
     exported = {r["student_id"]: r for r in csv.DictReader(io.StringIO((root / "nbgrader.csv").read_text()))}
     for student, row in graded["rows"].items():
         assert float(exported[student]["score"]) == float(row["score"]), student
@@ -149,8 +177,17 @@ def test_moving_the_deadline_reprices_without_regrading(graded, tmp_path):
     root = graded["root"]
     moved = dict(POLICY, deadline="2026-03-31 23:59")
     messages = []
-    grade_class(REPO, ASSIGNMENT, root / "submitted", out=root, workers=2, settings=graded["settings"],
-                progress=False, log=messages.append, late_policy=late.make_policy(ASSIGNMENT, moved))
+    grade_class(
+        REPO,
+        ASSIGNMENT,
+        root / "submitted",
+        out=root,
+        workers=2,
+        settings=graded["settings"],
+        progress=False,
+        log=messages.append,
+        late_policy=late.make_policy(ASSIGNMENT, moved),
+    )
     assert any(f"{len(CLASS)} of {len(CLASS)} submissions already graded and unchanged" in m for m in messages)
     rows = {r["student_id"]: r for r in csv.DictReader(io.StringIO((graded["reports"] / "grades.csv").read_text()))}
     assert {s: float(r["late_penalty"]) for s, r in rows.items()} == {s: 0.0 for s in CLASS}
@@ -158,8 +195,17 @@ def test_moving_the_deadline_reprices_without_regrading(graded, tmp_path):
     page = (root / "feedback" / "two_days" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
     assert "Score: 10 / 10" in page and "late penalty" not in page
     # and back, so that the other tests of this module see the first policy whatever their order
-    grade_class(REPO, ASSIGNMENT, root / "submitted", out=root, workers=2, settings=graded["settings"],
-                progress=False, log=quiet, late_policy=late.make_policy(ASSIGNMENT, POLICY))
+    grade_class(
+        REPO,
+        ASSIGNMENT,
+        root / "submitted",
+        out=root,
+        workers=2,
+        settings=graded["settings"],
+        progress=False,
+        log=quiet,
+        late_policy=late.make_policy(ASSIGNMENT, POLICY),
+    )
     assert gradebook_rows(root)["two_days"]["penalty"] == 2
 
 
@@ -183,8 +229,10 @@ def test_item_analysis_matches_the_fixtures_known_scores(graded, capsys):
     for i, cell in enumerate(points):
         png = reports / "item_analysis" / f"item_{i + 1:02d}_{cell}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-        alt = (f"Histogram of the scores on {cell} ({points[cell]} points) of {n} submissions: "
-               f"{n - blanks} with full marks, 0 with part of the points, {blanks} with none")
+        alt = (
+            f"Histogram of the scores on {cell} ({points[cell]} points) of {n} submissions: "
+            f"{n - blanks} with full marks, 0 with part of the points, {blanks} with none"
+        )
         assert f'src="item_analysis/{png.name}" alt="{alt}' in page
     # on its own, from the gradebook, with the same numbers
     before = (reports / "item_analysis.json").read_text()

@@ -104,7 +104,9 @@ def errors(cells: list[dict]) -> list[str]:
     """Every error output, with the start of the cell that raised it."""
     return [
         f"{o['ename']}: {o['evalue']} (in: {cell['source'][:80]!r})"
-        for cell in cells for o in cell["outputs"] if o.get("output_type") == "error"
+        for cell in cells
+        for o in cell["outputs"]
+        if o.get("output_type") == "error"
     ]
 
 
@@ -117,8 +119,9 @@ def assert_stayed_home(log: PageLog) -> None:
 # --------------------------------------------------------------------------- the link from the book
 
 
-@pytest.mark.parametrize("page", ["chapters/04_scaled_dot_product_attention.html",
-                                  f"exercises/{HOMEWORK[0]}/{HOMEWORK[0]}.html"])
+@pytest.mark.parametrize(
+    "page", ["chapters/04_scaled_dot_product_attention.html", f"exercises/{HOMEWORK[0]}/{HOMEWORK[0]}.html"]
+)
 def test_each_notebook_page_has_a_run_in_the_browser_button_that_opens_it(open_page, page):
     view, log = open_page(page)
     button = view.locator("a.btn:has-text('Run in the browser')").first
@@ -143,11 +146,13 @@ def test_a_chapter_runs_in_the_browser_and_its_explorer_answers(book_browser, br
     assert not errors(cells), "cells raised errors in the browser:\n" + "\n".join(errors(cells))
     images = [o for c in code for o in c["outputs"] if "image/png" in o.get("data", {})]
     assert images, "no matplotlib figure came out of the chapter"
-    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {})
-               for c in code for o in c["outputs"]), "the explorer made no widget"
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for c in code for o in c["outputs"]), (
+        "the explorer made no widget"
+    )
     # The explorer is live: moving its slider re-runs the Python behind it.
-    slider = page.locator(".jp-OutputArea-output .widget-slider .noUi-handle, "
-                          ".jp-OutputArea-output .widget-slider input[type=range]").first
+    slider = page.locator(
+        ".jp-OutputArea-output .widget-slider .noUi-handle, .jp-OutputArea-output .widget-slider input[type=range]"
+    ).first
     slider.wait_for(state="visible", timeout=60_000)
     before = page.locator(".jp-OutputArea-output img.widget-image").first.get_attribute("src")
     readout = page.locator(".widget-slider .widget-readout").first.inner_text()
@@ -155,10 +160,16 @@ def test_a_chapter_runs_in_the_browser_and_its_explorer_answers(book_browser, br
     page.keyboard.press("Home")
     page.wait_for_function(
         "(old) => { const r = document.querySelector('.widget-slider .widget-readout');"
-        " return r && r.textContent.trim() !== old; }", arg=readout.strip(), timeout=30_000)
+        " return r && r.textContent.trim() !== old; }",
+        arg=readout.strip(),
+        timeout=30_000,
+    )
     page.wait_for_function(
         "(old) => { const i = document.querySelector('.jp-OutputArea-output img.widget-image');"
-        " return i && i.getAttribute('src') !== old; }", arg=before, timeout=60_000)
+        " return i && i.getAttribute('src') !== old; }",
+        arg=before,
+        timeout=60_000,
+    )
     page.screenshot(path=str(ROOT / "_build" / "screenshots" / "lite_chapter.png"))
     assert_stayed_home(log)
 
@@ -174,7 +185,8 @@ def solution_answers(assignment: str) -> dict[str, str]:
         meta = nbgrader_meta(cell)
         if meta.get("solution"):
             answers[meta["grade_id"]] = "\n".join(
-                line for line in cell.source.splitlines()
+                line
+                for line in cell.source.splitlines()
                 if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
             )
     return answers
@@ -200,8 +212,9 @@ def desktop_messages(assignment: str) -> dict[str, tuple[str, str]]:
 
     release = ROOT / "exercises" / assignment / f"{assignment}.ipynb"
     nb = nbformat.read(release, as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(release.parent)}}).execute()
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(release.parent)}}
+    ).execute()
     found = {}
     for cell in nb.cells:
         grade_id = nbgrader_meta(cell).get("grade_id")
@@ -233,11 +246,18 @@ def test_homework_visible_tests_fail_blank_and_pass_with_the_solution_in_the_bro
     tests = visible_tests(cells)
     assert tests, f"{assignment}: no visible test cell found in the release"
     for index, grade_id in tests:
-        got = [(exception_name(o["ename"]), o["evalue"])
-               for o in cells[index]["outputs"] if o.get("output_type") == "error"]
+        got = [
+            (exception_name(o["ename"]), o["evalue"])
+            for o in cells[index]["outputs"]
+            if o.get("output_type") == "error"
+        ]
         assert got, f"{assignment}: the blank release passes test cell {grade_id} in the browser"
-        assert grade_id in expected, f"{assignment}: test cell {grade_id} passes on the desktop but fails in the browser: {got}"
-        assert got[0] == expected[grade_id], f"{assignment}, {grade_id}: browser {got[0]} != desktop {expected[grade_id]}"
+        assert grade_id in expected, (
+            f"{assignment}: test cell {grade_id} passes on the desktop but fails in the browser: {got}"
+        )
+        assert got[0] == expected[grade_id], (
+            f"{assignment}, {grade_id}: browser {got[0]} != desktop {expected[grade_id]}"
+        )
 
     answers = solution_answers(assignment)
     pasted = 0
@@ -266,7 +286,9 @@ def test_lite_uses_only_the_sites_own_pyodide_and_verified_wheels():
     assert kernel["disablePyPIFallback"] is True
     pyodide = HTML / "lite" / "static" / "pyodide"
     lock = json.loads((pyodide / "pyodide-lock.json").read_text(encoding="utf-8"))
-    official = json.loads((ROOT / "_ext" / "node_modules" / "pyodide" / "pyodide-lock.json").read_text(encoding="utf-8"))
+    official = json.loads(
+        (ROOT / "_ext" / "node_modules" / "pyodide" / "pyodide-lock.json").read_text(encoding="utf-8")
+    )
     assert lock["info"] == official["info"]
     for name, entry in lock["packages"].items():
         data = (pyodide / entry["file_name"]).read_bytes()
@@ -275,8 +297,10 @@ def test_lite_uses_only_the_sites_own_pyodide_and_verified_wheels():
             assert entry == official["packages"][name], f"{name}: the site's lock entry differs from the official one"
     for must in ("numpy", "matplotlib", "sdpa-course", "ipywidgets"):
         assert must in lock["packages"], f"{must} is not shipped to the browser"
-    assert not re.search(r"fonts\.googleapis|cdn\.jsdelivr\.net/pyodide",
-                         (HTML / "lite" / "jupyter-lite.json").read_text(encoding="utf-8"))
+    assert not re.search(
+        r"fonts\.googleapis|cdn\.jsdelivr\.net/pyodide",
+        (HTML / "lite" / "jupyter-lite.json").read_text(encoding="utf-8"),
+    )
 
 
 def pytest_terminal_summary_lines() -> list[str]:

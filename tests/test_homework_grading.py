@@ -116,7 +116,9 @@ def test_other_values_are_described_without_calling_them():
     class SubArray(np.ndarray):
         pass
 
-    assert encode(Sneaky()) == {"other": f"{__name__}.test_other_values_are_described_without_calling_them.<locals>.Sneaky"}
+    assert encode(Sneaky()) == {
+        "other": f"{__name__}.test_other_values_are_described_without_calling_them.<locals>.Sneaky"
+    }
     assert "other" in encode(np.zeros(2).view(SubArray))
     assert encode((1, 2.5, None)) == {"tuple": [{"number": 1}, {"number": 2.5}, {"none": True}]}
     assert calls == []
@@ -161,11 +163,13 @@ def test_malformed_results_give_a_failed_verdict_not_an_exception():
     assert not check.compare(cases, []).passed
     assert not check.compare(cases, ["junk"] * len(cases)).passed
     record = run_cases({"softmax_rows": lambda z: z}, cases[:1])[0]
-    for bad in ({"array": {"dtype": "object", "shape": [1], "data": [1]}},
-                {"array": {"dtype": "int8", "shape": [1], "data": [10**6]}},
-                {"array": {"dtype": "float64", "shape": [-1, 5], "data": [1.0]}},
-                {"number": "a string"},
-                _nested(5000)):
+    for bad in (
+        {"array": {"dtype": "object", "shape": [1], "data": [1]}},
+        {"array": {"dtype": "int8", "shape": [1], "data": [10**6]}},
+        {"array": {"dtype": "float64", "shape": [-1, 5], "data": [1.0]}},
+        {"number": "a string"},
+        _nested(5000),
+    ):
         verdict = check.compare(cases, [{**record, "value": bad}] * len(cases))
         assert not verdict.passed and "could not be read" in verdict.message, bad
 
@@ -194,8 +198,12 @@ def _wrapper(z):
         pytest.param(lib.softmax, id="the reference itself"),
         pytest.param(lambda z: __import__("lib").softmax(z), id="dunder import"),
         pytest.param(lambda z: np.apply_along_axis(lib.softmax, -1, z), id="through numpy"),
-        pytest.param(types.FunctionType(lib.softmax.__code__, {"__name__": "learner", "np": np}, "copied",
-                                        lib.softmax.__defaults__), id="copied code object"),
+        pytest.param(
+            types.FunctionType(
+                lib.softmax.__code__, {"__name__": "learner", "np": np}, "copied", lib.softmax.__defaults__
+            ),
+            id="copied code object",
+        ),
     ],
 )
 def test_the_watch_sees_the_reference_however_it_is_reached(fn):
@@ -204,11 +212,14 @@ def test_the_watch_sees_the_reference_however_it_is_reached(fn):
 
 def test_the_watch_sees_an_import_inside_the_function():
     namespace: dict = {}
-    exec(textwrap.dedent("""
+    exec(
+        textwrap.dedent("""
         def f(z):
             from lib import softmax as s
             return s(z)
-    """), namespace)
+    """),
+        namespace,
+    )
     assert "lib.softmax.softmax" in _flags(namespace["f"], Z)
 
 
@@ -240,33 +251,40 @@ def fake_package(tmp_path, monkeypatch):
 
 def test_the_watch_sees_scipy_softmax(fake_package):
     """scipy is not installed here: a stand-in package at the same import path."""
-    fake_package("scipy", {
-        "__init__.py": "",
-        "special/__init__.py": """
+    fake_package(
+        "scipy",
+        {
+            "__init__.py": "",
+            "special/__init__.py": """
             import numpy as np
             def softmax(x, axis=None):
                 e = np.exp(x - np.max(x, axis=axis, keepdims=True))
                 return e / e.sum(axis=axis, keepdims=True)
         """,
-    })
+        },
+    )
     namespace: dict = {}
     exec("def f(z):\n    from scipy.special import softmax\n    return softmax(z, axis=-1)\n", namespace)
     assert "scipy.special.softmax" in _flags(namespace["f"], Z)
 
 
 def test_the_watch_sees_torch_functions_in_python_and_in_c(fake_package):
-    fake_package("torch", {
-        "__init__.py": "from . import nn\n",
-        "nn/__init__.py": "from . import functional\n",
-        "nn/functional.py": """
+    fake_package(
+        "torch",
+        {
+            "__init__.py": "from . import nn\n",
+            "nn/__init__.py": "from . import functional\n",
+            "nn/functional.py": """
             def scaled_dot_product_attention(q, k, v):
                 return q
         """,
-    })
+        },
+    )
     torch = importlib.import_module("torch")  # the stand-in
 
     assert "torch.nn.functional.scaled_dot_product_attention" in _flags(
-        lambda z: torch.nn.functional.scaled_dot_product_attention(z, z, z), Z)
+        lambda z: torch.nn.functional.scaled_dot_product_attention(z, z, z), Z
+    )
     # A C function (a 'c_call' event) is recognised by the module it names.
     c_function = types.SimpleNamespace(__module__="torch._C._nn", __name__="softmax")
     assert CallWatch()._classify_c(c_function) == "torch._C._nn.softmax"
@@ -409,8 +427,11 @@ def test_messages_name_the_future_position_that_leaks():
 
 
 def test_messages_give_the_largest_difference_and_where():
-    msg = _message("hw1_dot_product_scores", "scores_vectorized",
-                   scores_vectorized=lambda x: x @ np.swapaxes(x, -1, -2) + np.eye(x.shape[-2]) * 1e-3)
+    msg = _message(
+        "hw1_dot_product_scores",
+        "scores_vectorized",
+        scores_vectorized=lambda x: x @ np.swapaxes(x, -1, -2) + np.eye(x.shape[-2]) * 1e-3,
+    )
     assert "largest difference from the expected values is 0.001 at index (0, 0)" in msg
 
 
@@ -444,13 +465,17 @@ def test_messages_point_out_a_python_loop():
     def looped(x):
         return np.array([[x[i] @ x[j] for j in range(len(x))] for i in range(len(x))])
 
-    assert "it loops over the tokens" in _message("hw1_dot_product_scores", "vectorized_no_loop",
-                                                  scores_vectorized=looped)
+    assert "it loops over the tokens" in _message(
+        "hw1_dot_product_scores", "vectorized_no_loop", scores_vectorized=looped
+    )
 
 
 def test_messages_say_why_a_reference_call_earns_nothing():
-    msg = _message("hw4_scaled_dot_product_attention", "attention_matrix",
-                   attention=lambda q, k, v: lib.scaled_dot_product_attention(q, k, v, return_weights=True))
+    msg = _message(
+        "hw4_scaled_dot_product_attention",
+        "attention_matrix",
+        attention=lambda q, k, v: lib.scaled_dot_product_attention(q, k, v, return_weights=True),
+    )
     assert "attention calls lib.attention.scaled_dot_product_attention" in msg
     assert "asks for your own implementation" in msg
 
@@ -519,15 +544,17 @@ def test_the_variance_checks_catch_a_wrong_scale_and_an_ignored_generator():
         s = np.sum(rng.standard_normal((n, d_k)) * rng.standard_normal((n, d_k)), axis=1)
         return float(s.var()), float((s / d_k).var())
 
-    assert "it looks like S / d_k" in _message("hw5_sqrt_dk_experiment", "score_variance",
-                                               estimate_score_variance=by_dk)
+    assert "it looks like S / d_k" in _message(
+        "hw5_sqrt_dk_experiment", "score_variance", estimate_score_variance=by_dk
+    )
 
     def ignores_rng(d_k, n, rng):
         return np.sum(np.random.standard_normal((n, d_k)) * np.random.standard_normal((n, d_k)), axis=1)
 
     assert "same seed" in _message("hw5_sqrt_dk_experiment", "sample_scores", sample_scores=ignores_rng)
-    assert "different seeds" in _message("hw5_sqrt_dk_experiment", "score_variance",
-                                         estimate_score_variance=lambda d, n, rng: (float(d), 1.0))
+    assert "different seeds" in _message(
+        "hw5_sqrt_dk_experiment", "score_variance", estimate_score_variance=lambda d, n, rng: (float(d), 1.0)
+    )
 
 
 # ---------------------------------------------------------------- check before you submit (issue 11, item 6)
@@ -589,8 +616,9 @@ def test_the_released_notebook_runs_its_check_cell_in_the_course_folder(tmp_path
     nb = nbformat.reads(json.dumps(subs.submission("hw2_stable_softmax", cells)), as_version=4)
     folder = subs.REPO / "exercises" / "hw2_stable_softmax"
     env = {k: v for k, v in nbgrader_env().items() if k not in ("GRADING_HIDDEN_SEED",)}
-    client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}},
-                            allow_errors=True)
+    client = NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}, allow_errors=True
+    )
     old = dict(os.environ)
     os.environ.clear()
     os.environ.update(env)
@@ -614,15 +642,22 @@ def test_the_released_notebook_runs_its_check_cell_in_the_course_folder(tmp_path
 
 def _mistake_table() -> list[dict]:
     text = (subs.REPO / "appendix" / "instructors.md").read_text()
-    section = text[text.index("## Points in proportion to the mistake"):]
-    section = section[:section.index("\n## ", 5)]
+    section = text[text.index("## Points in proportion to the mistake") :]
+    section = section[: section.index("\n## ", 5)]
     rows = []
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 5 and cells[2].startswith("`") and cells[0].startswith("hw"):
             lo, _, hi = cells[3].partition("–")
-            rows.append({"short": cells[0], "file": cells[2].strip("`"), "lo": float(lo), "hi": float(hi or lo),
-                         "words": cells[4]})
+            rows.append(
+                {
+                    "short": cells[0],
+                    "file": cells[2].strip("`"),
+                    "lo": float(lo),
+                    "hi": float(hi or lo),
+                    "words": cells[4],
+                }
+            )
     return rows
 
 

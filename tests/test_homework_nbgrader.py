@@ -52,17 +52,21 @@ def _pipeline(root: Path, assignment: str) -> Run:
     """
     nbt.make_course(root, [assignment])
     checks = grading.checks_for(assignment)
-    expected = {"solution": subs.Expected(points=dict.fromkeys((c.id for c in checks), None)),
-                "blank": subs.Expected()}
+    expected = {"solution": subs.Expected(points=dict.fromkeys((c.id for c in checks), None)), "blank": subs.Expected()}
     nbt.submit(root, "solution", assignment, root / "solutions" / assignment / f"{assignment}.ipynb")
     nbt.submit(root, "blank", assignment, subs.REPO / "exercises" / assignment / f"{assignment}.ipynb")
     for _, path in subs.fixtures(assignment):
         earns, cells = subs.parse(path)
         expected[path.stem] = earns
         nbt.submit(root, path.stem, assignment, subs.submission(assignment, cells))
-    output = nbt.run_nbgrader_batch([["generate_assignment", assignment, "--force"],
-                                     ["autograde", assignment, "--force"],
-                                     ["generate_feedback", assignment, "--force"]], cwd=root)
+    output = nbt.run_nbgrader_batch(
+        [
+            ["generate_assignment", assignment, "--force"],
+            ["autograde", assignment, "--force"],
+            ["generate_feedback", assignment, "--force"],
+        ],
+        cwd=root,
+    )
     release = json.loads(nbt.release_path(root, assignment).read_text())
     run = Run(root, release, expected, nbt.scores(root, assignment))
     run.seconds = nbt.batch_timings(output)
@@ -74,9 +78,14 @@ def _pipeline(root: Path, assignment: str) -> Run:
 @pytest.fixture(scope="session")
 def homework_runs(request, tmp_path_factory) -> dict[str, Run | BaseException]:
     """Every assignment whose tests were selected, taken through nbgrader in parallel."""
-    wanted = sorted({item.callspec.params["assignment"] for item in request.session.items
-                     if getattr(getattr(item, "module", None), "__name__", None) == __name__
-                     and "assignment" in getattr(getattr(item, "callspec", None), "params", {})})
+    wanted = sorted(
+        {
+            item.callspec.params["assignment"]
+            for item in request.session.items
+            if getattr(getattr(item, "module", None), "__name__", None) == __name__
+            and "assignment" in getattr(getattr(item, "callspec", None), "params", {})
+        }
+    )
     base = tmp_path_factory.mktemp("homework")
 
     def one(name: str) -> Run | BaseException:
@@ -104,7 +113,8 @@ def test_committed_exercises_are_what_nbgrader_generates(run, assignment):
     committed = subs.release_notebook(assignment)
     assert committed == run.release, (
         f"exercises/{assignment} differs from what nbgrader generates from solutions/{assignment}; "
-        f"regenerate it with: python -m nbgrader_tools release {assignment}")
+        f"regenerate it with: python -m nbgrader_tools release {assignment}"
+    )
     folder = subs.REPO / "exercises" / assignment
     assert sorted(p.name for p in folder.iterdir()) == [f"{assignment}.ipynb"]
 

@@ -78,7 +78,7 @@ SOFTMAXES = [softmax_shift, softmax_logsumexp, softmax_float64, softmax_loop]
 def _attention(q, k, v, mask=None, softmax=softmax_shift, split_scale=False):
     d_k = q.shape[-1]
     if split_scale:  # q and k each scaled by d_k ** -1/4
-        c = np.asarray(d_k ** -0.25, dtype=q.dtype)
+        c = np.asarray(d_k**-0.25, dtype=q.dtype)
         s = np.einsum("...id,...jd->...ij", q * c, k * c)
     else:
         s = q @ np.swapaxes(k, -1, -2) / np.asarray(math.sqrt(d_k), dtype=q.dtype)
@@ -97,12 +97,13 @@ def _one_query(attn):
     def attend_one_query(q_i, k, v):
         o, w = attn(q_i[None, :], k, v)
         return o[0], w[0]
+
     return attend_one_query
 
 
 def _split(x, h):
     d = x.shape[-1] // h
-    return np.stack([x[..., m * d:(m + 1) * d] for m in range(h)], axis=-3)
+    return np.stack([x[..., m * d : (m + 1) * d] for m in range(h)], axis=-3)
 
 
 def _merge(x):
@@ -114,6 +115,7 @@ def _mha(attn):
     def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads):
         heads, _ = attn(_split(x @ w_q, n_heads), _split(x @ w_k, n_heads), _split(x @ w_v, n_heads))
         return _merge(heads) @ w_o
+
     return multi_head_attention
 
 
@@ -122,9 +124,9 @@ def _mha_per_head(x, w_q, w_k, w_v, w_o, n_heads):
     out = np.zeros(x.shape[:-1] + (w_o.shape[1],), dtype=np.float64)
     x64 = x.astype(np.float64)
     for m in range(n_heads):
-        q, k = x64 @ w_q[:, m * d_k:(m + 1) * d_k], x64 @ w_k[:, m * d_k:(m + 1) * d_k]
-        head, _ = _attention(q, k, x64 @ w_v[:, m * d_v:(m + 1) * d_v])
-        out += head @ w_o[m * d_v:(m + 1) * d_v]
+        q, k = x64 @ w_q[:, m * d_k : (m + 1) * d_k], x64 @ w_k[:, m * d_k : (m + 1) * d_k]
+        head, _ = _attention(q, k, x64 @ w_v[:, m * d_v : (m + 1) * d_v])
+        out += head @ w_o[m * d_v : (m + 1) * d_v]
     return out.astype(x.dtype)
 
 
@@ -132,9 +134,9 @@ def _running_lse(x, size):
     """Running (m, l) kept as a log-sum-exp per row, in float64."""
     states, lse = [], np.full(x.shape[:-1], -np.inf)
     for start in range(0, x.shape[-1], size):
-        block = x[..., start:start + size].astype(np.float64)
+        block = x[..., start : start + size].astype(np.float64)
         lse = np.logaddexp(lse, np.logaddexp.reduce(block, axis=-1))
-        m = np.max(x[..., :start + size], axis=-1)
+        m = np.max(x[..., : start + size], axis=-1)
         with np.errstate(invalid="ignore"):
             l = np.where(np.isneginf(m), 0.0, np.exp(lse - np.where(np.isneginf(m), 0, m)))
         states.append((m, l.astype(x.dtype)))
@@ -146,7 +148,7 @@ def _running_shift(x, size):
     l = np.zeros(x.shape[:-1], dtype=x.dtype)
     out = []
     for start in range(0, x.shape[-1], size):
-        b = x[..., start:start + size]
+        b = x[..., start : start + size]
         m_new = np.maximum(m, b.max(axis=-1))
         c = np.where(np.isneginf(m_new), 0, m_new)
         l = l * np.exp(np.where(np.isneginf(m), -np.inf, m - c)) + np.exp(b - c[..., None]).sum(axis=-1)
@@ -159,6 +161,7 @@ def _online(running, softmax_from_state):
     def online_softmax(x, size):
         m, l = running(x, size)[-1]
         return softmax_from_state(x, np.asarray(m)[..., None], np.asarray(l)[..., None])
+
     return online_softmax
 
 
@@ -189,6 +192,7 @@ def _blocked(dtype64: bool):
             p = np.exp(s - c[:, None])
             l, acc, m = l * r + p.sum(axis=1), acc * r[:, None] + p @ v_b.astype(work), m_new
         return (acc / np.where(l > 0, l, 1)[:, None]).astype(q.dtype)
+
     return blocked_attention
 
 
@@ -211,8 +215,11 @@ def _blocked_per_query(q, blocks):
 
 def _scores_loop(x):
     n = x.shape[0]
-    return np.array([[math.fsum(float(a) * float(b) for a, b in zip(x[i], x[j])) for j in range(n)]
-                     for i in range(n)]).reshape(n, n).astype(x.dtype)
+    return (
+        np.array([[math.fsum(float(a) * float(b) for a, b in zip(x[i], x[j])) for j in range(n)] for i in range(n)])
+        .reshape(n, n)
+        .astype(x.dtype)
+    )
 
 
 def _causal(n_q, n_k):
@@ -243,23 +250,26 @@ def _softmax_backward_loop(a, g):
 
 def _attention_backward(softmax=softmax_shift, backward=_softmax_backward_expanded, split_scale=False):
     """The backward pass from the forward weights of :func:`_attention` (in the inputs' dtype)."""
+
     def attention_backward(q, k, v, grad_out, mask=None):
         _, a = _attention(q, k, v, mask, softmax=softmax, split_scale=split_scale)
         d_k = q.shape[-1]
         dv = np.einsum("...ij,...ie->...je", a, grad_out)
         ds = backward(a, np.einsum("...ie,...je->...ij", grad_out, v))
         if split_scale:  # S = (c q)(c k)^T with c = d_k ** -1/4: each gradient gets c twice
-            c = np.asarray(d_k ** -0.25, dtype=q.dtype)
+            c = np.asarray(d_k**-0.25, dtype=q.dtype)
             return (ds @ (k * c)) * c, (np.swapaxes(ds, -1, -2) @ (q * c)) * c, dv
         ds = ds / np.asarray(math.sqrt(d_k), dtype=q.dtype)
         return np.einsum("...ij,...jd->...id", ds, k), np.einsum("...ij,...id->...jd", ds, q), dv
+
     return attention_backward
 
 
 def _attention_backward64(q, k, v, grad_out, mask=None):
     """Everything in float64 (log-sum-exp softmax, the Jacobian), rounded once at the end."""
     dq, dk, dv = _attention_backward(softmax_logsumexp, _softmax_backward_jacobian64)(
-        *(x.astype(np.float64) for x in (q, k, v, grad_out)), mask)
+        *(x.astype(np.float64) for x in (q, k, v, grad_out)), mask
+    )
     return dq.astype(q.dtype), dk.astype(k.dtype), dv.astype(v.dtype)
 
 
@@ -287,63 +297,96 @@ def _attention_backward_loops(q, k, v, grad_out, mask=None):
                 dQ[b, i] += ds * K[b, j]
                 dK[b, j] += ds * Q[b, i]
                 dV[b, j] += a[j] * G[b, i]
-    return (dQ.reshape(*lead, n_q, d_k).astype(q.dtype), dK.reshape(*lead, n_k, d_k).astype(k.dtype),
-            dV.reshape(*lead, n_k, d_v).astype(v.dtype))
+    return (
+        dQ.reshape(*lead, n_q, d_k).astype(q.dtype),
+        dK.reshape(*lead, n_k, d_k).astype(k.dtype),
+        dV.reshape(*lead, n_k, d_v).astype(v.dtype),
+    )
 
 
 IMPLEMENTATIONS: dict[str, list[dict]] = {
     "hw1_dot_product_scores": [
         {"scores_loop": _scores_loop, "scores_vectorized": lambda x: np.einsum("...id,...jd->...ij", x, x)},
-        {"scores_loop": lambda x: np.array([x @ row for row in x], dtype=x.dtype).reshape(len(x), len(x)),
-         "scores_vectorized": lambda x: (x.astype(np.float64) @ np.swapaxes(x, -1, -2).astype(np.float64)
-                                         ).astype(x.dtype)},
+        {
+            "scores_loop": lambda x: np.array([x @ row for row in x], dtype=x.dtype).reshape(len(x), len(x)),
+            "scores_vectorized": lambda x: (x.astype(np.float64) @ np.swapaxes(x, -1, -2).astype(np.float64)).astype(
+                x.dtype
+            ),
+        },
     ],
     "hw2_stable_softmax": [{"softmax_rows": f} for f in SOFTMAXES],
     "hw3_queries_keys_values": [
-        {"project_qkv": lambda x, *ws: tuple(np.einsum("...nd,de->...ne", x, w) for w in ws),
-         "score_matrix": lambda q, k: np.einsum("...id,...jd->...ij", q, k)},
-        {"project_qkv": lambda x, *ws: tuple((x.astype(np.float64) @ w.astype(np.float64)).astype(x.dtype)
-                                             for w in ws),
-         "score_matrix": lambda q, k: (q[..., :, None, :] * k[..., None, :, :]).sum(-1)},
+        {
+            "project_qkv": lambda x, *ws: tuple(np.einsum("...nd,de->...ne", x, w) for w in ws),
+            "score_matrix": lambda q, k: np.einsum("...id,...jd->...ij", q, k),
+        },
+        {
+            "project_qkv": lambda x, *ws: tuple(
+                (x.astype(np.float64) @ w.astype(np.float64)).astype(x.dtype) for w in ws
+            ),
+            "score_matrix": lambda q, k: (q[..., :, None, :] * k[..., None, :, :]).sum(-1),
+        },
     ],
     "hw4_scaled_dot_product_attention": [
         {"attend_one_query": _one_query(_attention), "attention": _attention},
         {"attend_one_query": _one_query(_attention64), "attention": _attention64},
-        {"attend_one_query": _one_query(lambda q, k, v: _attention(q, k, v, softmax=softmax_logsumexp,
-                                                                   split_scale=True)),
-         "attention": lambda q, k, v: _attention(q, k, v, softmax=softmax_logsumexp, split_scale=True)},
+        {
+            "attend_one_query": _one_query(
+                lambda q, k, v: _attention(q, k, v, softmax=softmax_logsumexp, split_scale=True)
+            ),
+            "attention": lambda q, k, v: _attention(q, k, v, softmax=softmax_logsumexp, split_scale=True),
+        },
     ],
     "hw6_causal_masking": [
         {"causal_mask": _causal, "masked_attention": _attention},
-        {"causal_mask": lambda n_q, n_k: ~np.triu(np.ones((n_q, n_k), bool), 1),
-         "masked_attention": _attention64},
-        {"causal_mask": lambda n_q, n_k: np.arange(n_k) <= np.arange(n_q)[:, None],
-         "masked_attention": lambda q, k, v, mask: _attention(q, k, v, mask, softmax=softmax_logsumexp,
-                                                              split_scale=True)},
+        {"causal_mask": lambda n_q, n_k: ~np.triu(np.ones((n_q, n_k), bool), 1), "masked_attention": _attention64},
+        {
+            "causal_mask": lambda n_q, n_k: np.arange(n_k) <= np.arange(n_q)[:, None],
+            "masked_attention": lambda q, k, v, mask: _attention(
+                q, k, v, mask, softmax=softmax_logsumexp, split_scale=True
+            ),
+        },
     ],
     "hw7_multi_head_attention": [
         {"split_heads": _split, "merge_heads": _merge, "multi_head_attention": _mha(_attention)},
-        {"split_heads": lambda x, h: np.swapaxes(x.reshape(*x.shape[:-1], h, -1), -2, -3),
-         "merge_heads": lambda x: np.concatenate(list(np.moveaxis(x, -3, 0)), axis=-1),
-         "multi_head_attention": _mha_per_head},
-        {"split_heads": _split, "merge_heads": _merge,
-         "multi_head_attention": _mha(lambda q, k, v: _attention(q, k, v, softmax=softmax_logsumexp,
-                                                                 split_scale=True))},
+        {
+            "split_heads": lambda x, h: np.swapaxes(x.reshape(*x.shape[:-1], h, -1), -2, -3),
+            "merge_heads": lambda x: np.concatenate(list(np.moveaxis(x, -3, 0)), axis=-1),
+            "multi_head_attention": _mha_per_head,
+        },
+        {
+            "split_heads": _split,
+            "merge_heads": _merge,
+            "multi_head_attention": _mha(
+                lambda q, k, v: _attention(q, k, v, softmax=softmax_logsumexp, split_scale=True)
+            ),
+        },
     ],
     "hw8_online_softmax": [
-        {"running_max_and_sum": _running_shift, "online_softmax": _online(_running_shift, _from_state_divide),
-         "blocked_attention": _blocked(False)},
-        {"running_max_and_sum": _running_lse, "online_softmax": _online(_running_lse, _from_state_log),
-         "blocked_attention": _blocked(True)},
-        {"running_max_and_sum": _running_shift, "online_softmax": _online(_running_lse, _from_state_divide),
-         "blocked_attention": _blocked_per_query},
+        {
+            "running_max_and_sum": _running_shift,
+            "online_softmax": _online(_running_shift, _from_state_divide),
+            "blocked_attention": _blocked(False),
+        },
+        {
+            "running_max_and_sum": _running_lse,
+            "online_softmax": _online(_running_lse, _from_state_log),
+            "blocked_attention": _blocked(True),
+        },
+        {
+            "running_max_and_sum": _running_shift,
+            "online_softmax": _online(_running_lse, _from_state_divide),
+            "blocked_attention": _blocked_per_query,
+        },
     ],
     "hw9_attention_backward": [
         {"softmax_backward": _softmax_backward_expanded, "attention_backward": _attention_backward()},
         {"softmax_backward": _softmax_backward_jacobian64, "attention_backward": _attention_backward64},
         {"softmax_backward": _softmax_backward_loop, "attention_backward": _attention_backward_loops},
-        {"softmax_backward": _softmax_backward_expanded,
-         "attention_backward": _attention_backward(softmax_logsumexp, _softmax_backward_loop, split_scale=True)},
+        {
+            "softmax_backward": _softmax_backward_expanded,
+            "attention_backward": _attention_backward(softmax_logsumexp, _softmax_backward_loop, split_scale=True),
+        },
     ],
 }
 
@@ -390,11 +433,17 @@ def test_every_sound_online_softmax_passes_homework_8_on_extreme_logits(z, size)
 
 
 @settings(max_examples=150, derandomize=True, deadline=None)
-@given(data=st.data(), dtype=st.sampled_from([np.float32, np.float64]),
-       lead=st.sampled_from([(), (2,), (2, 2)]), n_q=st.integers(1, 5), n_k=st.integers(1, 5),
-       d_k=st.integers(1, 6), d_v=st.integers(1, 3), scale=st.sampled_from([0.1, 1.0, 4.0, 12.0]))
-def test_every_sound_attention_passes_homeworks_4_and_6_with_large_scores(data, dtype, lead, n_q, n_k, d_k, d_v,
-                                                                         scale):
+@given(
+    data=st.data(),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    lead=st.sampled_from([(), (2,), (2, 2)]),
+    n_q=st.integers(1, 5),
+    n_k=st.integers(1, 5),
+    d_k=st.integers(1, 6),
+    d_v=st.integers(1, 3),
+    scale=st.sampled_from([0.1, 1.0, 4.0, 12.0]),
+)
+def test_every_sound_attention_passes_homeworks_4_and_6_with_large_scores(data, dtype, lead, n_q, n_k, d_k, d_v, scale):
     rng = np.random.default_rng(data.draw(grading_seeds))
     q, k = ((rng.standard_normal((*lead, n, d_k)) * scale).astype(dtype) for n in (n_q, n_k))
     v = rng.standard_normal((*lead, n_k, d_v)).astype(dtype)
@@ -408,12 +457,20 @@ def test_every_sound_attention_passes_homeworks_4_and_6_with_large_scores(data, 
 
 
 @settings(max_examples=120, derandomize=True, deadline=None)
-@given(data=st.data(), dtype=st.sampled_from([np.float32, np.float64]),
-       lead=st.sampled_from([(), (2,), (2, 2)]), n_q=st.integers(1, 5), n_k=st.integers(1, 5),
-       d_k=st.integers(1, 6), d_v=st.integers(1, 3), scale=st.sampled_from([0.1, 1.0, 4.0, 12.0]),
-       masked=st.booleans())
-def test_every_sound_backward_pass_passes_homework_9_with_large_scores(data, dtype, lead, n_q, n_k, d_k, d_v,
-                                                                       scale, masked):
+@given(
+    data=st.data(),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    lead=st.sampled_from([(), (2,), (2, 2)]),
+    n_q=st.integers(1, 5),
+    n_k=st.integers(1, 5),
+    d_k=st.integers(1, 6),
+    d_v=st.integers(1, 3),
+    scale=st.sampled_from([0.1, 1.0, 4.0, 12.0]),
+    masked=st.booleans(),
+)
+def test_every_sound_backward_pass_passes_homework_9_with_large_scores(
+    data, dtype, lead, n_q, n_k, d_k, d_v, scale, masked
+):
     """Large scores make the weights nearly one-hot, where dS is a difference of nearly equal numbers."""
     rng = np.random.default_rng(data.draw(grading_seeds))
     q, k = ((rng.standard_normal((*lead, n, d_k)) * scale).astype(dtype) for n in (n_q, n_k))
@@ -422,8 +479,9 @@ def test_every_sound_backward_pass_passes_homework_9_with_large_scores(data, dty
     mask = rng.random((n_q, n_k)) < 0.6 if masked else None
     _, a = _attention(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64), mask)
     for functions in IMPLEMENTATIONS["hw9_attention_backward"]:
-        verdict = _verdict("hw9_attention_backward", "softmax_backward_hidden", functions, a.astype(dtype), g @
-                           np.swapaxes(v, -1, -2))
+        verdict = _verdict(
+            "hw9_attention_backward", "softmax_backward_hidden", functions, a.astype(dtype), g @ np.swapaxes(v, -1, -2)
+        )
         assert verdict.passed, verdict.message
         for check_id in ("attention_dv_hidden", "attention_dq_dk_hidden"):
             verdict = _verdict("hw9_attention_backward", check_id, functions, q, k, v, g, mask)

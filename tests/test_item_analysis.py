@@ -45,10 +45,20 @@ def analysed(tmp_path_factory):
     reports = root / "reports" / ASSIGNMENT
     with gradebook.Writer(url, "sdpa-course") as w:
         for student, cells in SCORES.items():
-            result = {"student": student, "assignment": ASSIGNMENT, "notebook": ASSIGNMENT, "comments": {},
-                      "cells": {gid: {"points": POINTS[gid], "score": float(v),
-                                      "message": MESSAGES.get((student, gid), "all cases match")}
-                                for gid, v in cells.items()}}
+            result = {
+                "student": student,
+                "assignment": ASSIGNMENT,
+                "notebook": ASSIGNMENT,
+                "comments": {},
+                "cells": {
+                    gid: {
+                        "points": POINTS[gid],
+                        "score": float(v),
+                        "message": MESSAGES.get((student, gid), "all cases match"),
+                    }
+                    for gid, v in cells.items()
+                },
+            }
             w.write(result)
             write_json_atomic(reports / "results" / f"{student}.json", result)
     # An instructor's manual grade: eve's softmax_basic becomes 2 (full) in formgrader.
@@ -57,8 +67,9 @@ def analysed(tmp_path_factory):
     with Gradebook(url, course_id="sdpa-course") as gb:
         gb.find_grade("softmax_basic", ASSIGNMENT, ASSIGNMENT, "eve").manual_score = 2.0
         gb.db.commit()
-    analysis = item_analysis.write(url, "sdpa-course", ASSIGNMENT, reports,
-                                   order=item_analysis.release_order(REPO, ASSIGNMENT))
+    analysis = item_analysis.write(
+        url, "sdpa-course", ASSIGNMENT, reports, order=item_analysis.release_order(REPO, ASSIGNMENT)
+    )
     return {"analysis": analysis, "reports": reports}
 
 
@@ -91,19 +102,23 @@ def test_alike_messages_are_counted_together_most_common_first(analysed):
     large = items["softmax_large"]["messages"]
     assert [(m["count"], m["message"]) for m in large] == [
         (2, "row # of case # holds NaN: did exp overflow? subtract each row's maximum first"),
-        (1, "the output is float64 but the input was float32")]
+        (1, "the output is float64 but the input was float32"),
+    ]
     assert large[0]["example"] == OVERFLOW.format(0, 1)
     assert items["softmax_masked"]["messages"][0]["count"] == 2
-    assert items["softmax_basic"]["messages"] == [{"message": "all cases match", "count": 1,
-                                                   "example": "all cases match"}]  # cid's partial score
+    assert items["softmax_basic"]["messages"] == [
+        {"message": "all cases match", "count": 1, "example": "all cases match"}
+    ]  # cid's partial score
 
 
 def test_the_report_page_csv_and_histograms(analysed):
     reports = analysed["reports"]
     page = (reports / "item_analysis.html").read_text()
     assert page.count("<img ") == 4 and page.count(' alt="Histogram of the scores on ') == 4
-    assert ('alt="Histogram of the scores on softmax_hidden (4 points) of 5 submissions: 2 with full marks, '
-            '2 with part of the points, 1 with none; mean 2.20."') in page
+    assert (
+        'alt="Histogram of the scores on softmax_hidden (4 points) of 5 submissions: 2 with full marks, '
+        '2 with part of the points, 1 with none; mean 2.20."'
+    ) in page
     assert "<td>40%</td>" in page  # softmax_large: 2 of 5
     for png in sorted((reports / "item_analysis").glob("*.png")):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -116,8 +131,17 @@ def test_the_report_page_csv_and_histograms(analysed):
 def test_histogram_colours_are_the_colour_blind_safe_blue():
     from matplotlib import image
 
-    item = {"cell": "c", "points": 2.0, "scores": [0, 2, 2, 1], "pass_rate": 0.5, "mean": 1.25,
-            "students": 4, "full": 2, "partial": 1, "zero": 1}
+    item = {
+        "cell": "c",
+        "points": 2.0,
+        "scores": [0, 2, 2, 1],
+        "pass_rate": 0.5,
+        "mean": 1.25,
+        "students": 4,
+        "full": 2,
+        "partial": 1,
+        "zero": 1,
+    }
     path = Path(__file__).parent / ".item_hist_test.png"
     try:
         item_analysis.histogram(item, path)

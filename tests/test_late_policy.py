@@ -30,14 +30,17 @@ def cost(p: late.Policy, stamp: str | None, raw: float = 10.0, **kw) -> dict:
 # ---------------------------------------------------------------- reading times
 
 
-@pytest.mark.parametrize("text, utc", [
-    ("2026-03-01 22:59:59.123456 UTC", "2026-03-01T22:59:59.123456+00:00"),   # nbgrader's timestamp.txt
-    ("2026-03-01 23:59:59 Europe/Berlin", "2026-03-01T22:59:59+00:00"),       # CET is UTC+1 in March
-    ("2026-07-01 23:59:59 Europe/Berlin", "2026-07-01T21:59:59+00:00"),       # CEST is UTC+2 in July
-    ("2026-03-01T23:59:59+01:00", "2026-03-01T22:59:59+00:00"),
-    ("2026-03-01T22:59:59Z", "2026-03-01T22:59:59+00:00"),
-    ("2026-03-01 23:59:59 -05:00", "2026-03-02T04:59:59+00:00"),
-])
+@pytest.mark.parametrize(
+    "text, utc",
+    [
+        ("2026-03-01 22:59:59.123456 UTC", "2026-03-01T22:59:59.123456+00:00"),  # nbgrader's timestamp.txt
+        ("2026-03-01 23:59:59 Europe/Berlin", "2026-03-01T22:59:59+00:00"),  # CET is UTC+1 in March
+        ("2026-07-01 23:59:59 Europe/Berlin", "2026-07-01T21:59:59+00:00"),  # CEST is UTC+2 in July
+        ("2026-03-01T23:59:59+01:00", "2026-03-01T22:59:59+00:00"),
+        ("2026-03-01T22:59:59Z", "2026-03-01T22:59:59+00:00"),
+        ("2026-03-01 23:59:59 -05:00", "2026-03-02T04:59:59+00:00"),
+    ],
+)
 def test_times_with_a_zone_are_read_in_that_zone(text, utc):
     assert late.parse_time(text, BERLIN).astimezone(UTC).isoformat() == utc
 
@@ -49,14 +52,17 @@ def test_a_time_without_a_zone_is_taken_in_the_policy_zone():
     assert late.parse_time("2026-03-01-12-00-00", BERLIN).astimezone(UTC).hour == 11
 
 
-@pytest.mark.parametrize("text, words", [
-    ("yesterday evening", "is not a date and time"),
-    ("2026-03-01 10:00:00 Mars/Olympus", "ends with an unknown time zone 'Mars/Olympus'"),
-    ("not-a-date", "is not a date and time"),
-    ("2026-13-45 10:00:00 UTC", "is not a date and time"),
-    ("", "is empty"),
-    ("2026-03-01T10:00:00+01:00 UTC", "gives its time zone twice"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("yesterday evening", "is not a date and time"),
+        ("2026-03-01 10:00:00 Mars/Olympus", "ends with an unknown time zone 'Mars/Olympus'"),
+        ("not-a-date", "is not a date and time"),
+        ("2026-13-45 10:00:00 UTC", "is not a date and time"),
+        ("", "is empty"),
+        ("2026-03-01T10:00:00+01:00 UTC", "gives its time zone twice"),
+    ],
+)
 def test_bad_timestamp_text_gives_a_clear_message(text, words):
     with pytest.raises(late.TimestampError) as info:
         late.parse_time(text, UTC, source="the submission time in alice/hw2/timestamp.txt")
@@ -70,16 +76,19 @@ def test_a_bad_timestamp_costs_nothing_and_says_so():
     assert "alice/hw2/timestamp.txt" in out["note"] and "check this submission's time by hand" in out["note"]
 
 
-@pytest.mark.parametrize("settings, words", [
-    ({"deadline": "next friday"}, "the deadline of hw2_stable_softmax"),
-    ({"timezone": "Mars/Olympus"}, "unknown time zone 'Mars/Olympus'"),
-    ({"penalty": "ten"}, "LatePolicy.penalty 'ten'"),
-    ({"penalty": "-5"}, "must be 0 or more"),
-    ({"period": "week"}, "'day' or 'hour'"),
-    ({"grace": "a while"}, "LatePolicy.grace 'a while' is not a duration"),
-    ({"cap": "50 percent"}, "LatePolicy.cap"),
-    ({"dedline": "2026-03-01"}, "unknown late-policy setting(s) dedline"),
-])
+@pytest.mark.parametrize(
+    "settings, words",
+    [
+        ({"deadline": "next friday"}, "the deadline of hw2_stable_softmax"),
+        ({"timezone": "Mars/Olympus"}, "unknown time zone 'Mars/Olympus'"),
+        ({"penalty": "ten"}, "LatePolicy.penalty 'ten'"),
+        ({"penalty": "-5"}, "must be 0 or more"),
+        ({"period": "week"}, "'day' or 'hour'"),
+        ({"grace": "a while"}, "LatePolicy.grace 'a while' is not a duration"),
+        ({"cap": "50 percent"}, "LatePolicy.cap"),
+        ({"dedline": "2026-03-01"}, "unknown late-policy setting(s) dedline"),
+    ],
+)
 def test_a_bad_policy_setting_names_itself(settings, words):
     with pytest.raises(late.LatePolicyError) as info:
         late.make_policy("hw2_stable_softmax", {"deadline": "2026-03-01 23:59", **settings})
@@ -98,28 +107,28 @@ def test_exactly_at_the_deadline_is_on_time_and_one_microsecond_later_is_late():
 
 def test_every_started_period_costs_the_penalty():
     p = policy(penalty="10%", period="day")  # 1 point of 10 per started day
-    assert cost(p, "2026-03-02 23:59:00 UTC")["penalty"] == 1      # exactly 24 h late: one day
-    assert cost(p, "2026-03-02 23:59:01 UTC")["penalty"] == 2      # 24 h and 1 s: a second day started
+    assert cost(p, "2026-03-02 23:59:00 UTC")["penalty"] == 1  # exactly 24 h late: one day
+    assert cost(p, "2026-03-02 23:59:01 UTC")["penalty"] == 2  # 24 h and 1 s: a second day started
     hourly = policy(penalty="0.5", period="hour")
-    out = cost(hourly, "2026-03-02 02:30:00 UTC")                   # 2 h 31 min late: 3 started hours
+    out = cost(hourly, "2026-03-02 02:30:00 UTC")  # 2 h 31 min late: 3 started hours
     assert out["periods"] == 3 and out["penalty"] == 1.5 and out["final_score"] == 8.5
 
 
 def test_the_grace_period_is_free_and_lateness_after_it_counts_from_the_deadline():
     p = policy(penalty="1", period="hour", grace="15m")
-    inside = cost(p, "2026-03-02 00:14:00 UTC")                    # 15 min late: the edge of grace
+    inside = cost(p, "2026-03-02 00:14:00 UTC")  # 15 min late: the edge of grace
     assert inside["status"] == "in_grace" and inside["penalty"] == 0 and "grace period" in inside["note"]
     edge = cost(p, "2026-03-02 00:14:00.5 UTC")
     assert edge["status"] == "late" and edge["periods"] == 1 and edge["penalty"] == 1
-    later = cost(p, "2026-03-02 01:30:00 UTC")                     # 1 h 31 min after the deadline: 2 hours
+    later = cost(p, "2026-03-02 01:30:00 UTC")  # 1 h 31 min after the deadline: 2 hours
     assert later["periods"] == 2 and later["penalty"] == 2
 
 
 def test_the_cap_and_the_score_bound_the_penalty():
     p = policy(penalty="20%", period="day", cap="50%")
-    week = cost(p, "2026-03-08 12:00:00 UTC")                       # 7 started days: 14 points, capped at 5
+    week = cost(p, "2026-03-08 12:00:00 UTC")  # 7 started days: 14 points, capped at 5
     assert week["periods"] == 7 and week["penalty"] == 5 and week["final_score"] == 5 and "capped" in week["note"]
-    low = cost(p, "2026-03-08 12:00:00 UTC", raw=3.0)               # never below 0 (nbgrader's rule)
+    low = cost(p, "2026-03-08 12:00:00 UTC", raw=3.0)  # never below 0 (nbgrader's rule)
     assert low["penalty"] == 3 and low["final_score"] == 0 and "limited to the raw score" in low["note"]
 
 
@@ -129,7 +138,7 @@ def test_the_deadline_zone_and_the_timestamp_zone_are_compared_as_instants():
     out = cost(p, "2026-03-01 23:30:00 UTC")
     assert out["status"] == "late" and out["seconds_late"] == 31 * 60
     assert out["deadline"] == "2026-03-01T22:59:00+00:00" and out["submitted_at"] == "2026-03-01T23:30:00+00:00"
-    assert cost(p, "2026-03-01 23:30:00")["status"] == "on_time"    # naive: Berlin time, 29 min early
+    assert cost(p, "2026-03-01 23:30:00")["status"] == "on_time"  # naive: Berlin time, 29 min early
 
 
 def test_without_a_deadline_nothing_is_late():
@@ -157,7 +166,7 @@ def test_lms_exports_canvas_late_marker_blackboard_date_moodle_nothing():
     assert moodle["status"] == "no_time" and moodle["penalty"] == 0 and "--timestamps" in moodle["note"]
     stamp, marked = intake.lms_time("Homework 2_jsmith_attempt_2026-03-02-01-00-00_hw2_stable_softmax.ipynb")
     assert (stamp, marked) == ("2026-03-02-01-00-00", None)
-    bb = cost(p, stamp, timestamp_source="Blackboard")               # 01:00 Berlin = 1 h 1 min late: 1 day
+    bb = cost(p, stamp, timestamp_source="Blackboard")  # 01:00 Berlin = 1 h 1 min late: 1 day
     assert bb["status"] == "late" and bb["seconds_late"] == 61 * 60 and bb["penalty"] == 1
     assert intake.lms_time("doejohn_LATE_222_333_hw2_stable_softmax-1.ipynb") == (None, True)
     assert intake.lms_time("smithjane_101_9001_hw2_stable_softmax.ipynb") == (None, False)
@@ -165,8 +174,11 @@ def test_lms_exports_canvas_late_marker_blackboard_date_moodle_nothing():
 
 
 def test_lms_times_reach_the_submissions(tmp_path):
-    for name in ("smithjane_101_9001_hw2_stable_softmax.ipynb", "doejohn_LATE_102_9002_hw2_stable_softmax-1.ipynb",
-                 "Homework 2_jsmith_attempt_2026-03-02-01-00-00_hw2_stable_softmax.ipynb"):
+    for name in (
+        "smithjane_101_9001_hw2_stable_softmax.ipynb",
+        "doejohn_LATE_102_9002_hw2_stable_softmax-1.ipynb",
+        "Homework 2_jsmith_attempt_2026-03-02-01-00-00_hw2_stable_softmax.ipynb",
+    ):
         (tmp_path / name).write_text("{}")
     folder = tmp_path / "Ada Lovelace_103_assignsubmission_file_"
     folder.mkdir()
@@ -183,7 +195,8 @@ def test_policy_from_the_course_config_and_a_timestamps_file(tmp_path):
         "c = get_config()\n"
         "c.LatePolicy.deadlines = {'hw2_stable_softmax': '2026-03-01 23:59'}\n"
         "c.LatePolicy.timezone = 'Europe/Berlin'\n"
-        "c.LatePolicy.penalty = '10%'\nc.LatePolicy.grace = '15m'\nc.LatePolicy.cap = '30%'\n")
+        "c.LatePolicy.penalty = '10%'\nc.LatePolicy.grace = '15m'\nc.LatePolicy.cap = '30%'\n"
+    )
     p = late.policy_for(tmp_path, "hw2_stable_softmax")
     assert p.deadline == dt.datetime(2026, 3, 1, 22, 59, tzinfo=UTC)
     assert p.grace_seconds == 900 and p.penalty == late.Amount(10, True) and p.cap == late.Amount(30, True)
@@ -201,8 +214,17 @@ def test_policy_from_the_course_config_and_a_timestamps_file(tmp_path):
 def test_the_cli_refuses_a_bad_policy_with_a_clear_message(capsys):
     from classgrader import cli
 
-    code = cli.main(["hw2_stable_softmax", str(Path(__file__).parent), "--course",
-                     str(Path(__file__).resolve().parents[1]), "--deadline", "soon", "--no-sandbox"])
+    code = cli.main(
+        [
+            "hw2_stable_softmax",
+            str(Path(__file__).parent),
+            "--course",
+            str(Path(__file__).resolve().parents[1]),
+            "--deadline",
+            "soon",
+            "--no-sandbox",
+        ]
+    )
     assert code == 2
     assert "late policy: the deadline of hw2_stable_softmax 'soon' is not a date and time" in capsys.readouterr().err
 
@@ -217,15 +239,13 @@ def test_the_instructors_page_table_of_penalties_is_right():
     from built_book import built_page
 
     page = built_page("appendix/instructors.html")
-    table = page[page.index("final score of a 10/10"):]
-    rows = re.findall(r"<tr><td><code>([^<]+)</code></td><td>([^<]*)</td><td>([^<]+)</td><td>([^<]+)</td></tr>",
-                      table)
+    table = page[page.index("final score of a 10/10") :]
+    rows = re.findall(r"<tr><td><code>([^<]+)</code></td><td>([^<]*)</td><td>([^<]+)</td><td>([^<]+)</td></tr>", table)
     assert len(rows) == 6
     deadline = dt.datetime(2026, 3, 1, 23, 59, tzinfo=BERLIN)
     for stamp, words, penalty, final in rows:
         date, time, zone_name = html.unescape(stamp).split(" ")
-        when = dt.datetime.fromisoformat(f"{date} {time}").replace(
-            tzinfo=UTC if zone_name == "UTC" else BERLIN)
+        when = dt.datetime.fromisoformat(f"{date} {time}").replace(tzinfo=UTC if zone_name == "UTC" else BERLIN)
         minutes_late = (when - deadline).total_seconds() / 60
         expected = 0 if minutes_late <= 15 else min(math.ceil(minutes_late / (24 * 60)) * 1.0, 5.0)
         assert float(penalty) == expected, (stamp, words)

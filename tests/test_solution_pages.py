@@ -65,9 +65,11 @@ def test_every_assignment_has_a_reasoning_file_with_a_title_and_mistakes():
         opening, after = solution_book.read_reasoning(REPO / "solutions" / name / "reasoning.md")
         assert opening[0].source.startswith("# "), name
         assert "end" in after and any("grader_says(" in c.source for c in after["end"]), name
-        answer_ids = {nbgrader_meta(c).get("grade_id")
-                      for c in nbformat.read(REPO / "solutions" / name / f"{name}.ipynb", as_version=4).cells
-                      if nbgrader_meta(c).get("solution")}
+        answer_ids = {
+            nbgrader_meta(c).get("grade_id")
+            for c in nbformat.read(REPO / "solutions" / name / f"{name}.ipynb", as_version=4).cells
+            if nbgrader_meta(c).get("solution")
+        }
         assert answer_ids <= set(after), (name, answer_ids - set(after))  # every answer has its why
 
 
@@ -75,7 +77,8 @@ def test_a_reasoning_file_that_names_no_cell_or_is_missing_fails_clearly(tmp_pat
     folder = tmp_path / "hw2_stable_softmax"
     folder.mkdir()
     (folder / "hw2_stable_softmax.ipynb").write_bytes(
-        (REPO / "solutions" / "hw2_stable_softmax" / "hw2_stable_softmax.ipynb").read_bytes())
+        (REPO / "solutions" / "hw2_stable_softmax" / "hw2_stable_softmax.ipynb").read_bytes()
+    )
     with pytest.raises(solution_book.BookError, match="reasoning.md is missing"):
         solution_book.page("hw2_stable_softmax", tmp_path)
     (folder / "reasoning.md").write_text("# Title\n\ntext\n\n<!-- after: softmax_row_answer -->\nwhy\n")
@@ -104,8 +107,14 @@ def book(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("solutions_book")
     from nbgrader_tools.scratch_course import nbgrader_env
 
-    done = subprocess.run([sys.executable, "-m", "classgrader.solution_book", "--out", str(out)], cwd=REPO,
-                          env=nbgrader_env(), capture_output=True, text=True, timeout=1800)
+    done = subprocess.run(
+        [sys.executable, "-m", "classgrader.solution_book", "--out", str(out)],
+        cwd=REPO,
+        env=nbgrader_env(),
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "the solutions book is at" in done.stdout
     return out / "html"
@@ -117,8 +126,9 @@ def test_the_solutions_book_builds_and_each_page_has_its_reasoning_and_no_hidden
         page = (book / f"{name}.html").read_text(encoding="utf-8")
         text = text_of(page)
         opening, after = solution_book.read_reasoning(REPO / "solutions" / name / "reasoning.md")
-        chunks = [c.source for c in opening + [c for cells in after.values() for c in cells]
-                  if c.cell_type == "markdown"]
+        chunks = [
+            c.source for c in opening + [c for cells in after.values() for c in cells] if c.cell_type == "markdown"
+        ]
         phrases = [p for chunk in chunks for p in plain_phrases(chunk)]
         assert len(phrases) >= 5, name
         for phrase in phrases:
