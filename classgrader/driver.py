@@ -42,8 +42,11 @@ import time
 import traceback
 from typing import Any
 
-from classgrader.records import (CellEvent, CellStartEvent, CheckEvent, DoneEvent, Job, JobCell, ProblemEvent,
-                                 RunStatus, StartEvent)
+# ``python -I`` leaves the script's folder off sys.path: the records module sits beside this file.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from classgrader.records import (  # noqa: E402
+    CellEvent, CellStartEvent, CheckEvent, DoneEvent, Job, JobCell, ProblemEvent, RunStatus, StartEvent)
 
 MAX_LINE = 4 * 1024 * 1024  # largest single event this driver writes
 

@@ -131,8 +131,8 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
 
         todo, results = [], {}
         for sub in subs:
-            prev = None if regrade else _load_previous(paths.result(sub.student))
-            if prev is not None and sub.path is not None and prev.get("key") == submission_key(
+            prev = None if regrade else read_result(paths.result(sub.student))
+            if prev is not None and "status" in prev and sub.path is not None and prev.get("key") == submission_key(
                     info, sub.path.read_bytes()) and prev.get("assignment") == assignment:
                 results[sub.student] = prev
                 late_changed = late.annotate(prev, sub, policy)
@@ -144,7 +144,7 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
                 if late_changed or not paths.feedback(sub.student).exists():
                     nb = nbformat.read(paths.autograded(sub.student), as_version=4) \
                         if paths.autograded(sub.student).exists() else None
-                    write_text_atomic(paths.feedback(sub.student), feedback.render(prev, nb))
+                    write_text_atomic(paths.feedback(sub.student), report.render(prev, nb))
             else:
                 todo.append(sub)
         if len(results):
@@ -162,14 +162,13 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
                 return None
             slot = slots.get()
             try:
-                result, nb = grade(info, sub, settings, slot=slot, registry=registry)
+                graded = grade(info, sub, settings, policy, slot=slot, registry=registry)
             finally:
                 slots.put(slot)
-            late.annotate(result, sub, policy)
             if stop.is_set():
                 return None  # killed by the interrupt: not a real outcome, grade it next time
-            _save(paths, result, nb)
-            return result
+            _save(paths, graded)
+            return graded.result
 
         from tqdm import tqdm
 
@@ -215,7 +214,7 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
             raise KeyboardInterrupt
 
     ordered = [results[s.student] for s in subs if s.student in results]
-    summary = reports.write_all(ordered, paths.reports, assignment=assignment,
+    summary = class_reports.write_all(ordered, paths.reports, assignment=assignment,
                                 seconds=time.monotonic() - started, workers=workers, policy=policy)
     if analyse:
         from . import item_analysis

@@ -258,7 +258,7 @@ def run(job: Job, grader_files: dict[str, Path], limits: Limits, *, uid: int,
                 shutil.copy2(src, work / name)
             job["sys_path"] = [str(tmpdir / "grader")]
             job_file.write_text(json.dumps(job))
-            cmd = [sys.executable, "-I", "-X", "utf8", str(DRIVER), str(job_file)]
+            cmd = [sys.executable, "-I", "-X", "utf8", str(tmpdir / "grader" / "driver.py"), str(job_file)]
             cwd = work
         return _execute(cmd, limits, cwd=cwd, registry=registry,
                         env=None if sandboxed else _plain_env(tmpdir))
