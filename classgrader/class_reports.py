@@ -14,6 +14,7 @@ import io
 from pathlib import Path
 
 from . import late
+from .sandbox_mode import DESCRIPTIONS
 from .records import STATUSES, Result, atomic_path, write_json_atomic, write_text_atomic
 
 CSV_COLUMNS = ["student_id", "name", "score", "max_score", "percent", "status", "flagged",
@@ -47,7 +48,7 @@ def grades_csv(results: list[Result]) -> str:
 
 
 def summary(results: list[Result], *, assignment: str, seconds: float, workers: int,
-            policy: late.Policy | None = None) -> dict:
+            policy: late.Policy | None = None, sandbox: str | None = None) -> dict:
     counts = collections.Counter(r["status"] for r in results)
     lates = [r for r in results if (r.get("late") or {}).get("status") in ("late", "late_no_time")]
     unknown = {(r.get("late") or {}).get("status"): [] for r in results}
@@ -70,11 +71,14 @@ def summary(results: list[Result], *, assignment: str, seconds: float, workers: 
                             if (r.get("late") or {}).get("status") == "unreadable"},
         "seconds": round(seconds, 2),
         "workers": workers,
+        "sandbox": sandbox,  # the sandbox mode: root, userns, none (see classgrader.sandbox_mode)
     }
 
 
 def summary_text(s: dict) -> str:
     lines = [f"{s['assignment']}: {s['students']} students in {s['seconds']:.1f} s with {s['workers']} workers"]
+    if s.get("sandbox"):
+        lines.append(f"  sandbox: {s['sandbox']} ({DESCRIPTIONS.get(s['sandbox'], s['sandbox'])})")
     for status, n in s["statuses"].items():
         lines.append(f"  {n:4d}  {STATUSES[status]}")
     if s["flagged"]:
@@ -124,10 +128,10 @@ def histogram(results: list[Result], path: Path, *, assignment: str) -> None:
 
 
 def write_all(results: list[Result], out: Path, *, assignment: str, seconds: float, workers: int,
-              policy: late.Policy | None = None) -> dict:
+              policy: late.Policy | None = None, sandbox: str | None = None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "grades.csv", grades_csv(results))
-    s = summary(results, assignment=assignment, seconds=seconds, workers=workers, policy=policy)
+    s = summary(results, assignment=assignment, seconds=seconds, workers=workers, policy=policy, sandbox=sandbox)
     write_json_atomic(out / "summary.json", s)
     write_text_atomic(out / "summary.txt", summary_text(s) + "\n")
     histogram(results, out / "histogram.png", assignment=assignment)

@@ -96,7 +96,7 @@ def comments(info: AssignmentInfo, plan: notebooks.Plan) -> dict[str, str | None
 def sandbox_summary(o: sandbox.RunOutcome) -> SandboxSummary:
     return SandboxSummary(returncode=o.returncode, signal=o.signal, timed_out=o.timed_out,
                           result_overflow=o.result_overflow, seconds=o.seconds, log=o.log[-4000:],
-                          events=len(o.events))
+                          events=len(o.events), mode=o.mode)
 
 
 def _where(plan: notebooks.Plan, n: Any) -> str:

@@ -178,6 +178,7 @@ class SandboxSummary(TypedDict):
     seconds: float
     log: str  # its last 4000 characters of raw output
     events: int
+    mode: NotRequired[str]  # the sandbox mode: root, userns, none (see classgrader.sandbox_mode)
 
 
 class Late(TypedDict):

@@ -35,6 +35,7 @@ class Settings:
     sandboxed: bool = True
     kernel_record: bool = True
     uid_base: int = 61000  # worker slot i runs as uid uid_base + i
+    sandbox_mode: str = "auto"  # root, userns or auto (see classgrader.sandbox_mode)
 
 
 @dataclasses.dataclass
@@ -69,7 +70,8 @@ def run(info: AssignmentInfo, sub: Submission, plan: notebooks.Plan, settings: S
                       for c in info.checks])
     uid = settings.uid_base + slot
     outcome = sandbox.run(job, {**package_files("grading", info.grading_dir)}, settings.limits, uid=uid,
-                          extra_files=sub.extra_files, sandboxed=settings.sandboxed, registry=registry)
+                          extra_files=sub.extra_files, sandboxed=settings.sandboxed, registry=registry,
+                          mode=settings.sandbox_mode)
     start = next((e for e in outcome.events if e.get("event") == "start"), None)
     if settings.sandboxed and start is not None and start.get("uid") == 0:
         raise sandbox.SandboxUnavailable("a sandbox ran as root; refusing to grade with it")
@@ -135,7 +137,7 @@ def _in_kernel(info: AssignmentInfo, plan: notebooks.Plan, settings: Settings, u
     job = Job(mode="record", cells=cells, checks=[], hidden_seed=int(seed))
     files = {**package_files("grading", info.grading_dir), **package_files("lib", info.lib_dir)}
     outcome = sandbox.run(job, files, settings.limits, uid=uid, extra_files=sub.extra_files,
-                          sandboxed=settings.sandboxed, registry=registry)
+                          sandboxed=settings.sandboxed, registry=registry, mode=settings.sandbox_mode)
     by_n = {e.get("n"): e for e in outcome.events if e.get("event") == "cell"}
     record = {}
     for c in cells:

@@ -18,6 +18,7 @@ submission interrupted before step 2 is simply graded again.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import os
 import queue
 import signal
@@ -112,7 +113,7 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
     db_url = gradebook.normalise_url(db_url or gradebook.sqlite_url(out / "gradebook.db"))
     cid = course_id_of(course)
     if settings.sandboxed:
-        sandbox.check_available()
+        settings = dataclasses.replace(settings, sandbox_mode=sandbox.check_available(settings.sandbox_mode))
     gradebook.ensure_assignment(db_url, cid, assignment, info.source_dir, info.notebook)
 
     with tempfile.TemporaryDirectory(prefix="classgrader-intake-") as tmp, \
@@ -215,7 +216,8 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
 
     ordered = [results[s.student] for s in subs if s.student in results]
     summary = class_reports.write_all(ordered, paths.reports, assignment=assignment,
-                                seconds=time.monotonic() - started, workers=workers, policy=policy)
+                                seconds=time.monotonic() - started, workers=workers, policy=policy,
+                                sandbox=settings.sandbox_mode if settings.sandboxed else "none")
     if analyse:
         from . import item_analysis
 
