@@ -49,6 +49,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .bytecode import pycache_binds
 from .records import Job
 from .sandbox_mode import SandboxUnavailable, resolve
 
@@ -173,8 +174,10 @@ def bwrap_command(job_file: Path, grader_files: dict[str, Path], extra_files: di
     for pth in _project_pth_files(site):
         cmd += ["--ro-bind", "/dev/null", str(pth)]
     cmd += ["--perms", "0755", "--dir", GRADER_DIR]
-    for rel, src in sorted(grader_files.items()):
-        dest = f"{GRADER_DIR}/{rel}"
+    # The grader's modules with their bytecode beside them (compiled once by the grader: see bytecode.py).
+    binds = {f"{GRADER_DIR}/{rel}": src for rel, src in grader_files.items()}
+    binds.update(pycache_binds({rel: src for rel, src in grader_files.items() if rel != "driver.py"}, GRADER_DIR))
+    for dest, src in sorted(binds.items()):
         for parent in _parents(Path(dest)):
             if parent not in made and parent.startswith(GRADER_DIR + "/"):
                 cmd += ["--perms", "0755", "--dir", parent]
