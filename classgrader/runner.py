@@ -114,6 +114,9 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
     cid = course_id_of(course)
     if settings.sandboxed:
         settings = dataclasses.replace(settings, sandbox_mode=sandbox.check_available(settings.sandbox_mode))
+        if settings.sandbox_mode == "userns" and os.geteuid() == 0:
+            log("classgrader: the userns sandbox runs as root here, where the kernel does not hold uid 0 to the "
+                "process-count limit; the root mode (the default as root) does")
     gradebook.ensure_assignment(db_url, cid, assignment, info.source_dir, info.notebook)
 
     with tempfile.TemporaryDirectory(prefix="classgrader-intake-") as tmp, \

@@ -67,6 +67,7 @@ GRADER_DIR = "/grader"
 # namespace would map that uid back to root outside).
 NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try")
 
+
 def namespace_args(mode: str, uid: int) -> list[str]:
     """bwrap's namespace options for ``mode``: in ``userns`` mode a user namespace where the process is ``uid``."""
     if mode == "userns":

@@ -110,7 +110,7 @@ def probe(mode: str) -> str | None:
     if tools:
         return missing_packages_message(tools)
     if mode == "root" and os.geteuid() != 0:
-        return "the root mode needs root (this grader runs as uid %d)" % os.geteuid()
+        return f"the root mode needs root (this grader runs as uid {os.geteuid()})"
     try:
         done = subprocess.run(probe_command(mode), capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -138,8 +138,8 @@ def test_each_result_names_its_sandbox_mode(runs):
 def test_a_fork_bomb_and_a_flood_are_contained_for_an_ordinary_user():
     user_home = ordinary_home()
     try:
-        code = ("import json, sys; sys.path.insert(0, %r); import sandbox_probes; "
-                "print(json.dumps(sandbox_probes.fork_bomb_and_flood('auto', %r)))" % (str(REPO / "tests"), WALL))
+        code = (f"import json, sys; sys.path.insert(0, {str(REPO / 'tests')!r}); import sandbox_probes; "
+                f"print(json.dumps(sandbox_probes.fork_bomb_and_flood('auto', {WALL!r})))")
         done = run_as_user([sys.executable, "-c", code], user_home, cwd=REPO)
         assert done.returncode == 0, done.stderr[-3000:]
         facts = json.loads(done.stdout.splitlines()[-1])
