@@ -112,8 +112,15 @@ def split_run(events: list[dict], spawned: float, ended: float) -> dict[str, flo
         marks["last line"] = clock
     order = ["spawn", "start", "first cell starts", "first cell ends", "cells end", "checks end", "last line"]
     known = [(m, marks[m]) for m in order if m in marks] + [("end", ended)]
-    stage_of = {"start": "sandbox start", "first cell starts": "shell", "first cell ends": "first cell",
-                "cells end": "other cells", "checks end": "checks", "last line": "exit", "end": "exit"}
+    stage_of = {
+        "start": "sandbox start",
+        "first cell starts": "shell",
+        "first cell ends": "first cell",
+        "cells end": "other cells",
+        "checks end": "checks",
+        "last line": "exit",
+        "end": "exit",
+    }
     out = dict.fromkeys(RUN_STAGES, 0.0)
     for (_, before), (mark, after) in zip(known, known[1:]):
         out[stage_of[mark]] += after - before
@@ -127,15 +134,17 @@ def instrumented(profile: Profile) -> Iterator[None]:
 
     from classgrader import grade, gradebook, runner, sandbox
 
-    patches = [(grade, "match", profile.timed("match", grade.match)),
-               (grade, "compare", profile.timed("compare", grade.compare)),
-               (grade, "record", profile.timed("record", grade.record)),
-               (grade, "render", profile.timed("report", grade.render)),
-               (sandbox, "run", profile.sandbox_run(sandbox.run)),
-               (nbformat, "writes", profile.timed("save", nbformat.writes)),
-               (runner, "write_text_atomic", profile.timed("save", runner.write_text_atomic)),
-               (runner, "write_json_atomic", profile.timed("save", runner.write_json_atomic)),
-               (gradebook.Writer, "write", profile.timed("gradebook", gradebook.Writer.write))]
+    patches = [
+        (grade, "match", profile.timed("match", grade.match)),
+        (grade, "compare", profile.timed("compare", grade.compare)),
+        (grade, "record", profile.timed("record", grade.record)),
+        (grade, "render", profile.timed("report", grade.render)),
+        (sandbox, "run", profile.sandbox_run(sandbox.run)),
+        (nbformat, "writes", profile.timed("save", nbformat.writes)),
+        (runner, "write_text_atomic", profile.timed("save", runner.write_text_atomic)),
+        (runner, "write_json_atomic", profile.timed("save", runner.write_json_atomic)),
+        (gradebook.Writer, "write", profile.timed("gradebook", gradebook.Writer.write)),
+    ]
     saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
     for obj, name, new in patches:
         setattr(obj, name, new)
@@ -154,8 +163,11 @@ def table(profile: Profile, n: int, wall: float, workers: int) -> tuple[str, lis
             if key in profile.seconds:
                 rows.append({"stage": key, "seconds": profile.seconds[key]})
     for stage in GRADER_STAGES:
-        label = "grader: gradebook (main thread, overlaps the next submission)" if stage == "gradebook" \
+        label = (
+            "grader: gradebook (main thread, overlaps the next submission)"
+            if stage == "gradebook"
             else f"grader: {stage}"
+        )
         rows.append({"stage": label, "seconds": profile.seconds.get(stage, 0.0)})
     lines = [f"{'stage':62s} {'ms per submission':>18s} {'share':>7s}"]
     for row in rows:
@@ -163,8 +175,10 @@ def table(profile: Profile, n: int, wall: float, workers: int) -> tuple[str, lis
         row["share_of_wall"] = round(row["seconds"] / (wall * workers), 3)
         lines.append(f"{row['stage']:62s} {row['ms_per_submission']:18.1f} {100 * row['share_of_wall']:6.1f}%")
     timed = sum(r["seconds"] for r in rows if "overlaps" not in r["stage"])
-    lines.append(f"{'sum of the stages above (without the gradebook)':62s} {1000 * timed / n:18.1f} "
-                 f"{100 * timed / (wall * workers):6.1f}%")
+    lines.append(
+        f"{'sum of the stages above (without the gradebook)':62s} {1000 * timed / n:18.1f} "
+        f"{100 * timed / (wall * workers):6.1f}%"
+    )
     lines.append(f"{'wall time per submission x workers':62s} {1000 * wall * workers / n:18.1f} {100:6.1f}%")
     return "\n".join(lines), rows
 
@@ -189,23 +203,37 @@ def main() -> None:
         settings = Settings(sandbox_mode=args.sandbox, kernel_record=not args.no_kernel_record)
         with instrumented(profile):
             started = time.monotonic()
-            summary = grade_class(REPO, args.assignment, course / "submitted", out=Path(tmp) / "out",
-                                  workers=args.workers, settings=settings, progress=False, analyse=False,
-                                  log=lambda msg: None)
+            summary = grade_class(
+                REPO,
+                args.assignment,
+                course / "submitted",
+                out=Path(tmp) / "out",
+                workers=args.workers,
+                settings=settings,
+                progress=False,
+                analyse=False,
+                log=lambda msg: None,
+            )
             wall = time.monotonic() - started
     text, rows = table(profile, args.n, wall, args.workers)
-    header = (f"{args.n} submissions of {args.assignment}, {args.workers} worker(s), sandbox {summary.get('sandbox')}"
-              f"{', no record run' if args.no_kernel_record else ''}: {wall:.1f} s, "
-              f"{1000 * wall / args.n:.0f} ms per submission; statuses {summary['statuses']}")
+    header = (
+        f"{args.n} submissions of {args.assignment}, {args.workers} worker(s), sandbox {summary.get('sandbox')}"
+        f"{', no record run' if args.no_kernel_record else ''}: {wall:.1f} s, "
+        f"{1000 * wall / args.n:.0f} ms per submission; statuses {summary['statuses']}"
+    )
     print(header)
     print(text)
     result = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "load_average_1min": round(os.getloadavg()[0], 2),
-        "assignment": args.assignment, "submissions": args.n, "workers": args.workers,
-        "sandbox": summary.get("sandbox"), "kernel_record": not args.no_kernel_record,
-        "wall_seconds": round(wall, 2), "stages": rows,
+        "assignment": args.assignment,
+        "submissions": args.n,
+        "workers": args.workers,
+        "sandbox": summary.get("sandbox"),
+        "kernel_record": not args.no_kernel_record,
+        "wall_seconds": round(wall, 2),
+        "stages": rows,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")

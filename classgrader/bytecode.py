@@ -45,8 +45,13 @@ def compiled(source: Path, shown_as: str) -> Path | None:
         target = _cache_folder() / f"{key[:24]}.pyc"
         if not target.exists():
             try:
-                py_compile.compile(str(source), cfile=str(target), dfile=shown_as, doraise=True,
-                                   invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
+                py_compile.compile(
+                    str(source),
+                    cfile=str(target),
+                    dfile=shown_as,
+                    doraise=True,
+                    invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP,
+                )
             except py_compile.PyCompileError:
                 return None
             os.chmod(target, 0o644)

@@ -14,14 +14,33 @@ import io
 from pathlib import Path
 
 from . import late
-from .sandbox_mode import DESCRIPTIONS
 from .records import STATUSES, Result, atomic_path, write_json_atomic, write_text_atomic
+from .sandbox_mode import DESCRIPTIONS
 
-CSV_COLUMNS = ["student_id", "name", "score", "max_score", "percent", "status", "flagged",
-               "raw_score", "late_penalty", "submitted_at", "late", "notes"]
-LATE_WORDS = {"on_time": "on time", "in_grace": "in grace period", "late": "late",
-              "late_no_time": "late (LMS marker, no time)", "no_time": "time unknown",
-              "unreadable": "time unreadable", "no_deadline": "", "missing": ""}
+CSV_COLUMNS = [
+    "student_id",
+    "name",
+    "score",
+    "max_score",
+    "percent",
+    "status",
+    "flagged",
+    "raw_score",
+    "late_penalty",
+    "submitted_at",
+    "late",
+    "notes",
+]
+LATE_WORDS = {
+    "on_time": "on time",
+    "in_grace": "in grace period",
+    "late": "late",
+    "late_no_time": "late (LMS marker, no time)",
+    "no_time": "time unknown",
+    "unreadable": "time unreadable",
+    "no_deadline": "",
+    "missing": "",
+}
 # Okabe & Ito's colour-blind-safe palette.
 BLUE, VERMILLION = "#0072B2", "#D55E00"
 
@@ -37,18 +56,34 @@ def grades_csv(results: list[Result]) -> str:
         score = late.final_score(r)
         lt = r.get("late") or {}
         notes = list(r.get("notes", [])) + ([lt["note"]] if lt.get("note") else [])
-        writer.writerow([
-            r["student"], r.get("display_name") or "", f"{score:g}", f"{mx:g}",
-            f"{100 * score / mx:.1f}" if mx else "", r["status"],
-            "yes" if r.get("flagged") else "", f"{raw:g}", f"{late.penalty_of(r):g}",
-            lt.get("submitted_at") or "", LATE_WORDS.get(lt.get("status", ""), lt.get("status", "")),
-            " | ".join(notes)[:500],
-        ])
+        writer.writerow(
+            [
+                r["student"],
+                r.get("display_name") or "",
+                f"{score:g}",
+                f"{mx:g}",
+                f"{100 * score / mx:.1f}" if mx else "",
+                r["status"],
+                "yes" if r.get("flagged") else "",
+                f"{raw:g}",
+                f"{late.penalty_of(r):g}",
+                lt.get("submitted_at") or "",
+                LATE_WORDS.get(lt.get("status", ""), lt.get("status", "")),
+                " | ".join(notes)[:500],
+            ]
+        )
     return buf.getvalue()
 
 
-def summary(results: list[Result], *, assignment: str, seconds: float, workers: int,
-            policy: late.Policy | None = None, sandbox: str | None = None) -> dict:
+def summary(
+    results: list[Result],
+    *,
+    assignment: str,
+    seconds: float,
+    workers: int,
+    policy: late.Policy | None = None,
+    sandbox: str | None = None,
+) -> dict:
     counts = collections.Counter(r["status"] for r in results)
     lates = [r for r in results if (r.get("late") or {}).get("status") in ("late", "late_no_time")]
     unknown = {(r.get("late") or {}).get("status"): [] for r in results}
@@ -67,8 +102,9 @@ def summary(results: list[Result], *, assignment: str, seconds: float, workers: 
         "late_penalty_total": round(sum(late.penalty_of(r) for r in lates), 6),
         "in_grace": sorted(unknown.get("in_grace", [])),
         "time_unknown": sorted(unknown.get("no_time", [])),
-        "time_unreadable": {r["student"]: r["late"]["note"] for r in results
-                            if (r.get("late") or {}).get("status") == "unreadable"},
+        "time_unreadable": {
+            r["student"]: r["late"]["note"] for r in results if (r.get("late") or {}).get("status") == "unreadable"
+        },
         "seconds": round(seconds, 2),
         "workers": workers,
         "sandbox": sandbox,  # the sandbox mode: root, userns, none (see classgrader.sandbox_mode)
@@ -88,8 +124,9 @@ def summary_text(s: dict) -> str:
     if s.get("late_policy"):
         lines.append(f"  late policy: {s['late_policy']}")
     if s.get("late"):
-        lines.append(f"  late ({len(s['late'])}, {s['late_penalty_total']:g} points of penalties): "
-                     + ", ".join(s["late"]))
+        lines.append(
+            f"  late ({len(s['late'])}, {s['late_penalty_total']:g} points of penalties): " + ", ".join(s["late"])
+        )
         lines.append(f"  mean final score {s['mean_final_score']:g} / {s['max_score']:g}")
     if s.get("in_grace"):
         lines.append("  late within the grace period, no penalty: " + ", ".join(s["in_grace"]))
@@ -127,8 +164,16 @@ def histogram(results: list[Result], path: Path, *, assignment: str) -> None:
     plt.close(fig)
 
 
-def write_all(results: list[Result], out: Path, *, assignment: str, seconds: float, workers: int,
-              policy: late.Policy | None = None, sandbox: str | None = None) -> dict:
+def write_all(
+    results: list[Result],
+    out: Path,
+    *,
+    assignment: str,
+    seconds: float,
+    workers: int,
+    policy: late.Policy | None = None,
+    sandbox: str | None = None,
+) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "grades.csv", grades_csv(results))
     s = summary(results, assignment=assignment, seconds=seconds, workers=workers, policy=policy, sandbox=sandbox)

@@ -46,7 +46,16 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from classgrader.records import (  # noqa: E402
-    CellEvent, CellStartEvent, CheckEvent, DoneEvent, Job, JobCell, ProblemEvent, RunStatus, StartEvent)
+    CellEvent,
+    CellStartEvent,
+    CheckEvent,
+    DoneEvent,
+    Job,
+    JobCell,
+    ProblemEvent,
+    RunStatus,
+    StartEvent,
+)
 
 MAX_LINE = 4 * 1024 * 1024  # largest single event this driver writes
 
@@ -106,11 +115,15 @@ class Reporter:
         try:
             line = json.dumps({**event, "clock": time.monotonic()}, allow_nan=True)
         except (TypeError, ValueError) as exc:
-            line = json.dumps(ProblemEvent(event=event.get("event"), id=event.get("id"),
-                                           n=event.get("n"), unserialisable=str(exc)[:500]))
+            line = json.dumps(
+                ProblemEvent(
+                    event=event.get("event"), id=event.get("id"), n=event.get("n"), unserialisable=str(exc)[:500]
+                )
+            )
         if len(line) > MAX_LINE:
-            line = json.dumps(ProblemEvent(event=event.get("event"), id=event.get("id"),
-                                           n=event.get("n"), too_large=len(line)))
+            line = json.dumps(
+                ProblemEvent(event=event.get("event"), id=event.get("id"), n=event.get("n"), too_large=len(line))
+            )
         data = (line + "\n").encode("utf-8", "replace")
         view = memoryview(data)
         while view:
@@ -152,7 +165,6 @@ def main(job_path: str) -> int:
     out.emit(StartEvent(event="start", pid=os.getpid(), uid=os.getuid()))
 
     from IPython.core.interactiveshell import InteractiveShell
-
     from traitlets.config import Config
 
     config = Config()
@@ -192,9 +204,19 @@ def main(job_path: str) -> int:
             status, error = "memory", "MemoryError"
         finally:
             sys.stdout, sys.stderr = old
-        out.emit(CellEvent(event="cell", n=n, role=cell.get("role"), status=status, error=error,
-                           stdout=stdout.getvalue(), stderr=stderr.getvalue(), value=value,
-                           seconds=round(time.monotonic() - t0, 3)))
+        out.emit(
+            CellEvent(
+                event="cell",
+                n=n,
+                role=cell.get("role"),
+                status=status,
+                error=error,
+                stdout=stdout.getvalue(),
+                stderr=stderr.getvalue(),
+                value=value,
+                seconds=round(time.monotonic() - t0, 3),
+            )
+        )
 
     if job.get("mode") == "record":
         # As nbgrader would run it: every cell in order, test cells in place,

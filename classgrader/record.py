@@ -26,18 +26,33 @@ from .run import Runs
 _NO_PLAN_MESSAGES = {"missing": "nothing submitted", "not_a_notebook": "the submission is not a notebook"}
 
 
-def record(info: AssignmentInfo, sub: Submission, matched: Matched, runs: Runs | None, scores: Scores | None,
-           limits: sandbox.Limits, policy: late.Policy | None = None) -> tuple[Result, nbformat.NotebookNode | None]:
+def record(
+    info: AssignmentInfo,
+    sub: Submission,
+    matched: Matched,
+    runs: Runs | None,
+    scores: Scores | None,
+    limits: sandbox.Limits,
+    policy: late.Policy | None = None,
+) -> tuple[Result, nbformat.NotebookNode | None]:
     """The result of one submission and its autograded notebook (None when nothing ran).
 
     ``runs`` and ``scores`` are None when the submission had no plan (missing,
     not a notebook). With a ``policy``, the result carries its late penalty.
     """
     result = new_result(
-        student=sub.student, assignment=info.name, notebook=Path(info.notebook).stem,
-        display_name=sub.display_name, timestamp=sub.timestamp, submitted_file=sub.original_name,
-        layout=sub.layout, ignored_files=sub.ignored, max_score=info.max_score, key=matched.key,
-        status=matched.status or "graded")
+        student=sub.student,
+        assignment=info.name,
+        notebook=Path(info.notebook).stem,
+        display_name=sub.display_name,
+        timestamp=sub.timestamp,
+        submitted_file=sub.original_name,
+        layout=sub.layout,
+        ignored_files=sub.ignored,
+        max_score=info.max_score,
+        key=matched.key,
+        status=matched.status or "graded",
+    )
     if matched.sha256 is not None:
         result["sha256"] = matched.sha256
     nb = None
@@ -45,23 +60,34 @@ def record(info: AssignmentInfo, sub: Submission, matched: Matched, runs: Runs |
         if matched.reason:
             result["notes"].append(matched.reason)
         message = _NO_PLAN_MESSAGES.get(result["status"], "not graded")
-        result["cells"] = {gid: CellResult(score=0.0, points=pts, message=message)
-                           for gid, pts in info.grade_cells.items()}
+        result["cells"] = {
+            gid: CellResult(score=0.0, points=pts, message=message) for gid, pts in info.grade_cells.items()
+        }
     else:
         plan = matched.plan
         status = status_of(sub, plan, runs.failure)
-        result.update(repairs=plan.repairs, seed=runs.seed, sandbox=sandbox_summary(runs.outcome),
-                      cells=scores.cells, score=scores.score, comments=comments(info, plan),
-                      in_kernel=runs.in_kernel, flagged=scores.flagged, status=status,
-                      cell_seconds={str(n): e.get("seconds") for n, e in runs.cells.items()})
-        result["notes"] = ([f"cell {gid!r} has no check in grading; left for manual grading"
-                            for gid in scores.unchecked]
-                           + status_notes(status, plan, runs.outcome, runs.cells, runs.checks, limits))
+        result.update(
+            repairs=plan.repairs,
+            seed=runs.seed,
+            sandbox=sandbox_summary(runs.outcome),
+            cells=scores.cells,
+            score=scores.score,
+            comments=comments(info, plan),
+            in_kernel=runs.in_kernel,
+            flagged=scores.flagged,
+            status=status,
+            cell_seconds={str(n): e.get("seconds") for n, e in runs.cells.items()},
+        )
+        result["notes"] = [
+            f"cell {gid!r} has no check in grading; left for manual grading" for gid in scores.unchecked
+        ] + status_notes(status, plan, runs.outcome, runs.cells, runs.checks, limits)
         if scores.flagged:
             result["notes"].append(
                 "on the same inputs, the in-kernel tests gave more points than the outside comparison for "
-                + ", ".join(scores.flagged) + ": the notebook's code changed the checks in its own process "
-                "(evidence of tampering); scored by the comparison")
+                + ", ".join(scores.flagged)
+                + ": the notebook's code changed the checks in its own process "
+                "(evidence of tampering); scored by the comparison"
+            )
         nb = notebooks.autograded_notebook(plan, info.release, outputs(plan, runs.cells, scores.verdicts))
     if policy is not None:
         late.annotate(result, sub, policy)
@@ -94,9 +120,16 @@ def comments(info: AssignmentInfo, plan: notebooks.Plan) -> dict[str, str | None
 
 
 def sandbox_summary(o: sandbox.RunOutcome) -> SandboxSummary:
-    return SandboxSummary(returncode=o.returncode, signal=o.signal, timed_out=o.timed_out,
-                          result_overflow=o.result_overflow, seconds=o.seconds, log=o.log[-4000:],
-                          events=len(o.events), mode=o.mode)
+    return SandboxSummary(
+        returncode=o.returncode,
+        signal=o.signal,
+        timed_out=o.timed_out,
+        result_overflow=o.result_overflow,
+        seconds=o.seconds,
+        log=o.log[-4000:],
+        events=len(o.events),
+        mode=o.mode,
+    )
 
 
 def _where(plan: notebooks.Plan, n: Any) -> str:
@@ -107,8 +140,14 @@ def _where(plan: notebooks.Plan, n: Any) -> str:
     return f"{kind} {n + 1}" + (f" ({pc.grade_id})" if pc.grade_id else "")
 
 
-def status_notes(status: str, plan: notebooks.Plan, o: sandbox.RunOutcome, cells: dict[Any, CellEvent],
-                 checks: dict[str, CheckEvent], limits: sandbox.Limits) -> list[str]:
+def status_notes(
+    status: str,
+    plan: notebooks.Plan,
+    o: sandbox.RunOutcome,
+    cells: dict[Any, CellEvent],
+    checks: dict[str, CheckEvent],
+    limits: sandbox.Limits,
+) -> list[str]:
     """Sentences that say where the run failed, or what the matching repaired."""
     notes = []
     if status == "timed_out":
@@ -133,11 +172,17 @@ def status_notes(status: str, plan: notebooks.Plan, o: sandbox.RunOutcome, cells
     elif status == "kernel_died":
         started = [e.get("n") for e in o.events if e.get("event") == "cell_start"]
         last = started[-1] if started else None
-        how = (f"exit status {o.returncode}" if o.returncode is not None and o.returncode < 128
-               else f"signal {o.returncode - 128}" if o.returncode else "no exit status")
+        how = (
+            f"exit status {o.returncode}"
+            if o.returncode is not None and o.returncode < 128
+            else f"signal {o.returncode - 128}"
+            if o.returncode
+            else "no exit status"
+        )
         where = f" during {_where(plan, last)}" if last is not None and last not in cells else ""
-        notes.append(f"the notebook's process ended ({how}){where} before grading finished; "
-                     "checks that had not run score 0")
+        notes.append(
+            f"the notebook's process ended ({how}){where} before grading finished; checks that had not run score 0"
+        )
         if o.result_overflow:
             notes.append(f"it wrote more than {limits.result_bytes} bytes of results and was stopped")
     elif status == "metadata_stripped":

@@ -229,14 +229,42 @@ class Result(TypedDict):
     graded_at: NotRequired[str]  # ISO 8601, when the result was saved
 
 
-def new_result(*, student: str, assignment: str, notebook: str, display_name: str, timestamp: str | None,
-               submitted_file: str, layout: str, ignored_files: list[str], max_score: float, key: str,
-               status: str) -> Result:
+def new_result(
+    *,
+    student: str,
+    assignment: str,
+    notebook: str,
+    display_name: str,
+    timestamp: str | None,
+    submitted_file: str,
+    layout: str,
+    ignored_files: list[str],
+    max_score: float,
+    key: str,
+    status: str,
+) -> Result:
     """A result with nothing graded yet: score 0, no cells, no notes."""
-    return Result(student=student, assignment=assignment, notebook=notebook, display_name=display_name,
-                  timestamp=timestamp, submitted_file=submitted_file, layout=layout, ignored_files=ignored_files,
-                  key=key, status=status, max_score=max_score, score=0.0, cells={}, comments={}, notes=[],
-                  repairs={}, flagged=[], in_kernel={}, sandbox={})
+    return Result(
+        student=student,
+        assignment=assignment,
+        notebook=notebook,
+        display_name=display_name,
+        timestamp=timestamp,
+        submitted_file=submitted_file,
+        layout=layout,
+        ignored_files=ignored_files,
+        key=key,
+        status=status,
+        max_score=max_score,
+        score=0.0,
+        cells={},
+        comments={},
+        notes=[],
+        repairs={},
+        flagged=[],
+        in_kernel={},
+        sandbox={},
+    )
 
 
 def read_result(path: Path) -> Result | None:

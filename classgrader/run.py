@@ -58,20 +58,39 @@ def collector() -> str:
     return f"{grading.run_cases.__module__}:{grading.run_cases.__name__}"
 
 
-def run(info: AssignmentInfo, sub: Submission, plan: notebooks.Plan, settings: Settings, *, slot: int = 0,
-        registry: sandbox.Registry | None = None) -> Runs:
+def run(
+    info: AssignmentInfo,
+    sub: Submission,
+    plan: notebooks.Plan,
+    settings: Settings,
+    *,
+    slot: int = 0,
+    registry: sandbox.Registry | None = None,
+) -> Runs:
     """The scoring run, then (settings allowing, and if it ended well) the in-kernel run."""
     from grading import seeds
 
     seed = seeds.seed_for(info.secret, info.name, sub.student)
     cases = {c.id: c.make_cases(seed if c.hidden else None) for c in info.checks}
-    job = Job(mode="score", cells=[c for c in job_cells(plan) if c["role"] != "test"],
-              checks=[JobCheck(id=c.id, functions=list(c.functions), collector=collector(), cases=cases[c.id])
-                      for c in info.checks])
+    job = Job(
+        mode="score",
+        cells=[c for c in job_cells(plan) if c["role"] != "test"],
+        checks=[
+            JobCheck(id=c.id, functions=list(c.functions), collector=collector(), cases=cases[c.id])
+            for c in info.checks
+        ],
+    )
     uid = settings.uid_base + slot
-    outcome = sandbox.run(job, {**package_files("grading", info.grading_dir)}, settings.limits, uid=uid,
-                          extra_files=sub.extra_files, sandboxed=settings.sandboxed, registry=registry,
-                          mode=settings.sandbox_mode)
+    outcome = sandbox.run(
+        job,
+        {**package_files("grading", info.grading_dir)},
+        settings.limits,
+        uid=uid,
+        extra_files=sub.extra_files,
+        sandboxed=settings.sandboxed,
+        registry=registry,
+        mode=settings.sandbox_mode,
+    )
     start = next((e for e in outcome.events if e.get("event") == "start"), None)
     if settings.sandboxed and start is not None and start.get("uid") == 0:
         raise sandbox.SandboxUnavailable("a sandbox ran as root; refusing to grade with it")
@@ -84,20 +103,23 @@ def run(info: AssignmentInfo, sub: Submission, plan: notebooks.Plan, settings: S
     in_kernel = {}
     if settings.kernel_record and failure is None:
         in_kernel = _in_kernel(info, plan, settings, uid, sub, registry, seed)
-    return Runs(seed=seed, cases=cases, outcome=outcome, cells=cells, checks=checks, failure=failure,
-                in_kernel=in_kernel)
+    return Runs(
+        seed=seed, cases=cases, outcome=outcome, cells=cells, checks=checks, failure=failure, in_kernel=in_kernel
+    )
 
 
 def job_cells(plan: notebooks.Plan) -> list[JobCell]:
     """The plan's cells that run, for the sandbox: index, source, role and grade_id."""
-    return [JobCell(n=i, source=c.source, role=c.role, grade_id=c.grade_id)
-            for i, c in enumerate(plan.cells) if c.runs]
+    return [JobCell(n=i, source=c.source, role=c.role, grade_id=c.grade_id) for i, c in enumerate(plan.cells) if c.runs]
 
 
 def package_files(name: str, folder: Path) -> dict[str, Path]:
     """Every .py file of a package, keyed by its path inside the sandbox's /grader."""
-    return {f"{name}/{p.relative_to(folder).as_posix()}": p for p in sorted(folder.rglob("*.py"))
-            if "__pycache__" not in p.parts}
+    return {
+        f"{name}/{p.relative_to(folder).as_posix()}": p
+        for p in sorted(folder.rglob("*.py"))
+        if "__pycache__" not in p.parts
+    }
 
 
 def _failure(o: sandbox.RunOutcome, cells: dict[Any, CellEvent], checks: dict[str, CheckEvent]) -> str | None:
@@ -117,8 +139,15 @@ def _failure(o: sandbox.RunOutcome, cells: dict[Any, CellEvent], checks: dict[st
     return None
 
 
-def _in_kernel(info: AssignmentInfo, plan: notebooks.Plan, settings: Settings, uid: int,
-               sub: Submission, registry: sandbox.Registry | None, seed: int) -> dict[str, str]:
+def _in_kernel(
+    info: AssignmentInfo,
+    plan: notebooks.Plan,
+    settings: Settings,
+    uid: int,
+    sub: Submission,
+    registry: sandbox.Registry | None,
+    seed: int,
+) -> dict[str, str]:
     """Run the cells in order with the instructor's test cells (hidden tests
     included, on the learner's seed) and ``lib`` available, as nbgrader would;
     per test cell "passed", "failed", "partial <score>" (a number as the
@@ -131,13 +160,25 @@ def _in_kernel(info: AssignmentInfo, plan: notebooks.Plan, settings: Settings, u
     cells = []
     for c in job_cells(plan):
         if c["role"] == "test":
-            c = JobCell(n=c["n"], source=source_tests.get(c["grade_id"] or "", c["source"]), role=c["role"],
-                        grade_id=c["grade_id"])
+            c = JobCell(
+                n=c["n"],
+                source=source_tests.get(c["grade_id"] or "", c["source"]),
+                role=c["role"],
+                grade_id=c["grade_id"],
+            )
         cells.append(c)
     job = Job(mode="record", cells=cells, checks=[], hidden_seed=int(seed))
     files = {**package_files("grading", info.grading_dir), **package_files("lib", info.lib_dir)}
-    outcome = sandbox.run(job, files, settings.limits, uid=uid, extra_files=sub.extra_files,
-                          sandboxed=settings.sandboxed, registry=registry, mode=settings.sandbox_mode)
+    outcome = sandbox.run(
+        job,
+        files,
+        settings.limits,
+        uid=uid,
+        extra_files=sub.extra_files,
+        sandboxed=settings.sandboxed,
+        registry=registry,
+        mode=settings.sandbox_mode,
+    )
     by_n = {e.get("n"): e for e in outcome.events if e.get("event") == "cell"}
     record = {}
     for c in cells:
@@ -146,8 +187,12 @@ def _in_kernel(info: AssignmentInfo, plan: notebooks.Plan, settings: Settings, u
             e = by_n.get(c["n"])
             if e is None:
                 record[gid] = "not run"
-            elif e.get("status") == "ok" and not e.get("stderr") and isinstance(e.get("value"), (int, float)) \
-                    and not isinstance(e.get("value"), bool):
+            elif (
+                e.get("status") == "ok"
+                and not e.get("stderr")
+                and isinstance(e.get("value"), (int, float))
+                and not isinstance(e.get("value"), bool)
+            ):
                 record[gid] = f"partial {float(e['value']):g}"
             elif e.get("status") == "ok" and not e.get("stderr"):
                 record[gid] = "passed"

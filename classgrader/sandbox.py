@@ -71,8 +71,17 @@ NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"
 def namespace_args(mode: str, uid: int) -> list[str]:
     """bwrap's namespace options for ``mode``: in ``userns`` mode a user namespace where the process is ``uid``."""
     if mode == "userns":
-        return [*NAMESPACES, "--unshare-user", "--uid", str(uid), "--gid", str(uid), "--disable-userns",
-                "--cap-drop", "ALL"]
+        return [
+            *NAMESPACES,
+            "--unshare-user",
+            "--uid",
+            str(uid),
+            "--gid",
+            str(uid),
+            "--disable-userns",
+            "--cap-drop",
+            "ALL",
+        ]
     return list(NAMESPACES)
 
 
@@ -143,22 +152,53 @@ def check_available(mode: str = "auto") -> str:
     return resolve(mode)
 
 
-def bwrap_command(job_file: Path, grader_files: dict[str, Path], extra_files: dict[str, Path],
-                  limits: Limits, uid: int, mode: str = "root") -> list[str]:
+def bwrap_command(
+    job_file: Path,
+    grader_files: dict[str, Path],
+    extra_files: dict[str, Path],
+    limits: Limits,
+    uid: int,
+    mode: str = "root",
+) -> list[str]:
     """The full command line: root mode prlimit -> bwrap -> setpriv -> python driver;
     ``userns`` mode bwrap -> prlimit -> python driver."""
     base, venv, site = _python_paths()
     cpu = int(limits.wall_seconds) + 5
-    rlimits = ["prlimit", f"--as={limits.memory_bytes}", f"--cpu={cpu}", f"--nproc={limits.max_processes}",
-               f"--fsize={limits.max_file_bytes}", "--nofile=256", "--core=0", "--"]
+    rlimits = [
+        "prlimit",
+        f"--as={limits.memory_bytes}",
+        f"--cpu={cpu}",
+        f"--nproc={limits.max_processes}",
+        f"--fsize={limits.max_file_bytes}",
+        "--nofile=256",
+        "--core=0",
+        "--",
+    ]
     cmd = [
         *(rlimits if mode == "root" else []),
-        "bwrap", *namespace_args(mode, uid),
-        "--die-with-parent", "--new-session",
-        "--ro-bind", "/usr", "/usr",
-        "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
-        "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-        "--proc", "/proc", "--dev", "/dev",
+        "bwrap",
+        *namespace_args(mode, uid),
+        "--die-with-parent",
+        "--new-session",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--symlink",
+        "usr/sbin",
+        "/sbin",
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
     ]
     # The scratch tmpfs comes first: mounted later, it would hide a Python or a
     # virtual environment that lives under /tmp (a clone in /tmp, say).
@@ -189,21 +229,59 @@ def bwrap_command(job_file: Path, grader_files: dict[str, Path], extra_files: di
     cmd += ["--ro-bind", str(job_file), f"{GRADER_DIR}/job.json"]
     cmd += [
         "--clearenv",
-        "--setenv", "HOME", SANDBOX_HOME, "--setenv", "PATH", f"{venv}/bin:/usr/bin:/bin",
-        "--setenv", "LANG", "C.UTF-8", "--setenv", "MPLBACKEND", "Agg",
-        "--setenv", "MPLCONFIGDIR", f"{SANDBOX_HOME}/.matplotlib",
-        "--setenv", "OPENBLAS_NUM_THREADS", "1", "--setenv", "OMP_NUM_THREADS", "1",
-        "--setenv", "MKL_NUM_THREADS", "1", "--setenv", "PYTHONHASHSEED", "0",
-        "--setenv", "PYDEVD_DISABLE_FILE_VALIDATION", "1",
-        "--chdir", SANDBOX_HOME,
+        "--setenv",
+        "HOME",
+        SANDBOX_HOME,
+        "--setenv",
+        "PATH",
+        f"{venv}/bin:/usr/bin:/bin",
+        "--setenv",
+        "LANG",
+        "C.UTF-8",
+        "--setenv",
+        "MPLBACKEND",
+        "Agg",
+        "--setenv",
+        "MPLCONFIGDIR",
+        f"{SANDBOX_HOME}/.matplotlib",
+        "--setenv",
+        "OPENBLAS_NUM_THREADS",
+        "1",
+        "--setenv",
+        "OMP_NUM_THREADS",
+        "1",
+        "--setenv",
+        "MKL_NUM_THREADS",
+        "1",
+        "--setenv",
+        "PYTHONHASHSEED",
+        "0",
+        "--setenv",
+        "PYDEVD_DISABLE_FILE_VALIDATION",
+        "1",
+        "--chdir",
+        SANDBOX_HOME,
     ]
     if mode == "root":
-        cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+        cmd += [
+            "setpriv",
+            f"--reuid={uid}",
+            f"--regid={uid}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+            "--",
+        ]
     else:
         cmd += rlimits
     cmd += [
-        f"{venv}/bin/python", "-I", "-X", "utf8", f"{GRADER_DIR}/driver.py", f"{GRADER_DIR}/job.json",
+        f"{venv}/bin/python",
+        "-I",
+        "-X",
+        "utf8",
+        f"{GRADER_DIR}/driver.py",
+        f"{GRADER_DIR}/job.json",
     ]
     return cmd
 
@@ -232,9 +310,17 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def run(job: Job, grader_files: dict[str, Path], limits: Limits, *, uid: int,
-        extra_files: dict[str, Path] | None = None, sandboxed: bool = True,
-        registry: Registry | None = None, mode: str = "auto") -> RunOutcome:
+def run(
+    job: Job,
+    grader_files: dict[str, Path],
+    limits: Limits,
+    *,
+    uid: int,
+    extra_files: dict[str, Path] | None = None,
+    sandboxed: bool = True,
+    registry: Registry | None = None,
+    mode: str = "auto",
+) -> RunOutcome:
     """Run the driver on ``job`` and return what it reported, within ``limits``.
 
     ``grader_files`` (path in ``/grader`` -> file) are the packages the job
@@ -271,23 +357,34 @@ def run(job: Job, grader_files: dict[str, Path], limits: Limits, *, uid: int,
             job_file.write_text(json.dumps(job))
             cmd = [sys.executable, "-I", "-X", "utf8", str(tmpdir / "grader" / "driver.py"), str(job_file)]
             cwd = work
-        outcome = _execute(cmd, limits, cwd=cwd, registry=registry,
-                           env=None if sandboxed else _plain_env(tmpdir))
+        outcome = _execute(cmd, limits, cwd=cwd, registry=registry, env=None if sandboxed else _plain_env(tmpdir))
         outcome.mode = mode if sandboxed else "none"
         return outcome
 
 
 def _plain_env(tmpdir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    env.update(MPLBACKEND="Agg", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
-               HOME=str(tmpdir / "work"), MPLCONFIGDIR=str(tmpdir / "mpl"))
+    env.update(
+        MPLBACKEND="Agg",
+        OPENBLAS_NUM_THREADS="1",
+        OMP_NUM_THREADS="1",
+        HOME=str(tmpdir / "work"),
+        MPLCONFIGDIR=str(tmpdir / "mpl"),
+    )
     return env
 
 
 def _execute(cmd: list[str], limits: Limits, *, cwd, registry, env) -> RunOutcome:
     started = time.monotonic()
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True, cwd=cwd, env=env)
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        cwd=cwd,
+        env=env,
+    )
     if registry is not None:
         registry.add(proc.pid)
     result_buf = bytearray()

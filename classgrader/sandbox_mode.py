@@ -47,16 +47,25 @@ PROBE_UID = 61999
 # The kernel settings that can forbid unprivileged user namespaces: file under
 # /proc/sys, the value that forbids, and how to allow them.
 _SYSCTLS = (
-    ("kernel/unprivileged_userns_clone", lambda v: v == "0",
-     "kernel.unprivileged_userns_clone is 0 (Debian's switch for unprivileged user namespaces): "
-     "an administrator can allow them with `sysctl -w kernel.unprivileged_userns_clone=1`"),
-    ("user/max_user_namespaces", lambda v: v == "0",
-     "user.max_user_namespaces is 0 (no user namespaces may be created): "
-     "an administrator can allow them with `sysctl -w user.max_user_namespaces=15000`"),
-    ("kernel/apparmor_restrict_unprivileged_userns", lambda v: v == "1",
-     "kernel.apparmor_restrict_unprivileged_userns is 1 (Ubuntu 23.10 and later restrict user namespaces to "
-     "programs with an AppArmor profile): an administrator can give bwrap one (Ubuntu's apparmor package ships "
-     "/etc/apparmor.d/bwrap-userns-restrict) or set `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`"),
+    (
+        "kernel/unprivileged_userns_clone",
+        lambda v: v == "0",
+        "kernel.unprivileged_userns_clone is 0 (Debian's switch for unprivileged user namespaces): "
+        "an administrator can allow them with `sysctl -w kernel.unprivileged_userns_clone=1`",
+    ),
+    (
+        "user/max_user_namespaces",
+        lambda v: v == "0",
+        "user.max_user_namespaces is 0 (no user namespaces may be created): "
+        "an administrator can allow them with `sysctl -w user.max_user_namespaces=15000`",
+    ),
+    (
+        "kernel/apparmor_restrict_unprivileged_userns",
+        lambda v: v == "1",
+        "kernel.apparmor_restrict_unprivileged_userns is 1 (Ubuntu 23.10 and later restrict user namespaces to "
+        "programs with an AppArmor profile): an administrator can give bwrap one (Ubuntu's apparmor package ships "
+        "/etc/apparmor.d/bwrap-userns-restrict) or set `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`",
+    ),
 )
 PACKAGES = {"bwrap": "bubblewrap", "setpriv": "util-linux", "prlimit": "util-linux"}
 
@@ -73,8 +82,15 @@ def missing_tools(mode: str) -> list[str]:
 
 def missing_packages_message(tools: list[str]) -> str:
     packages = sorted({PACKAGES[t] for t in tools})
-    return ("the sandbox needs " + ", ".join(tools) + " (package " + " and ".join(packages)
-            + "; Debian and Ubuntu: apt-get install " + " ".join(packages) + ")")
+    return (
+        "the sandbox needs "
+        + ", ".join(tools)
+        + " (package "
+        + " and ".join(packages)
+        + "; Debian and Ubuntu: apt-get install "
+        + " ".join(packages)
+        + ")"
+    )
 
 
 def userns_blockers(proc_sys: Path = Path("/proc/sys")) -> list[str]:
@@ -94,11 +110,40 @@ def probe_command(mode: str) -> list[str]:
     """A minimal sandbox of ``mode`` that prints the uid its program runs as."""
     from .sandbox import namespace_args
 
-    base = ["bwrap", *namespace_args(mode, PROBE_UID), "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
-            "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--dev", "/dev"]
+    base = [
+        "bwrap",
+        *namespace_args(mode, PROBE_UID),
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+    ]
     if mode == "root":
-        return [*base, "setpriv", f"--reuid={PROBE_UID}", f"--regid={PROBE_UID}", "--clear-groups",
-                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", "/usr/bin/id", "-u"]
+        return [
+            *base,
+            "setpriv",
+            f"--reuid={PROBE_UID}",
+            f"--regid={PROBE_UID}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+            "--",
+            "/usr/bin/id",
+            "-u",
+        ]
     return [*base, "/usr/bin/id", "-u"]
 
 
@@ -122,7 +167,7 @@ def probe(mode: str) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def resolve(wanted: str = "auto") -> str:
     """The sandbox mode to use: ``wanted``, or for ``auto`` root mode as root and the user-namespace mode otherwise.
 
@@ -153,9 +198,11 @@ def _refusal(problems: dict[str, str]) -> str:
         if blockers:
             lines += ["  The kernel forbids unprivileged user namespaces:"] + [f"  - {b}" for b in blockers]
         else:
-            lines.append("  No kernel setting forbids user namespaces; a container's seccomp profile can "
-                         "(Docker: run the grading container with a profile that allows unshare, or as root "
-                         "with --cap-add SYS_ADMIN)")
+            lines.append(
+                "  No kernel setting forbids user namespaces; a container's seccomp profile can "
+                "(Docker: run the grading container with a profile that allows unshare, or as root "
+                "with --cap-add SYS_ADMIN)"
+            )
     if os.geteuid() != 0 and "root" not in problems:
         lines.append("  As root, the grader can also build each sandbox with root's rights (root mode).")
     lines.append("  --no-sandbox grades without any isolation: for trusted notebooks only.")

@@ -41,9 +41,19 @@ def command(argv: list[str], user_home: Path) -> list[str]:
     """``argv`` run as the spare uid, with HOME=``user_home``; the environment is otherwise kept."""
     if os.geteuid() != 0:
         return argv  # already an ordinary user
-    drop = ["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups", "--inh-caps=-all",
-            "--bounding-set=-all", "--no-new-privs", "--", "env", f"HOME={user_home}",
-            f"MPLCONFIGDIR={user_home / '.matplotlib'}"]
+    drop = [
+        "setpriv",
+        f"--reuid={UID}",
+        f"--regid={UID}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--",
+        "env",
+        f"HOME={user_home}",
+        f"MPLCONFIGDIR={user_home / '.matplotlib'}",
+    ]
     python = Path(sys.base_prefix).resolve()
     closed = _closed_ancestor(python)
     if closed is None:
@@ -52,5 +62,20 @@ def command(argv: list[str], user_home: Path) -> list[str]:
     for parent in reversed(python.parents):
         if parent.is_relative_to(closed) and parent != closed:
             folders += ["--perms", "0755", "--dir", str(parent)]
-    return ["bwrap", "--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", str(closed), *folders,
-            "--ro-bind", str(python), str(python), "--", *drop, *argv]
+    return [
+        "bwrap",
+        "--dev-bind",
+        "/",
+        "/",
+        "--perms",
+        "0755",
+        "--tmpfs",
+        str(closed),
+        *folders,
+        "--ro-bind",
+        str(python),
+        str(python),
+        "--",
+        *drop,
+        *argv,
+    ]

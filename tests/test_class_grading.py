@@ -60,7 +60,8 @@ SANDBOX_MODES = ["root", "userns"] if os.geteuid() == 0 else ["userns"]
 IN_CI = bool(os.environ.get("CI"))
 needs_sandbox = pytest.mark.skipif(
     SANDBOX_PROBLEM is not None and not IN_CI,
-    reason=f"CLASS GRADING SANDBOX UNAVAILABLE ({SANDBOX_PROBLEM}); .ci/run installs bubblewrap")
+    reason=f"CLASS GRADING SANDBOX UNAVAILABLE ({SANDBOX_PROBLEM}); .ci/run installs bubblewrap",
+)
 
 
 def _skip_unless_ci(reason: str) -> None:
@@ -112,17 +113,32 @@ def graded(tmp_path_factory, builder):
     listener = Listener()
     try:
         submitted = builder.write_submitted(
-            root, EXPECTED, solutions=REPO / "solutions", gradebook=root / "gradebook.db", port=listener.port)
+            root, EXPECTED, solutions=REPO / "solutions", gradebook=root / "gradebook.db", port=listener.port
+        )
         started = time.monotonic()
-        summary = grade_class(REPO, ASSIGNMENT, submitted, out=root, workers=2,
-                              settings=Settings(limits=LIMITS), roster=["absent_student"],
-                              progress=False, log=quiet)
+        summary = grade_class(
+            REPO,
+            ASSIGNMENT,
+            submitted,
+            out=root,
+            workers=2,
+            settings=Settings(limits=LIMITS),
+            roster=["absent_student"],
+            progress=False,
+            log=quiet,
+        )
         seconds = time.monotonic() - started
     finally:
         listener.close()
     results = {p.stem: json.loads(p.read_text()) for p in (root / "reports" / ASSIGNMENT / "results").glob("*.json")}
-    return {"root": root, "summary": summary, "results": results, "listener": listener,
-            "seconds": seconds, "submitted": submitted}
+    return {
+        "root": root,
+        "summary": summary,
+        "results": results,
+        "listener": listener,
+        "seconds": seconds,
+        "submitted": submitted,
+    }
 
 
 def gradebook_scores(url: str) -> dict[str, dict[str, float | None]]:
@@ -249,9 +265,11 @@ def test_solutions_cannot_be_read_and_nothing_leaks(graded, builder):
     secret = solution_only_lines(builder) + hidden_test_lines(builder)
     root = graded["root"]
     for name in ("reads_solutions", "blank", "calls_reference"):
-        files = [root / "reports" / ASSIGNMENT / "results" / f"{name}.json",
-                 root / "autograded" / name / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
-                 root / "feedback" / name / ASSIGNMENT / f"{ASSIGNMENT}.html"]
+        files = [
+            root / "reports" / ASSIGNMENT / "results" / f"{name}.json",
+            root / "autograded" / name / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
+            root / "feedback" / name / ASSIGNMENT / f"{ASSIGNMENT}.html",
+        ]
         for path in files:
             content = path.read_text()
             for line in secret:
@@ -277,8 +295,9 @@ def test_feedback_pages_show_scores_but_no_hidden_tests(graded, builder):
 def test_reports_csv_summary_and_histogram(graded):
     reports = graded["root"] / "reports" / ASSIGNMENT
     rows = (reports / "grades.csv").read_text().splitlines()
-    assert rows[0] == ("student_id,name,score,max_score,percent,status,flagged,"
-                       "raw_score,late_penalty,submitted_at,late,notes")
+    assert rows[0] == (
+        "student_id,name,score,max_score,percent,status,flagged,raw_score,late_penalty,submitted_at,late,notes"
+    )
     by_id = {r.split(",")[0]: r.split(",") for r in rows[1:]}
     assert set(by_id) == set(graded["results"])
     assert by_id["solution"][2:6] == ["10", "10", "100.0", "graded"]
@@ -300,15 +319,24 @@ def test_running_again_changes_nothing(graded):
     before = gradebook_scores(url)
     stamps = {n: r.get("graded_at") for n, r in graded["results"].items()}
     messages = []
-    grade_class(REPO, ASSIGNMENT, graded["submitted"], out=graded["root"], workers=2,
-                settings=Settings(limits=LIMITS), roster=["absent_student"], progress=False,
-                log=messages.append)
+    grade_class(
+        REPO,
+        ASSIGNMENT,
+        graded["submitted"],
+        out=graded["root"],
+        workers=2,
+        settings=Settings(limits=LIMITS),
+        roster=["absent_student"],
+        progress=False,
+        log=messages.append,
+    )
     assert any("20 of 21 submissions already graded and unchanged" in m for m in messages), messages
     assert gradebook_scores(url) == before
     results = graded["root"] / "reports" / ASSIGNMENT / "results"
     after = {p.stem: json.loads(p.read_text()).get("graded_at") for p in results.glob("*.json")}
-    assert {n: s for n, s in after.items() if n != "absent_student"} == \
-        {n: s for n, s in stamps.items() if n != "absent_student"}
+    assert {n: s for n, s in after.items() if n != "absent_student"} == {
+        n: s for n, s in stamps.items() if n != "absent_student"
+    }
 
 
 @needs_sandbox
@@ -319,11 +347,20 @@ def test_nbgrader_export_and_feedback_read_our_gradebook(graded, builder):
 
     shutil.copy(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
     db = f"--db=sqlite:///{root / 'gradebook.db'}"
-    run_nbgrader_batch([
-        ["export", db, f"--to={root / 'nbgrader.csv'}"],
-        ["generate_feedback", ASSIGNMENT, "--student=blank", "--force", db,
-         "--CourseDirectory.feedback_directory=nbgrader_feedback"],
-    ], cwd=root)
+    run_nbgrader_batch(
+        [
+            ["export", db, f"--to={root / 'nbgrader.csv'}"],
+            [
+                "generate_feedback",
+                ASSIGNMENT,
+                "--student=blank",
+                "--force",
+                db,
+                "--CourseDirectory.feedback_directory=nbgrader_feedback",
+            ],
+        ],
+        cwd=root,
+    )
     rows = (root / "nbgrader.csv").read_text().splitlines()
     header = rows[0].split(",")
     score = {r.split(",")[header.index("student_id")]: float(r.split(",")[header.index("score")]) for r in rows[1:]}
@@ -342,19 +379,40 @@ def test_every_assignment_grades_its_solution_full_and_its_release_zero(tmp_path
         b = Builder(REPO, assignment)
         root = tmp_path / assignment
         submitted = b.write_submitted(root, ["solution", "blank", "stripped_metadata"])
-        grade_class(REPO, assignment, submitted, out=root, workers=2,
-                    settings=Settings(limits=LIMITS, kernel_record=False), progress=False, log=quiet)
-        results = {p.stem: json.loads(p.read_text()) for p in (root / "reports" / assignment / "results").glob("*.json")}
+        grade_class(
+            REPO,
+            assignment,
+            submitted,
+            out=root,
+            workers=2,
+            settings=Settings(limits=LIMITS, kernel_record=False),
+            progress=False,
+            log=quiet,
+        )
+        results = {
+            p.stem: json.loads(p.read_text()) for p in (root / "reports" / assignment / "results").glob("*.json")
+        }
         got = {name: (r["status"], r["score"]) for name, r in results.items()}
-        assert got == {"solution": ("graded", 10.0), "blank": ("graded", 0.0),
-                       "stripped_metadata": ("metadata_stripped", 10.0)}, (assignment, got)
+        assert got == {
+            "solution": ("graded", 10.0),
+            "blank": ("graded", 0.0),
+            "stripped_metadata": ("metadata_stripped", 10.0),
+        }, (assignment, got)
 
 
 def _grade_corpus(assignment: str, root: Path, submitted: Path, regrade: bool) -> dict[str, dict]:
     # The first run keeps the nbgrader-style record (flags); the regrade scores only, to save time.
-    grade_class(REPO, assignment, submitted, out=root, workers=2,
-                settings=Settings(limits=LIMITS, kernel_record=not regrade),
-                regrade=regrade, progress=False, log=quiet)
+    grade_class(
+        REPO,
+        assignment,
+        submitted,
+        out=root,
+        workers=2,
+        settings=Settings(limits=LIMITS, kernel_record=not regrade),
+        regrade=regrade,
+        progress=False,
+        log=quiet,
+    )
     folder = root / "reports" / assignment / "results"
     return {p.stem: json.loads(p.read_text()) for p in folder.glob("*.json")}
 
@@ -400,18 +458,26 @@ def test_the_corpus_gets_the_same_scores_twice_and_no_flag(tmp_path, assignment)
 @needs_sandbox
 @pytest.mark.parametrize("mode", SANDBOX_MODES)
 def test_the_sandbox_is_an_unprivileged_empty_world(mode):
-    probe = "\n".join([
-        "import os, json",
-        "status = open('/proc/self/status').read()",
-        "caps = [l for l in status.splitlines() if l.startswith(('CapEff', 'CapBnd', 'NoNewPrivs'))]",
-        "print(json.dumps({'uid': os.getuid(), 'gid': os.getgid(), 'caps': caps, 'root': sorted(os.listdir('/')),",
-        "  'pids': sorted(p for p in os.listdir('/proc') if p.isdigit()),",
-        "  'repo': os.path.exists(%r), 'venv_lib': os.path.exists(%r)}))" % (str(REPO / "solutions"), str(REPO / "lib")),
-        "try:\n    open('/usr/evil', 'w')\nexcept OSError as e:\n    print('usr', type(e).__name__)",
-        "try:\n    open('/tmp/big', 'wb').write(b'x' * (100 * 1024 * 1024))\nexcept OSError as e:\n    print('tmp', type(e).__name__)",
-    ])
-    outcome = sandbox.run({"cells": [{"n": 0, "source": probe, "role": "extra"}], "checks": []},
-                          {"driver.py": sandbox.DRIVER}, LIMITS, uid=61123, mode=mode)
+    probe = "\n".join(
+        [
+            "import os, json",
+            "status = open('/proc/self/status').read()",
+            "caps = [l for l in status.splitlines() if l.startswith(('CapEff', 'CapBnd', 'NoNewPrivs'))]",
+            "print(json.dumps({'uid': os.getuid(), 'gid': os.getgid(), 'caps': caps, 'root': sorted(os.listdir('/')),",
+            "  'pids': sorted(p for p in os.listdir('/proc') if p.isdigit()),",
+            "  'repo': os.path.exists(%r), 'venv_lib': os.path.exists(%r)}))"
+            % (str(REPO / "solutions"), str(REPO / "lib")),
+            "try:\n    open('/usr/evil', 'w')\nexcept OSError as e:\n    print('usr', type(e).__name__)",
+            "try:\n    open('/tmp/big', 'wb').write(b'x' * (100 * 1024 * 1024))\nexcept OSError as e:\n    print('tmp', type(e).__name__)",
+        ]
+    )
+    outcome = sandbox.run(
+        {"cells": [{"n": 0, "source": probe, "role": "extra"}], "checks": []},
+        {"driver.py": sandbox.DRIVER},
+        LIMITS,
+        uid=61123,
+        mode=mode,
+    )
     assert outcome.mode == mode
     cell = next(e for e in outcome.events if e.get("event") == "cell")
     first, *rest = cell["stdout"].splitlines()
@@ -451,9 +517,25 @@ def test_an_interrupted_run_resumes_without_losing_or_doubling_grades(tmp_path, 
         folder.mkdir(parents=True)
         nbformat.write(slow, folder / f"{ASSIGNMENT}.ipynb")
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "classgrader", ASSIGNMENT, str(tmp_path / "submitted"), "--course", str(REPO),
-           "--out", str(out), "--workers", "1", "--timeout", str(WALL), "--memory", "512m", "--quiet",
-           "--no-kernel-record"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "classgrader",
+        ASSIGNMENT,
+        str(tmp_path / "submitted"),
+        "--course",
+        str(REPO),
+        "--out",
+        str(out),
+        "--workers",
+        "1",
+        "--timeout",
+        str(WALL),
+        "--memory",
+        "512m",
+        "--quiet",
+        "--no-kernel-record",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     results = out / "reports" / ASSIGNMENT / "results"
     deadline = time.monotonic() + 120
@@ -468,8 +550,16 @@ def test_an_interrupted_run_resumes_without_losing_or_doubling_grades(tmp_path, 
     url = f"sqlite:///{out / 'gradebook.db'}"
     assert set(gradebook_scores(url)) <= set(done_first)
 
-    summary = grade_class(REPO, ASSIGNMENT, tmp_path / "submitted", out=out, workers=2,
-                          settings=Settings(limits=LIMITS, kernel_record=False), progress=False, log=quiet)
+    summary = grade_class(
+        REPO,
+        ASSIGNMENT,
+        tmp_path / "submitted",
+        out=out,
+        workers=2,
+        settings=Settings(limits=LIMITS, kernel_record=False),
+        progress=False,
+        log=quiet,
+    )
     assert summary["statuses"] == {"graded": 5}
     done = {p.stem: json.loads(p.read_text()) for p in results.glob("*.json")}
     assert set(done) == set(students)
@@ -489,11 +579,13 @@ def test_an_interrupted_run_resumes_without_losing_or_doubling_grades(tmp_path, 
 
 
 def test_lms_file_names_give_student_ids():
-    assert intake.parse_name("smithjane_12345_678901_hw2_stable_softmax.ipynb")[:3:2] == ("12345", "hw2_stable_softmax.ipynb")
+    assert intake.parse_name("smithjane_12345_678901_hw2_stable_softmax.ipynb")[:3:2] == (
+        "12345",
+        "hw2_stable_softmax.ipynb",
+    )
     assert intake.parse_name("doejohn_LATE_222_333_hw2_stable_softmax-1.ipynb")[0] == "222"
     assert intake.parse_name("Jane Smith_4567_assignsubmission_file_hw2.ipynb")[:2] == ("4567", "Jane Smith")
-    assert intake.parse_name(
-        "Homework 2_jsmith_attempt_2024-03-01-10-20-30_hw2_stable_softmax.ipynb")[0] == "jsmith"
+    assert intake.parse_name("Homework 2_jsmith_attempt_2024-03-01-10-20-30_hw2_stable_softmax.ipynb")[0] == "jsmith"
     assert intake.parse_name("ada.lovelace__my homework.ipynb")[:3:2] == ("ada.lovelace", "my homework.ipynb")
     assert intake.parse_name("plainname.ipynb") is None
     assert intake.safe_id("Jane Smith/..") == "Jane_Smith"
@@ -523,11 +615,23 @@ def test_a_zip_from_an_lms_is_graded(tmp_path, builder):
         zf.writestr("Ada Lovelace_103_assignsubmission_file_/my_softmax.ipynb", good)
         zf.writestr("turing_104_9004_homework.pdf", b"%PDF-1.4 not a notebook")
     out = tmp_path / "out"
-    grade_class(REPO, ASSIGNMENT, archive, out=out, workers=2,
-                settings=Settings(limits=LIMITS, kernel_record=False), progress=False, log=quiet)
+    grade_class(
+        REPO,
+        ASSIGNMENT,
+        archive,
+        out=out,
+        workers=2,
+        settings=Settings(limits=LIMITS, kernel_record=False),
+        progress=False,
+        log=quiet,
+    )
     results = {p.stem: json.loads(p.read_text()) for p in (out / "reports" / ASSIGNMENT / "results").glob("*.json")}
     assert {k: (v["status"], v["score"]) for k, v in results.items()} == {
-        "101": ("graded", 10.0), "102": ("graded", 0.0), "103": ("renamed", 10.0), "104": ("not_a_notebook", 0.0)}
+        "101": ("graded", 10.0),
+        "102": ("graded", 0.0),
+        "103": ("renamed", 10.0),
+        "104": ("not_a_notebook", 0.0),
+    }
     assert results["101"]["display_name"] == "smithjane"
 
 
@@ -542,8 +646,9 @@ def test_matching_restores_release_cells_and_keeps_the_learners_own(builder):
     plan = notebooks.match(learner, builder.release)
     assert plan.metadata_stripped
     roles = [(c.role, c.grade_id) for c in plan.cells if c.cell_type == "code"]
-    release_tests = [notebooks.nbgrader_meta(c)["grade_id"] for c in builder.release.cells
-                     if notebooks.release_role(c) == "test"]
+    release_tests = [
+        notebooks.nbgrader_meta(c)["grade_id"] for c in builder.release.cells if notebooks.release_role(c) == "test"
+    ]
     assert [gid for role, gid in roles if role == "test"] == release_tests
     assert ("setup", "setup") in roles  # restored from the release
     answer = next(c for c in plan.cells if c.role == "answer")
@@ -552,10 +657,15 @@ def test_matching_restores_release_cells_and_keeps_the_learners_own(builder):
     assert [c.source for c in extra] == ["def helper():\n    return 1"]
 
 
-@pytest.mark.parametrize("data, reason", [
-    (b"", "not valid JSON"), (b"[1, 2]", "not a Jupyter notebook"), (b"\xff\xfe", "not UTF-8"),
-    (b'{"cells": "no"}', "not a Jupyter notebook"),
-])
+@pytest.mark.parametrize(
+    "data, reason",
+    [
+        (b"", "not valid JSON"),
+        (b"[1, 2]", "not a Jupyter notebook"),
+        (b"\xff\xfe", "not UTF-8"),
+        (b'{"cells": "no"}', "not a Jupyter notebook"),
+    ],
+)
 def test_unreadable_files_are_named_as_such(data, reason):
     with pytest.raises(notebooks.NotANotebook, match=reason):
         notebooks.load(data, "x.ipynb")
@@ -577,8 +687,10 @@ def postgres():
     """A throw-away PostgreSQL server on 127.0.0.1, run as the unprivileged postgres user."""
     bindir = _postgres_bin()
     if bindir is None:
-        _skip_unless_ci("POSTGRESQL IS NOT INSTALLED: the PostgreSQL gradebook test did not run "
-                        "(apt-get install postgresql; .ci/run installs it)")
+        _skip_unless_ci(
+            "POSTGRESQL IS NOT INSTALLED: the PostgreSQL gradebook test did not run "
+            "(apt-get install postgresql; .ci/run installs it)"
+        )
     import pwd
 
     try:
@@ -592,11 +704,17 @@ def postgres():
         port = s.getsockname()[1]
     as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
     data = root / "data"
-    subprocess.run(as_pg + [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres",
-                            "--no-sync", "-E", "UTF8"], check=True, capture_output=True)
+    subprocess.run(
+        as_pg + [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"],
+        check=True,
+        capture_output=True,
+    )
     opts = f"-k {root} -p {port} -c listen_addresses=127.0.0.1 -c fsync=off"
-    subprocess.run(as_pg + [str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w",
-                            "start"], check=True, capture_output=True)
+    subprocess.run(
+        as_pg + [str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w", "start"],
+        check=True,
+        capture_output=True,
+    )
     try:
         import psycopg
 
@@ -604,8 +722,9 @@ def postgres():
             c.execute("CREATE DATABASE gradebook")
         yield f"postgresql://postgres@127.0.0.1:{port}/gradebook"
     finally:
-        subprocess.run(as_pg + [str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
-                       capture_output=True)
+        subprocess.run(
+            as_pg + [str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True
+        )
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -613,14 +732,32 @@ def postgres():
 def test_a_postgresql_gradebook(tmp_path, builder, postgres):
     submitted = builder.write_submitted(tmp_path, ["solution", "blank", "patched_checker", "truncated_json"])
     settings = Settings(limits=LIMITS)
-    grade_class(REPO, ASSIGNMENT, submitted, out=tmp_path, db_url=postgres, workers=2, settings=settings,
-                progress=False, log=quiet)
+    grade_class(
+        REPO,
+        ASSIGNMENT,
+        submitted,
+        out=tmp_path,
+        db_url=postgres,
+        workers=2,
+        settings=settings,
+        progress=False,
+        log=quiet,
+    )
     url = postgres.replace("postgresql://", "postgresql+psycopg://")
     scores = {s: sum(c.values()) for s, c in gradebook_scores(url).items()}
     assert scores == {"solution": 10, "blank": 0, "patched_checker": 0, "truncated_json": 0}
     assert not (tmp_path / "gradebook.db").exists()
     messages = []
-    grade_class(REPO, ASSIGNMENT, submitted, out=tmp_path, db_url=postgres, workers=2, settings=settings,
-                progress=False, log=messages.append)
+    grade_class(
+        REPO,
+        ASSIGNMENT,
+        submitted,
+        out=tmp_path,
+        db_url=postgres,
+        workers=2,
+        settings=settings,
+        progress=False,
+        log=messages.append,
+    )
     assert any("4 of 4 submissions already graded" in m for m in messages)
     assert {s: sum(c.values()) for s, c in gradebook_scores(url).items()} == scores

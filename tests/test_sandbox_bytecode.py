@@ -14,20 +14,22 @@ from classgrader import bytecode, sandbox
 from classgrader.run import package_files
 
 # Counts every module the learner's interpreter compiles from source while importing grading.
-PROBE = "\n".join([
-    "import importlib._bootstrap_external as ext, json, sys",
-    "compiled = []",
-    "original = ext.SourceLoader.source_to_code",
-    "def counting(self, data, path, **kw):",
-    "    compiled.append(path)",
-    "    return original(self, data, path, **kw)",
-    "ext.SourceLoader.source_to_code = counting",
-    "import grading",
-    "ext.SourceLoader.source_to_code = original",
-    "files = [getattr(m, '__file__', None) or '' for m in list(sys.modules.values())]",
-    "names = sorted(f for f in files if f.startswith('/grader/grading'))",
-    "print(json.dumps({'compiled': compiled, 'grading': names}))",
-])
+PROBE = "\n".join(
+    [
+        "import importlib._bootstrap_external as ext, json, sys",
+        "compiled = []",
+        "original = ext.SourceLoader.source_to_code",
+        "def counting(self, data, path, **kw):",
+        "    compiled.append(path)",
+        "    return original(self, data, path, **kw)",
+        "ext.SourceLoader.source_to_code = counting",
+        "import grading",
+        "ext.SourceLoader.source_to_code = original",
+        "files = [getattr(m, '__file__', None) or '' for m in list(sys.modules.values())]",
+        "names = sorted(f for f in files if f.startswith('/grader/grading'))",
+        "print(json.dumps({'compiled': compiled, 'grading': names}))",
+    ]
+)
 
 
 @needs_sandbox

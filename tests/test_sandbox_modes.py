@@ -45,7 +45,8 @@ except sandbox.SandboxUnavailable as exc:
     USERNS_PROBLEM = str(exc)
 needs_userns = pytest.mark.skipif(
     USERNS_PROBLEM is not None and not os.environ.get("CI"),
-    reason=f"USER-NAMESPACE SANDBOX UNAVAILABLE ({USERNS_PROBLEM})")
+    reason=f"USER-NAMESPACE SANDBOX UNAVAILABLE ({USERNS_PROBLEM})",
+)
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="root mode needs the tests to run as root (they do in CI)")
 
 
@@ -54,13 +55,23 @@ def quiet(*args, **kwargs):
 
 
 def user_env(user_home: Path) -> dict[str, str]:
-    return {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
-            "HOME": str(user_home), "COURSE_GRADING_SECRET": corpus.TEST_SECRET}
+    return {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+        "HOME": str(user_home),
+        "COURSE_GRADING_SECRET": corpus.TEST_SECRET,
+    }
 
 
 def run_as_user(argv: list[str], user_home: Path, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(as_ordinary_user(argv, user_home), env=user_env(user_home), capture_output=True,
-                          text=True, timeout=600, **kwargs)
+    return subprocess.run(
+        as_ordinary_user(argv, user_home),
+        env=user_env(user_home),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        **kwargs,
+    )
 
 
 def results_of(out: Path) -> dict[str, dict]:
@@ -69,8 +80,7 @@ def results_of(out: Path) -> dict[str, dict]:
 
 def outcome(result: dict) -> tuple:
     """What must not depend on the sandbox mode: status, score, every cell's score, the flags."""
-    return (result["status"], result["score"], {g: c["score"] for g, c in result["cells"].items()},
-            result["flagged"])
+    return (result["status"], result["score"], {g: c["score"] for g, c in result["cells"].items()}, result["flagged"])
 
 
 @pytest.fixture(scope="module")
@@ -84,20 +94,49 @@ def runs() -> dict[str, dict]:
             for mode in ("root", "userns"):
                 root = ordinary_home()
                 roots.append(root)
-                submitted = builder.write_submitted(root, EXPECTED, solutions=REPO / "solutions",
-                                                    gradebook=root / "gradebook.db", port=9)
-                summary = grade_class(REPO, ASSIGNMENT, submitted, out=root, workers=2,
-                                      settings=Settings(limits=LIMITS, sandbox_mode=mode), progress=False, log=quiet)
+                submitted = builder.write_submitted(
+                    root, EXPECTED, solutions=REPO / "solutions", gradebook=root / "gradebook.db", port=9
+                )
+                summary = grade_class(
+                    REPO,
+                    ASSIGNMENT,
+                    submitted,
+                    out=root,
+                    workers=2,
+                    settings=Settings(limits=LIMITS, sandbox_mode=mode),
+                    progress=False,
+                    log=quiet,
+                )
                 assert summary["sandbox"] == mode
                 found[f"root, {mode} mode"] = results_of(root)
         user_home = ordinary_home()
         roots.append(user_home)
         out = user_home / "out"
-        submitted = builder.write_submitted(user_home, EXPECTED, solutions=REPO / "solutions",
-                                            gradebook=out / "gradebook.db", port=9)
-        done = run_as_user([sys.executable, "-m", "classgrader", ASSIGNMENT, str(submitted), "--course", str(REPO),
-                            "--out", str(out), "--workers", "2", "--timeout", str(WALL), "--memory", "512m",
-                            "--quiet"], user_home, cwd=REPO)
+        submitted = builder.write_submitted(
+            user_home, EXPECTED, solutions=REPO / "solutions", gradebook=out / "gradebook.db", port=9
+        )
+        done = run_as_user(
+            [
+                sys.executable,
+                "-m",
+                "classgrader",
+                ASSIGNMENT,
+                str(submitted),
+                "--course",
+                str(REPO),
+                "--out",
+                str(out),
+                "--workers",
+                "2",
+                "--timeout",
+                str(WALL),
+                "--memory",
+                "512m",
+                "--quiet",
+            ],
+            user_home,
+            cwd=REPO,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         assert "sandbox: userns (bubblewrap in an unprivileged user namespace" in done.stdout, done.stdout
         found["ordinary user, auto mode"] = results_of(out)
@@ -138,8 +177,10 @@ def test_each_result_names_its_sandbox_mode(runs):
 def test_a_fork_bomb_and_a_flood_are_contained_for_an_ordinary_user():
     user_home = ordinary_home()
     try:
-        code = (f"import json, sys; sys.path.insert(0, {str(REPO / 'tests')!r}); import sandbox_probes; "
-                f"print(json.dumps(sandbox_probes.fork_bomb_and_flood('auto', {WALL!r})))")
+        code = (
+            f"import json, sys; sys.path.insert(0, {str(REPO / 'tests')!r}); import sandbox_probes; "
+            f"print(json.dumps(sandbox_probes.fork_bomb_and_flood('auto', {WALL!r})))"
+        )
         done = run_as_user([sys.executable, "-c", code], user_home, cwd=REPO)
         assert done.returncode == 0, done.stderr[-3000:]
         facts = json.loads(done.stdout.splitlines()[-1])
@@ -158,8 +199,23 @@ def test_auto_picks_root_mode_as_root():
 def test_an_ordinary_user_is_refused_the_root_mode_with_a_reason(tmp_path):
     user_home = ordinary_home()
     try:
-        done = run_as_user([sys.executable, "-m", "classgrader", ASSIGNMENT, str(user_home), "--course", str(REPO),
-                            "--out", str(user_home / "out"), "--sandbox", "root"], user_home, cwd=REPO)
+        done = run_as_user(
+            [
+                sys.executable,
+                "-m",
+                "classgrader",
+                ASSIGNMENT,
+                str(user_home),
+                "--course",
+                str(REPO),
+                "--out",
+                str(user_home / "out"),
+                "--sandbox",
+                "root",
+            ],
+            user_home,
+            cwd=REPO,
+        )
     finally:
         shutil.rmtree(user_home, ignore_errors=True)
     assert done.returncode == 2
@@ -171,9 +227,24 @@ def test_where_no_user_namespace_can_be_made_the_grader_refuses_and_says_why():
     """Inside a user namespace that may not nest another (as in a locked-down container), nothing is graded."""
     user_home = ordinary_home()
     try:
-        argv = ["bwrap", "--unshare-user", "--disable-userns", "--dev-bind", "/", "/", "--",
-                sys.executable, "-m", "classgrader", ASSIGNMENT, str(user_home), "--course", str(REPO),
-                "--out", str(user_home / "out")]
+        argv = [
+            "bwrap",
+            "--unshare-user",
+            "--disable-userns",
+            "--dev-bind",
+            "/",
+            "/",
+            "--",
+            sys.executable,
+            "-m",
+            "classgrader",
+            ASSIGNMENT,
+            str(user_home),
+            "--course",
+            str(REPO),
+            "--out",
+            str(user_home / "out"),
+        ]
         done = run_as_user(argv, user_home, cwd=REPO)
     finally:
         shutil.rmtree(user_home, ignore_errors=True)
@@ -183,11 +254,14 @@ def test_where_no_user_namespace_can_be_made_the_grader_refuses_and_says_why():
     assert "--no-sandbox" in err and not (user_home / "out" / "gradebook.db").exists()
 
 
-@pytest.mark.parametrize("setting, value, allowed", [
-    ("kernel/unprivileged_userns_clone", "0", "1"),
-    ("user/max_user_namespaces", "0", "15000"),
-    ("kernel/apparmor_restrict_unprivileged_userns", "1", "0"),
-])
+@pytest.mark.parametrize(
+    "setting, value, allowed",
+    [
+        ("kernel/unprivileged_userns_clone", "0", "1"),
+        ("user/max_user_namespaces", "0", "15000"),
+        ("kernel/apparmor_restrict_unprivileged_userns", "1", "0"),
+    ],
+)
 def test_the_refusal_names_the_sysctl_that_forbids_user_namespaces(tmp_path, setting, value, allowed):
     path = tmp_path / setting
     path.parent.mkdir(parents=True)
