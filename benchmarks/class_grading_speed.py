@@ -15,7 +15,8 @@ One run, one folder of submissions, both graders:
    in-kernel record run on) and with ``--no-kernel-record``;
 5. both gradebooks read back: the two graders must agree on every score.
 
-Run it from the repository root, as root (the sandbox needs it):
+Run it from the repository root, as root (the root-mode sandbox) or as any
+user (the user-namespace sandbox; see README, The sandbox's two modes):
 
     .venv/bin/python benchmarks/class_grading_speed.py [--assignment hw2_stable_softmax] [-n 40]
 
@@ -127,6 +128,7 @@ def main() -> None:
 
         expected = scores(course / "gradebook.db", args.assignment)
         agree = {label: scores(out / "gradebook.db", args.assignment) == expected for label, (_, out) in ours.items()}
+        summary = json.loads((ours["classgrader"][1] / "reports" / args.assignment / "summary.json").read_text())
         by_kind: dict[str, set[Any]] = {}
         for sid, kind in kinds.items():
             by_kind.setdefault(kind, set()).add(expected.get(sid))
@@ -139,12 +141,13 @@ def main() -> None:
         "kinds": {k: sum(1 for v in kinds.values() if v == k) for k in sorted(set(kinds.values()))},
         "scores_by_kind": {k: sorted(v) for k, v in by_kind.items()},
         "workers": args.workers,
+        "sandbox": summary.get("sandbox"),
         "nbgrader_autograde_seconds": round(t_nbgrader, 2),
         "classgrader_seconds": {label: round(t, 2) for label, (t, _) in ours.items()},
         "speedup": {label: round(t_nbgrader / t, 2) for label, (t, _) in ours.items()},
         "same_scores_as_nbgrader": agree,
     }
-    print(f"{args.n} submissions of {args.assignment} on {result['machine']}")
+    print(f"{args.n} submissions of {args.assignment} on {result['machine']}, sandbox {result['sandbox']}")
     print(f"  nbgrader autograde (sequential)        {t_nbgrader:7.1f} s  {t_nbgrader / args.n:5.2f} s per notebook")
     for label, (t, _) in ours.items():
         print(

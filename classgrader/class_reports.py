@@ -15,6 +15,7 @@ from pathlib import Path
 
 from . import late
 from .records import STATUSES, Result, atomic_path, write_json_atomic, write_text_atomic
+from .sandbox_mode import DESCRIPTIONS
 
 CSV_COLUMNS = [
     "student_id",
@@ -75,7 +76,13 @@ def grades_csv(results: list[Result]) -> str:
 
 
 def summary(
-    results: list[Result], *, assignment: str, seconds: float, workers: int, policy: late.Policy | None = None
+    results: list[Result],
+    *,
+    assignment: str,
+    seconds: float,
+    workers: int,
+    policy: late.Policy | None = None,
+    sandbox: str | None = None,
 ) -> dict:
     counts = collections.Counter(r["status"] for r in results)
     lates = [r for r in results if late.late_of(r).get("status") in ("late", "late_no_time")]
@@ -100,11 +107,14 @@ def summary(
         },
         "seconds": round(seconds, 2),
         "workers": workers,
+        "sandbox": sandbox,  # the sandbox mode: root, userns, none (see classgrader.sandbox_mode)
     }
 
 
 def summary_text(s: dict) -> str:
     lines = [f"{s['assignment']}: {s['students']} students in {s['seconds']:.1f} s with {s['workers']} workers"]
+    if s.get("sandbox"):
+        lines.append(f"  sandbox: {s['sandbox']} ({DESCRIPTIONS.get(s['sandbox'], s['sandbox'])})")
     for status, n in s["statuses"].items():
         lines.append(f"  {n:4d}  {STATUSES[status]}")
     if s["flagged"]:
@@ -162,10 +172,11 @@ def write_all(
     seconds: float,
     workers: int,
     policy: late.Policy | None = None,
+    sandbox: str | None = None,
 ) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "grades.csv", grades_csv(results))
-    s = summary(results, assignment=assignment, seconds=seconds, workers=workers, policy=policy)
+    s = summary(results, assignment=assignment, seconds=seconds, workers=workers, policy=policy, sandbox=sandbox)
     write_json_atomic(out / "summary.json", s)
     write_text_atomic(out / "summary.txt", summary_text(s) + "\n")
     histogram(results, out / "histogram.png", assignment=assignment)

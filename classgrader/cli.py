@@ -85,6 +85,15 @@ def parser() -> argparse.ArgumentParser:
         help="skip the second sandboxed run that records the in-kernel (nbgrader-style) test results",
     )
     p.add_argument(
+        "--sandbox",
+        dest="sandbox_mode",
+        choices=("auto", "root", "userns"),
+        default="auto",
+        help="how each sandbox is built: root (as root, learner code as a spare uid), userns (bubblewrap's "
+        "unprivileged mode, in a user namespace, for any user) or auto: root mode when run as root, "
+        "else userns (default auto)",
+    )
+    p.add_argument(
         "--no-sandbox",
         action="store_true",
         help="run learner code WITHOUT isolation (trusted code only, e.g. to try the tool)",
@@ -169,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings(
         limits=sandbox.Limits(wall_seconds=args.timeout, memory_bytes=_size(args.memory)),
         sandboxed=not args.no_sandbox,
+        sandbox_mode=args.sandbox_mode,
         kernel_record=not args.no_kernel_record,
     )
     if args.no_sandbox:

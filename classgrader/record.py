@@ -130,6 +130,7 @@ def sandbox_summary(o: sandbox.RunOutcome) -> SandboxSummary:
         seconds=o.seconds,
         log=o.log[-4000:],
         events=len(o.events),
+        mode=o.mode,
     )
 
 

@@ -7,7 +7,9 @@ Three records cross a boundary, each as plain JSON:
 - the **events** that the driver writes back, one JSON object per line
   (:class:`StartEvent`, :class:`CellStartEvent`, :class:`CellEvent`,
   :class:`CheckEvent`, :class:`DoneEvent`; an event too large or not
-  serialisable comes back as a :class:`ProblemEvent`). Learner code shares the
+  serialisable comes back as a :class:`ProblemEvent`). Each also carries
+  ``clock``, the host's monotonic clock when it was written (for
+  ``benchmarks/class_grading_profile.py``). Learner code shares the
   driver's process and can forge any of them, so the grader reads them with
   ``.get`` and trusts none of their values;
 - the **result** (:class:`Result`) of one submission, saved as
@@ -176,6 +178,7 @@ class SandboxSummary(TypedDict):
     seconds: float
     log: str  # its last 4000 characters of raw output
     events: int
+    mode: NotRequired[str]  # the sandbox mode: root, userns, none (see classgrader.sandbox_mode)
 
 
 class Late(TypedDict):

@@ -37,6 +37,7 @@ class Settings:
     sandboxed: bool = True
     kernel_record: bool = True
     uid_base: int = 61000  # worker slot i runs as uid uid_base + i
+    sandbox_mode: str = "auto"  # root, userns or auto (see classgrader.sandbox_mode)
 
 
 @dataclasses.dataclass
@@ -90,6 +91,7 @@ def run(
         extra_files=sub.extra_files,
         sandboxed=settings.sandboxed,
         registry=registry,
+        mode=settings.sandbox_mode,
     )
     start = next((e for e in outcome.events if e.get("event") == "start"), None)
     if settings.sandboxed and start is not None and start.get("uid") == 0:
@@ -177,6 +179,7 @@ def _in_kernel(
         extra_files=sub.extra_files,
         sandboxed=settings.sandboxed,
         registry=registry,
+        mode=settings.sandbox_mode,
     )
     by_n = {e.get("n"): e for e in outcome.events if e.get("event") == "cell"}
     record = {}

@@ -18,6 +18,7 @@ submission interrupted before step 2 is simply graded again.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import os
 import queue
 import signal
@@ -124,7 +125,12 @@ def grade_class(
     db_url = gradebook.normalise_url(db_url or gradebook.sqlite_url(out / "gradebook.db"))
     cid = course_id_of(course)
     if settings.sandboxed:
-        sandbox.check_available()
+        settings = dataclasses.replace(settings, sandbox_mode=sandbox.check_available(settings.sandbox_mode))
+        if settings.sandbox_mode == "userns" and os.geteuid() == 0:
+            log(
+                "classgrader: the userns sandbox runs as root here, where the kernel does not hold uid 0 to the "
+                "process-count limit; the root mode (the default as root) does"
+            )
     gradebook.ensure_assignment(db_url, cid, assignment, info.source_dir, info.notebook)
 
     with tempfile.TemporaryDirectory(prefix="classgrader-intake-") as tmp, gradebook.Writer(db_url, cid) as writer:
@@ -250,6 +256,7 @@ def grade_class(
         seconds=time.monotonic() - started,
         workers=workers,
         policy=policy,
+        sandbox=settings.sandbox_mode if settings.sandboxed else "none",
     )
     if analyse:
         from . import item_analysis

@@ -12,12 +12,18 @@ The sandbox (see :func:`bwrap_command`) is built from these pieces:
   visible: no ``solutions/``, no gradebook, no other submission, no ``/etc``,
   no home directory. The only writable place is a size-limited tmpfs at
   ``/tmp`` (the learner's scratch folder, also ``$HOME``), discarded at exit.
-* **an unprivileged user**: bwrap runs as root only to build the mounts, then
+* **an unprivileged user**, in one of two modes (:mod:`classgrader.sandbox_mode`
+  picks one): as root, bwrap builds the mounts with root's rights, then
   ``setpriv`` switches to a uid that owns nothing on the host, clears every
   capability, the bounding set and supplementary groups, and sets
-  ``no_new_privs``, so root's rights cannot be used to undo a bind.
+  ``no_new_privs``, so root's rights cannot be used to undo a bind; as any
+  user, bwrap's unprivileged mode builds them in a new user namespace where
+  the process has a uid of its own, no capabilities and ``no_new_privs``,
+  and may create no further user namespace.
 * **resource limits** (``prlimit``): address space (memory), CPU seconds,
-  number of processes, file size, open files, no core dumps.
+  number of processes, file size, open files, no core dumps. In the
+  user-namespace mode they are set inside the namespace, so the process count
+  is the sandbox's own, not that of every process of the grader's uid.
 * **a wall-time limit**: the grader kills the sandbox's process group when the
   time is up; ``--die-with-parent`` and the PID namespace take every process
   started inside with it.
@@ -42,21 +48,37 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .bytecode import pycache_binds
 from .records import Job
+from .sandbox_mode import SandboxUnavailable as SandboxUnavailable  # raised here, defined there
+from .sandbox_mode import resolve
 
 DRIVER = Path(__file__).with_name("driver.py")
 #: The program that runs in the sandbox (it imports nothing of the grader's).
 DRIVER_FILES = {"driver.py": DRIVER}
 SANDBOX_HOME = "/tmp"
 GRADER_DIR = "/grader"
-# Every namespace but the user namespace: bwrap runs as root and setpriv then
-# switches to a real unprivileged uid of the host (a user namespace would map
-# that uid back to root outside).
+# Every namespace but the user namespace: in root mode bwrap runs as root and
+# setpriv then switches to a real unprivileged uid of the host (a user
+# namespace would map that uid back to root outside).
 NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try")
 
 
-class SandboxUnavailable(RuntimeError):
-    """bubblewrap, setpriv or prlimit is missing, or namespaces are not permitted."""
+def namespace_args(mode: str, uid: int) -> list[str]:
+    """bwrap's namespace options for ``mode``: in ``userns`` mode a user namespace where the process is ``uid``."""
+    if mode == "userns":
+        return [
+            *NAMESPACES,
+            "--unshare-user",
+            "--uid",
+            str(uid),
+            "--gid",
+            str(uid),
+            "--disable-userns",
+            "--cap-drop",
+            "ALL",
+        ]
+    return list(NAMESPACES)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +105,7 @@ class RunOutcome:
     result_overflow: bool
     log: str
     seconds: float
+    mode: str = "none"  # the sandbox mode it ran in (root, userns), "none" without a sandbox
 
 
 def _python_paths() -> tuple[Path, Path, Path]:
@@ -115,66 +138,29 @@ def _parents(path: Path) -> list[str]:
     return parts
 
 
-def check_available() -> None:
-    """Raise :class:`SandboxUnavailable` with a clear message unless the sandbox can start."""
-    missing = [tool for tool in ("bwrap", "setpriv", "prlimit") if shutil.which(tool) is None]
-    if missing:
-        raise SandboxUnavailable(
-            "the sandbox needs " + ", ".join(missing) + " (Debian: apt-get install bubblewrap util-linux)"
-        )
-    if os.geteuid() != 0:
-        raise SandboxUnavailable(
-            "the grader builds each sandbox as root and then drops to an unprivileged uid; "
-            "run it as root (e.g. in the grading container), or use --no-sandbox for a trusted trial run"
-        )
-    probe = subprocess.run(
-        [
-            "bwrap",
-            *NAMESPACES,
-            "--ro-bind",
-            "/usr",
-            "/usr",
-            "--symlink",
-            "usr/bin",
-            "/bin",
-            "--symlink",
-            "usr/lib",
-            "/lib",
-            "--symlink",
-            "usr/lib64",
-            "/lib64",
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            "setpriv",
-            "--reuid=61999",
-            "--regid=61999",
-            "--clear-groups",
-            "--inh-caps=-all",
-            "--bounding-set=-all",
-            "--no-new-privs",
-            "--",
-            "/usr/bin/id",
-            "-u",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    if probe.returncode != 0:
-        raise SandboxUnavailable("bubblewrap cannot create namespaces here: " + probe.stderr.strip())
-    if probe.stdout.strip() != "61999":
-        raise SandboxUnavailable(f"the sandbox did not drop to an unprivileged uid (id -u said {probe.stdout!r})")
+def check_available(mode: str = "auto") -> str:
+    """The sandbox mode that works here (``root`` or ``userns``, see :mod:`classgrader.sandbox_mode`).
+
+    ``mode`` is ``auto`` or one of them. Raises :class:`SandboxUnavailable`
+    with a clear message (the package to install, the sysctl to change)
+    unless a sandbox can start.
+    """
+    return resolve(mode)
 
 
 def bwrap_command(
-    job_file: Path, grader_files: dict[str, Path], extra_files: dict[str, Path], limits: Limits, uid: int
+    job_file: Path,
+    grader_files: dict[str, Path],
+    extra_files: dict[str, Path],
+    limits: Limits,
+    uid: int,
+    mode: str = "root",
 ) -> list[str]:
-    """The full command line: prlimit -> bwrap -> setpriv -> python driver."""
+    """The full command line: root mode prlimit -> bwrap -> setpriv -> python driver;
+    ``userns`` mode bwrap -> prlimit -> python driver."""
     base, venv, site = _python_paths()
     cpu = int(limits.wall_seconds) + 5
-    cmd = [
+    rlimits = [
         "prlimit",
         f"--as={limits.memory_bytes}",
         f"--cpu={cpu}",
@@ -183,8 +169,11 @@ def bwrap_command(
         "--nofile=256",
         "--core=0",
         "--",
+    ]
+    cmd = [
+        *(rlimits if mode == "root" else []),
         "bwrap",
-        *NAMESPACES,
+        *namespace_args(mode, uid),
         "--die-with-parent",
         "--new-session",
         "--ro-bind",
@@ -222,8 +211,10 @@ def bwrap_command(
     for pth in _project_pth_files(site):
         cmd += ["--ro-bind", "/dev/null", str(pth)]
     cmd += ["--perms", "0755", "--dir", GRADER_DIR]
-    for rel, src in sorted(grader_files.items()):
-        dest = f"{GRADER_DIR}/{rel}"
+    # The grader's modules with their bytecode beside them (compiled once by the grader: see bytecode.py).
+    binds = {f"{GRADER_DIR}/{rel}": src for rel, src in grader_files.items()}
+    binds.update(pycache_binds({rel: src for rel, src in grader_files.items() if rel != "driver.py"}, GRADER_DIR))
+    for dest, src in sorted(binds.items()):
         for parent in _parents(Path(dest)):
             if parent not in made and parent.startswith(GRADER_DIR + "/"):
                 cmd += ["--perms", "0755", "--dir", parent]
@@ -266,14 +257,21 @@ def bwrap_command(
         "1",
         "--chdir",
         SANDBOX_HOME,
-        "setpriv",
-        f"--reuid={uid}",
-        f"--regid={uid}",
-        "--clear-groups",
-        "--inh-caps=-all",
-        "--bounding-set=-all",
-        "--no-new-privs",
-        "--",
+    ]
+    if mode == "root":
+        cmd += [
+            "setpriv",
+            f"--reuid={uid}",
+            f"--regid={uid}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+            "--",
+        ]
+    else:
+        cmd += rlimits
+    cmd += [
         f"{venv}/bin/python",
         "-I",
         "-X",
@@ -317,11 +315,13 @@ def run(
     extra_files: dict[str, Path] | None = None,
     sandboxed: bool = True,
     registry: Registry | None = None,
+    mode: str = "auto",
 ) -> RunOutcome:
     """Run the driver on ``job`` and return what it reported, within ``limits``.
 
     ``grader_files`` (path in ``/grader`` -> file) are the packages the job
-    needs, e.g. ``grading``; the driver's own files are added.
+    needs, e.g. ``grading``; the driver's own files are added. ``mode`` is the
+    sandbox mode (``root``, ``userns``, or ``auto``: see :func:`check_available`).
     """
     extra_files = extra_files or {}
     grader_files = {**grader_files, **DRIVER_FILES}
@@ -336,7 +336,8 @@ def run(
             job["sys_path"] = [GRADER_DIR]
             job_file.write_text(json.dumps(job))
             os.chmod(job_file, 0o644)
-            cmd = bwrap_command(job_file, grader_files, extra_files, limits, uid)
+            mode = resolve(mode)
+            cmd = bwrap_command(job_file, grader_files, extra_files, limits, uid, mode)
             cwd = None
         else:
             # Trusted trial run: same driver, grading files copied next to the job.
@@ -350,9 +351,11 @@ def run(
                 shutil.copy2(src, work / name)
             job["sys_path"] = [str(tmpdir / "grader")]
             job_file.write_text(json.dumps(job))
-            cmd = [sys.executable, "-I", "-X", "utf8", str(DRIVER), str(job_file)]
+            cmd = [sys.executable, "-I", "-X", "utf8", str(tmpdir / "grader" / "driver.py"), str(job_file)]
             cwd = work
-        return _execute(cmd, limits, cwd=cwd, registry=registry, env=None if sandboxed else _plain_env(tmpdir))
+        outcome = _execute(cmd, limits, cwd=cwd, registry=registry, env=None if sandboxed else _plain_env(tmpdir))
+        outcome.mode = mode if sandboxed else "none"
+        return outcome
 
 
 def _plain_env(tmpdir: Path) -> dict[str, str]:
