@@ -33,6 +33,7 @@ plain JSON.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import io
 import json
@@ -139,6 +140,20 @@ class Reporter:
             view = view[written:]
 
 
+def _forget_error(shell: Any) -> None:
+    """Drop the references a failed cell leaves behind (its traceback holds the cell's frames).
+
+    Otherwise what a cell allocated before it failed (say, memory up to the
+    limit) stays alive in ``sys.last_traceback`` and the shell's last result,
+    and the cells and checks after it fail for want of memory they would have.
+    """
+    sys.last_type = sys.last_value = sys.last_traceback = None
+    if hasattr(sys, "last_exc"):
+        sys.last_exc = None
+    shell.last_execution_result = None
+    gc.collect()  # an exception and its frames form a cycle: only the collector frees it
+
+
 def _short_traceback(exc: BaseException, limit_chars: int = 4000) -> str:
     text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     return text[:limit_chars]
@@ -174,15 +189,16 @@ def main(job_path: str) -> int:
     out.emit(start)
 
     from IPython.core.interactiveshell import InteractiveShell
-    from traitlets.config import Config
 
-    config = Config()
-    config.HistoryManager.enabled = False  # no history database to create in the scratch folder
-    shell = InteractiveShell.instance(colors="NoColor", config=config)
+    shell = InteractiveShell.instance(colors="NoColor")
     if shell.display_formatter is not None:
         shell.display_formatter.active_types = ["text/plain"]
 
     def run_cell(cell: JobCell, until: float) -> None:
+        if run_and_report(cell, until) != "ok":
+            _forget_error(shell)  # here, once the cell's own frame (holding its result) has gone
+
+    def run_and_report(cell: JobCell, until: float) -> RunStatus:
         n = cell["n"]
         cell_start: CellStartEvent = {"event": "cell_start", "n": n}
         out.emit(cell_start)
@@ -227,6 +243,7 @@ def main(job_path: str) -> int:
             "seconds": round(time.monotonic() - t0, 3),
         }
         out.emit(ran)
+        return status
 
     if job.get("mode") == "record":
         # As nbgrader would run it: every cell in order, test cells in place,

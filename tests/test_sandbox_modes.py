@@ -1,6 +1,6 @@
 """The sandbox's two modes: built as root, or in a user namespace (bubblewrap's unprivileged mode).
 
-The hostile and broken submissions of ``tests/fixtures/class_grading`` are
+The hostile and broken submissions of ``sample_submissions`` are
 graded three times: as root in each mode, and as an ordinary user (a spare
 uid, see ``tests/ordinary_user.py``), where only the user-namespace mode can
 work and ``auto`` must pick it. Every run must give each submission its
@@ -21,7 +21,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from fixtures.class_grading.builder import EXPECTED, Builder
 from fixtures.homework import submissions as corpus
 from ordinary_user import command as as_ordinary_user
 from ordinary_user import home as ordinary_home
@@ -30,6 +29,7 @@ from sandbox_probes import assert_fork_bomb_and_flood_contained
 from classgrader import sandbox, sandbox_mode
 from classgrader.grade import Settings
 from classgrader.runner import grade_class
+from sample_submissions import EXPECTED, Builder
 
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "hw2_stable_softmax"
