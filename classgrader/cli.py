@@ -12,8 +12,10 @@ import sys
 from pathlib import Path
 
 from . import intake, late, sandbox
-from .grade import STATUSES, Settings, SetupError
-from .reports import summary_text
+from .assignment import SetupError
+from .class_reports import summary_text
+from .grade import Settings
+from .records import STATUSES
 
 
 def _size(text: str) -> int:

@@ -42,6 +42,12 @@ import time
 import traceback
 from typing import Any
 
+# ``python -I`` leaves the script's folder off sys.path: the job names the
+# folders that hold /grader's packages (classgrader.records among them).
+if __name__ == "__main__" and len(sys.argv) > 1:
+    with open(sys.argv[1], encoding="utf-8") as _job_file:
+        sys.path[:0] = json.load(_job_file).get("sys_path", [])
+
 from classgrader.records import (CellEvent, CellStartEvent, CheckEvent, DoneEvent, Job, JobCell, ProblemEvent,
                                  RunStatus, StartEvent)
 

@@ -144,7 +144,7 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
                 if late_changed or not paths.feedback(sub.student).exists():
                     nb = nbformat.read(paths.autograded(sub.student), as_version=4) \
                         if paths.autograded(sub.student).exists() else None
-                    write_text_atomic(paths.feedback(sub.student), feedback.render(prev, nb))
+                    write_text_atomic(paths.feedback(sub.student), report.render(prev, nb))
             else:
                 todo.append(sub)
         if len(results):
@@ -162,14 +162,13 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
                 return None
             slot = slots.get()
             try:
-                result, nb = grade(info, sub, settings, slot=slot, registry=registry)
+                graded = grade(info, sub, settings, policy, slot=slot, registry=registry)
             finally:
                 slots.put(slot)
-            late.annotate(result, sub, policy)
             if stop.is_set():
                 return None  # killed by the interrupt: not a real outcome, grade it next time
-            _save(paths, result, nb)
-            return result
+            _save(paths, graded)
+            return graded.result
 
         from tqdm import tqdm
 
@@ -215,7 +214,7 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
             raise KeyboardInterrupt
 
     ordered = [results[s.student] for s in subs if s.student in results]
-    summary = reports.write_all(ordered, paths.reports, assignment=assignment,
+    summary = class_reports.write_all(ordered, paths.reports, assignment=assignment,
                                 seconds=time.monotonic() - started, workers=workers, policy=policy)
     if analyse:
         from . import item_analysis
@@ -227,6 +226,14 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
             log(f"classgrader: no item analysis: {exc}")
     summary["reports"] = str(paths.reports)
     return summary
+
+
+def _load_previous(path: Path) -> Result | None:
+    """A saved result that can be reused (it names its status and key), else None."""
+    prev = read_result(path)
+    if prev is None or not isinstance(prev.get("status"), str) or not isinstance(prev.get("key"), str):
+        return None
+    return prev
 
 
 def _raise_interrupt(signum, frame):
