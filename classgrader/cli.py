@@ -47,6 +47,10 @@ def parser() -> argparse.ArgumentParser:
                         "or postgresql://user@host:port/dbname")
     p.add_argument("--workers", "-j", type=int, default=os.cpu_count() or 1,
                    help="parallel workers (default: number of cores, %(default)s here)")
+    p.add_argument("--cluster", metavar="ADDRESS", default=None,
+                   help="grade on the workers of a running Dask scheduler, e.g. tcp://host:8786 (--workers is "
+                        "then the cluster's); this machine still writes the gradebook and every file. README.md "
+                        "(Grading on a cluster) says how to provision workers")
     p.add_argument("--timeout", type=float, default=60.0, help="wall seconds per submission (default 60)")
     p.add_argument("--memory", default="2g", help="memory (address space) per submission, e.g. 1g, 512m (default 2g)")
     p.add_argument("--roster", type=Path, default=None,
@@ -122,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
             workers=args.workers, settings=settings,
             roster=read_roster(args.roster) if args.roster else None,
             regrade=args.regrade, progress=False if args.quiet else None,
-            log=lambda msg: print(msg, file=sys.stderr), late_policy=policy, timestamps=timestamps)
+            log=lambda msg: print(msg, file=sys.stderr), late_policy=policy, timestamps=timestamps,
+            cluster=args.cluster)
     except KeyboardInterrupt:
         return 130
     except (SetupError, intake.IntakeError, sandbox.SandboxUnavailable) as exc:
