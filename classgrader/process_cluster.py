@@ -56,11 +56,11 @@ class ProcessCluster:
         env = dict(self.env)
         if allowed_failures is not None:
             env["DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES"] = str(allowed_failures)
-        self.scheduler = subprocess.Popen(
-            [*self._program("scheduler"), "--host", "127.0.0.1", "--port", "0",
-             "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(self.scheduler_file)],
-            stdout=self._log("scheduler"), stderr=subprocess.STDOUT, env=env, cwd=self.folder,
-            start_new_session=True)
+        with self._log("scheduler") as log:
+            self.scheduler = subprocess.Popen(
+                [*self._program("scheduler"), "--host", "127.0.0.1", "--port", "0",
+                 "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(self.scheduler_file)],
+                stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.folder, start_new_session=True)
         deadline = time.monotonic() + self.startup
         while not self._address():
             if self.scheduler.poll() is not None or time.monotonic() > deadline:
@@ -83,12 +83,13 @@ class ProcessCluster:
     def add_worker(self, env: dict[str, str] | None = None) -> subprocess.Popen:
         """Start one more worker process (with ``env`` added to its environment)."""
         n = len(self.workers)
-        proc = subprocess.Popen(
-            [*self._program("worker"), "--scheduler-file", str(self.scheduler_file), "--host", "127.0.0.1",
-             "--nthreads", str(self.threads), "--nworkers", "1", "--no-nanny", "--no-dashboard",
-             "--local-directory", str(self.folder / f"worker-{n}"), "--name", f"worker-{n}"],
-            stdout=self._log(f"worker-{n}"), stderr=subprocess.STDOUT, env={**self.env, **(env or {})},
-            cwd=self.folder, start_new_session=True)
+        with self._log(f"worker-{n}") as log:
+            proc = subprocess.Popen(
+                [*self._program("worker"), "--scheduler-file", str(self.scheduler_file), "--host", "127.0.0.1",
+                 "--nthreads", str(self.threads), "--nworkers", "1", "--no-nanny", "--no-dashboard",
+                 "--local-directory", str(self.folder / f"worker-{n}"), "--name", f"worker-{n}"],
+                stdout=log, stderr=subprocess.STDOUT, env={**self.env, **(env or {})}, cwd=self.folder,
+                start_new_session=True)
         self.workers.append(proc)
         return proc
 

@@ -1,0 +1,201 @@
+"""Grading on a Dask cluster (``./course grade --cluster``): the same grades as a local run, and its faults.
+
+Each test starts a Dask scheduler and workers as separate processes on
+127.0.0.1 (:class:`classgrader.process_cluster.ProcessCluster`), grades through
+``--cluster`` and compares with one local run of the same class of bad
+submissions (``tests/fixtures/class_grading/builder.py``): the same statuses,
+scores, notes, flags and gradebook rows. Then: a worker killed mid-task, the
+scheduler killed mid-run (the next run resumes), and workers whose ``lib`` or
+checks differ from the client's (refused before anything is graded).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from fixtures.class_grading.builder import EXPECTED, Builder
+from test_class_grading import (ASSIGNMENT, LIMITS, REPO, Listener, gradebook_scores, needs_sandbox,  # noqa: F401
+                                postgres, quiet)
+
+from classgrader.cluster import ClusterError, ClusterLost
+from classgrader.grade import Settings
+from classgrader.process_cluster import ProcessCluster
+from classgrader.runner import grade_class
+
+pytestmark = needs_sandbox
+
+#: What a cluster run must reproduce of each local result (times and the sandbox's own log may differ).
+SAME = ("status", "score", "max_score", "cells", "comments", "notes", "repairs", "flagged", "in_kernel", "seed",
+        "key", "late", "display_name", "submitted_file", "layout")
+
+
+def results_of(out: Path) -> dict[str, dict]:
+    folder = out / "reports" / ASSIGNMENT / "results"
+    return {p.stem: json.loads(p.read_text()) for p in folder.glob("*.json")}
+
+
+def comparable(result: dict) -> dict:
+    return {k: result.get(k) for k in SAME}
+
+
+@pytest.fixture(scope="module")
+def builder() -> Builder:
+    return Builder(REPO, ASSIGNMENT)
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory, builder) -> dict[str, dict]:
+    """The whole class of bad submissions (and a roster student who sent nothing), graded locally."""
+    root = tmp_path_factory.mktemp("local")
+    listener = Listener()
+    try:
+        submitted = builder.write_submitted(root, EXPECTED, solutions=REPO / "solutions",
+                                            gradebook=root / "gradebook.db", port=listener.port)
+        grade_class(REPO, ASSIGNMENT, submitted, out=root, workers=2, settings=Settings(limits=LIMITS),
+                    roster=["absent_student"], progress=False, log=quiet)
+    finally:
+        listener.close()
+    return {"results": results_of(root), "gradebook": gradebook_scores(f"sqlite:///{root / 'gradebook.db'}"),
+            "csv": (root / "reports" / ASSIGNMENT / "grades.csv").read_text()}
+
+
+def test_a_cluster_run_gives_the_local_grades_into_postgresql(tmp_path, builder, local, postgres):
+    listener = Listener()
+    messages: list[str] = []
+    try:
+        submitted = builder.write_submitted(tmp_path, EXPECTED, solutions=REPO / "solutions",
+                                            gradebook=tmp_path / "gradebook.db", port=listener.port)
+        with ProcessCluster(workers=3) as cluster:
+            summary = grade_class(REPO, ASSIGNMENT, submitted, out=tmp_path, db_url=postgres,
+                                  settings=Settings(limits=LIMITS), roster=["absent_student"], progress=False,
+                                  log=messages.append, cluster=cluster.address)
+    finally:
+        listener.close()
+    assert listener.accepted == 0  # the sandboxes on the workers reach no network either
+    got = results_of(tmp_path)
+    assert set(got) == set(local["results"]) == set(EXPECTED) | {"absent_student"}
+    for student, result in local["results"].items():
+        assert comparable(got[student]) == comparable(result), student
+    assert {name: got[name]["status"] for name in EXPECTED} == {name: s for name, (s, _) in EXPECTED.items()}
+    assert gradebook_scores(postgres.replace("postgresql://", "postgresql+psycopg://")) == local["gradebook"]
+    assert (tmp_path / "reports" / ASSIGNMENT / "grades.csv").read_text() == local["csv"]
+    assert not (tmp_path / "gradebook.db").exists()
+    assert summary["workers"] == 3
+    assert any(m.startswith("classgrader: Dask dashboard: http://127.0.0.1:") for m in messages), messages
+
+
+def _processing(client) -> dict[str, list[str]]:
+    """Worker name -> the keys of the tasks it is running now."""
+    names = {addr: w["name"] for addr, w in client.scheduler_info(n_workers=-1)["workers"].items()}
+    return {names[addr]: [str(k) for k in keys] for addr, keys in client.processing().items() if addr in names}
+
+
+def test_a_worker_killed_mid_task_loses_and_doubles_nothing(tmp_path, builder, local):
+    """The worker running the infinite loop (a task of 10 s) is killed: Dask runs it again on the
+    other worker; the run completes, each student has one submission and one grade per cell, equal
+    to the local run's."""
+    from distributed import Client
+
+    names = ["infinite_loop", "solution", "blank", "os_exit", "memory_bomb", "patched_checker",
+             "stripped_metadata", "truncated_json"]
+    submitted = builder.write_submitted(tmp_path, names, solutions=REPO / "solutions",
+                                        gradebook=tmp_path / "gradebook.db")
+    killed: list[str] = []
+    with ProcessCluster(workers=2) as cluster:
+        outcome: dict = {}
+
+        def run() -> None:
+            try:
+                outcome["summary"] = grade_class(REPO, ASSIGNMENT, submitted, out=tmp_path,
+                                                 settings=Settings(limits=LIMITS), progress=False, log=quiet,
+                                                 cluster=cluster.address)
+            except BaseException as exc:  # reported by the assertion below
+                outcome["error"] = exc
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        with Client(cluster.address, set_as_default=False) as watcher:
+            deadline = time.monotonic() + 120
+            while not killed and time.monotonic() < deadline and thread.is_alive():
+                for name, keys in _processing(watcher).items():
+                    if any("infinite_loop" in k for k in keys):
+                        time.sleep(1.0)  # well inside the task: its sandbox is running the loop
+                        cluster.kill_worker(int(name.split("-")[1]))
+                        killed.append(name)
+                        break
+                time.sleep(0.05)
+        thread.join(timeout=300)
+    assert killed, "the infinite loop was never seen running on a worker"
+    assert "error" not in outcome, outcome.get("error")
+    got = results_of(tmp_path)
+    assert set(got) == set(names)
+    for student in names:
+        assert comparable(got[student]) == comparable(local["results"][student]), student
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    assert gradebook_scores(url) == {s: local["gradebook"][s] for s in names}
+    from nbgrader.api import Grade, Gradebook
+
+    with Gradebook(url, course_id="sdpa-course") as gb:
+        assert len(gb.assignment_submissions(ASSIGNMENT)) == len(names)
+        assert gb.db.query(Grade).count() == len(names) * 4
+
+
+def test_a_lost_scheduler_stops_the_run_and_the_next_run_resumes(tmp_path, builder, local):
+    names = ["infinite_loop", "solution", "blank", "os_exit", "patched_checker", "truncated_json"]
+    submitted = builder.write_submitted(tmp_path, names, solutions=REPO / "solutions",
+                                        gradebook=tmp_path / "gradebook.db")
+    results = tmp_path / "reports" / ASSIGNMENT / "results"
+    with ProcessCluster(workers=1) as cluster:
+        def kill_when_one_is_saved() -> None:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not list(results.glob("*.json")):
+                time.sleep(0.05)
+            cluster.kill_scheduler()
+
+        killer = threading.Thread(target=kill_when_one_is_saved)
+        killer.start()
+        with pytest.raises(ClusterLost, match="went away: .* Run the same command again") as lost:
+            grade_class(REPO, ASSIGNMENT, submitted, out=tmp_path, settings=Settings(limits=LIMITS),
+                        progress=False, log=quiet, cluster=cluster.address)
+        killer.join()
+    first = {p.stem: json.loads(p.read_text())["graded_at"] for p in results.glob("*.json")}
+    assert 1 <= len(first) < len(names), first
+    assert f"{len(first)} submissions" in str(lost.value)
+    messages: list[str] = []
+    with ProcessCluster(workers=2) as cluster:
+        grade_class(REPO, ASSIGNMENT, submitted, out=tmp_path, settings=Settings(limits=LIMITS),
+                    progress=False, log=messages.append, cluster=cluster.address)
+    assert any(f"{len(first)} of {len(names)} submissions already graded and unchanged" in m for m in messages)
+    got = results_of(tmp_path)
+    assert {s: r["graded_at"] for s, r in got.items() if s in first} == first  # not graded twice
+    for student in names:
+        assert comparable(got[student]) == comparable(local["results"][student]), student
+    assert gradebook_scores(f"sqlite:///{tmp_path / 'gradebook.db'}") == {s: local["gradebook"][s] for s in names}
+
+
+@pytest.mark.parametrize("package, what", [("lib", "lib (the reference implementation)"),
+                                           ("grading", "grading (the checks)")])
+def test_a_worker_with_another_lib_or_checks_is_refused_before_grading(tmp_path, builder, package, what):
+    """One worker imports a copy of the package with one line added: the run stops before any task."""
+    shadow = tmp_path / "shadow"
+    shutil.copytree(REPO / package, shadow / package, ignore=shutil.ignore_patterns("__pycache__"))
+    init = shadow / package / "__init__.py"
+    init.write_text(init.read_text() + "\n# changed on this worker only\n")
+    submitted = builder.write_submitted(tmp_path, ["solution", "blank"])
+    with ProcessCluster(workers=1) as cluster:
+        cluster.add_worker(env={"PYTHONPATH": str(shadow)})
+        cluster.wait_for_workers(2)
+        with pytest.raises(ClusterError, match="refusing to grade: 1 of 2 workers differ") as refused:
+            grade_class(REPO, ASSIGNMENT, submitted, out=tmp_path / "out", settings=Settings(limits=LIMITS),
+                        progress=False, log=quiet, cluster=cluster.address)
+    message = str(refused.value)
+    assert f"{what}: hash" in message and "127.0.0.1" in message
+    other = "grading (the checks)" if package == "lib" else "lib (the reference implementation)"
+    assert other not in message
+    assert not (tmp_path / "out" / "reports" / ASSIGNMENT / "results").exists()
+    assert gradebook_scores(f"sqlite:///{tmp_path / 'out' / 'gradebook.db'}") == {}
