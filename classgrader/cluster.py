@@ -280,21 +280,29 @@ def unpack(data: dict[str, Any]) -> Graded:
 class Session:
     """A connection to a Dask scheduler whose workers have been checked; a context manager.
 
-    ``address`` is the scheduler's, e.g. ``tcp://host:8786``; ``log`` gets
-    one-line messages (the dashboard link among them).
+    ``cluster`` is the scheduler's address, e.g. ``tcp://host:8786``, or a
+    ``distributed.Client`` already connected (from dask-jobqueue,
+    dask-kubernetes or dask-gateway: ``cluster.get_client()``), which is left
+    open at the end; ``log`` gets one-line messages (the dashboard link among
+    them).
     """
 
-    def __init__(self, address: str, settings: Settings, *, log: Callable[[str], None] = print,
+    def __init__(self, cluster: Any, settings: Settings, *, log: Callable[[str], None] = print,
                  worker_wait: float = WORKER_WAIT, connect_timeout: float = 30.0):
         from distributed import Client
 
-        self.address = address
         self.settings = settings
         self.log = log
-        try:
-            self.client = Client(address, timeout=connect_timeout, set_as_default=False)
-        except (OSError, TimeoutError) as exc:
-            raise ClusterError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+        self._own = isinstance(cluster, str)
+        if self._own:
+            self.address = cluster
+            try:
+                self.client = Client(cluster, timeout=connect_timeout, set_as_default=False)
+            except (OSError, TimeoutError) as exc:
+                raise ClusterError(f"cannot reach the Dask scheduler at {cluster}: {exc}") from None
+        else:
+            self.client = cluster
+            self.address = cluster.scheduler.address
         try:
             self._check_workers(worker_wait)
         except BaseException:
@@ -304,8 +312,9 @@ class Session:
         self.log(f"classgrader: Dask dashboard: {self.dashboard()}")
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.client.close(timeout=10)
+        if self._own:
+            with contextlib.suppress(Exception):
+                self.client.close(timeout=10)
 
     def __enter__(self) -> Session:
         return self

@@ -92,13 +92,14 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
                 db_url: str | None = None, workers: int | None = None, settings: Settings | None = None,
                 roster: list[str] | None = None, regrade: bool = False, progress: bool | None = None,
                 log=print, late_policy: late.Policy | None = None, timestamps: dict[str, str] | None = None,
-                analyse: bool = True, cluster: str | None = None) -> dict:
+                analyse: bool = True, cluster: Any = None) -> dict:
     """Grade every submission of ``assignment`` found at ``submissions``; return the summary.
 
     ``late_policy`` defaults to the course's (``c.LatePolicy`` in its
     ``nbgrader_config.py``); ``timestamps`` (``{student: time}``) wins over the
     times the submissions record. ``analyse`` also writes the item analysis.
-    ``cluster`` (a Dask scheduler's address) grades on that cluster's workers
+    ``cluster`` (a Dask scheduler's address, or a connected
+    ``distributed.Client``) grades on that cluster's workers
     instead of a local pool (:mod:`classgrader.cluster`); this process still
     writes every output.
     """
@@ -245,7 +246,7 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
     return summary
 
 
-def _session(cluster: str | None, settings: Settings, log):
+def _session(cluster: Any, settings: Settings, log):
     """A checked connection to the Dask scheduler at ``cluster``, or nothing for a local run."""
     if cluster is None:
         return contextlib.nullcontext()
