@@ -131,7 +131,7 @@ def fingerprint(names: tuple[str, ...], sandboxed: bool) -> dict[str, Any]:
         except sandbox.SandboxUnavailable as exc:
             problem = str(exc)
     return {
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "python": f"{platform.python_implementation()} {'.'.join(platform.python_version_tuple()[:2])}",
         "machine": platform.machine(),
         "packages": {name: _version(name) for name in names},
         "lib": tree_hash(Path(lib.__file__).parent),
