@@ -48,8 +48,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", "-j", type=int, default=os.cpu_count() or 1,
                    help="parallel workers (default: number of cores, %(default)s here)")
     p.add_argument("--cluster", metavar="ADDRESS", default=None,
-                   help="grade on the workers of a running Dask scheduler, e.g. tcp://host:8786 (--workers is "
-                        "then the cluster's); this machine still writes the gradebook and every file. README.md "
+                   help="grade on the workers of a running Dask scheduler, e.g. tcp://host:8786 (--workers does "
+                        "not apply); this machine still writes the gradebook and every file. README.md "
                         "(Grading on a cluster) says how to provision workers")
     p.add_argument("--timeout", type=float, default=60.0, help="wall seconds per submission (default 60)")
     p.add_argument("--memory", default="2g", help="memory (address space) per submission, e.g. 1g, 512m (default 2g)")
