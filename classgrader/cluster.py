@@ -305,11 +305,11 @@ class Session:
             self.address = cluster.scheduler.address
         try:
             self._check_workers(worker_wait)
+            self.log(f"classgrader: grading on the Dask cluster at {self.address}: {self._describe()}")
+            self.log(f"classgrader: Dask dashboard: {self.dashboard()}")
         except BaseException:
             self.close()
             raise
-        self.log(f"classgrader: grading on the Dask cluster at {address}: {self._describe()}")
-        self.log(f"classgrader: Dask dashboard: {self.dashboard()}")
 
     def close(self) -> None:
         if self._own:
