@@ -200,3 +200,35 @@ def test_a_worker_with_another_lib_or_checks_is_refused_before_grading(tmp_path,
     assert other not in message
     assert not (tmp_path / "out" / "reports" / ASSIGNMENT / "results").exists()
     assert gradebook_scores(f"sqlite:///{tmp_path / 'out' / 'gradebook.db'}") == {}
+
+
+def test_the_refusal_names_each_difference():
+    from classgrader.cluster import differences
+
+    here = {"python": "CPython 3.11", "machine": "x86_64", "packages": {"numpy": "2.0.1", "dask": "2026.8.0"},
+            "lib": "a" * 64, "grading": "b" * 64, "classgrader": "c" * 64, "sandbox": None}
+    assert differences(here, dict(here)) == []
+    worker = {**here, "packages": {"numpy": "1.26.4"}, "grading": "d" * 64, "sandbox": "bwrap: no permission"}
+    said = differences(here, worker)
+    assert said == ["grading (the checks): hash dddddddddddd on the worker, hash bbbbbbbbbbbb here",
+                    "pinned packages differ: dask absent on the worker, 2026.8.0 here; "
+                    "numpy 1.26.4 on the worker, 2.0.1 here",
+                    "it cannot start a sandbox: bwrap: no permission"]
+
+
+def test_each_running_sandbox_on_a_machine_holds_its_own_slot(tmp_path):
+    """Slots (sandbox uids) are exclusive across the worker processes of one machine, and freed at exit."""
+    import subprocess
+    import sys
+
+    from classgrader.cluster import machine_slot
+
+    take = ("import sys, pathlib; from classgrader.cluster import machine_slot\n"
+            "with machine_slot(pathlib.Path(sys.argv[1])) as s: print(s)")
+    with machine_slot(tmp_path) as first:
+        with machine_slot(tmp_path) as second:
+            other = subprocess.run([sys.executable, "-c", take, str(tmp_path)], capture_output=True, text=True,
+                                   check=True).stdout.strip()
+        again = subprocess.run([sys.executable, "-c", take, str(tmp_path)], capture_output=True, text=True,
+                               check=True).stdout.strip()
+    assert (first, second, int(other), int(again)) == (0, 1, 2, 1)
