@@ -413,8 +413,8 @@ class Session:
                                        f"{done} submissions were graded and saved; fix the worker and run "
                                        "the same command again.") from None
                 except KilledWorker:
-                    on_failure(sub, "the workers grading it died repeatedly (Dask's allowed-failures); "
-                                    "not graded, the next run tries again")
+                    on_failure(sub, "the workers grading it died repeatedly (past Dask's allowed-failures); "
+                                    "the next run tries again")
                 except Exception as exc:  # a bug in grading one notebook must not stop the class
                     on_failure(sub, f"internal error: {type(exc).__name__}: {exc}")
                 else:

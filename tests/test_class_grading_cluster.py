@@ -22,7 +22,7 @@ from fixtures.class_grading.builder import EXPECTED, Builder
 from test_class_grading import (ASSIGNMENT, LIMITS, REPO, Listener, gradebook_scores, needs_sandbox,  # noqa: F401
                                 postgres, quiet)
 
-from classgrader.cluster import ClusterError, ClusterLost
+from classgrader.cluster import ClusterError
 from classgrader.grade import Settings
 from classgrader.process_cluster import ProcessCluster
 from classgrader.runner import grade_class
@@ -96,77 +96,113 @@ def _processing(client) -> dict[str, list[str]]:
     return {names[addr]: [str(k) for k in keys] for addr, keys in client.processing().items() if addr in names}
 
 
-def test_a_worker_killed_mid_task_loses_and_doubles_nothing(tmp_path, builder, local):
-    """The worker running the infinite loop (a task of 10 s) is killed: Dask runs it again on the
-    other worker; the run completes, each student has one submission and one grade per cell, equal
-    to the local run's."""
+def _grade_killing_the_worker_of(cluster: ProcessCluster, student: str, submitted: Path, out: Path,
+                                 messages: list[str]) -> list[str]:
+    """Grade on ``cluster``; SIGKILL the worker while it runs ``student``'s task. Return the killed worker's name."""
     from distributed import Client
 
-    names = ["infinite_loop", "solution", "blank", "os_exit", "memory_bomb", "patched_checker",
-             "stripped_metadata", "truncated_json"]
-    submitted = builder.write_submitted(tmp_path, names, solutions=REPO / "solutions",
-                                        gradebook=tmp_path / "gradebook.db")
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            grade_class(REPO, ASSIGNMENT, submitted, out=out, settings=Settings(limits=LIMITS), progress=False,
+                        log=messages.append, cluster=cluster.address)
+        except BaseException as exc:  # reported by the assertion below
+            outcome["error"] = exc
+
     killed: list[str] = []
-    with ProcessCluster(workers=2) as cluster:
-        outcome: dict = {}
-
-        def run() -> None:
-            try:
-                outcome["summary"] = grade_class(REPO, ASSIGNMENT, submitted, out=tmp_path,
-                                                 settings=Settings(limits=LIMITS), progress=False, log=quiet,
-                                                 cluster=cluster.address)
-            except BaseException as exc:  # reported by the assertion below
-                outcome["error"] = exc
-
-        thread = threading.Thread(target=run)
-        thread.start()
-        with Client(cluster.address, set_as_default=False) as watcher:
-            deadline = time.monotonic() + 120
-            while not killed and time.monotonic() < deadline and thread.is_alive():
-                for name, keys in _processing(watcher).items():
-                    if any("infinite_loop" in k for k in keys):
-                        time.sleep(1.0)  # well inside the task: its sandbox is running the loop
-                        cluster.kill_worker(int(name.split("-")[1]))
-                        killed.append(name)
-                        break
-                time.sleep(0.05)
-        thread.join(timeout=300)
-    assert killed, "the infinite loop was never seen running on a worker"
+    thread = threading.Thread(target=run)
+    thread.start()
+    with Client(cluster.address, set_as_default=False) as watcher:
+        deadline = time.monotonic() + 120
+        while not killed and time.monotonic() < deadline and thread.is_alive():
+            for name, keys in _processing(watcher).items():
+                if any(f"-{student}-" in k for k in keys):
+                    time.sleep(1.0)  # well inside the task: its sandbox is running the notebook
+                    cluster.kill_worker(int(name.split("-")[1]))
+                    killed.append(name)
+                    break
+            time.sleep(0.05)
+    thread.join(timeout=300)
     assert "error" not in outcome, outcome.get("error")
+    assert killed, f"{student} was never seen running on a worker"
+    return killed
+
+
+#: A class with a long task (the infinite loop runs to its 10 s limit) and hostile or broken notebooks.
+KILL_CLASS = ["infinite_loop", "solution", "blank", "os_exit", "memory_bomb", "patched_checker",
+              "stripped_metadata", "truncated_json"]
+
+
+def test_a_worker_killed_mid_task_loses_and_doubles_nothing(tmp_path, builder, local):
+    """The worker running the infinite loop is killed: Dask runs that task again on the other worker;
+    the run completes, each student has one submission and one grade per cell, equal to the local run's."""
+    submitted = builder.write_submitted(tmp_path, KILL_CLASS, solutions=REPO / "solutions",
+                                        gradebook=tmp_path / "gradebook.db")
+    with ProcessCluster(workers=2) as cluster:
+        _grade_killing_the_worker_of(cluster, "infinite_loop", submitted, tmp_path, [])
     got = results_of(tmp_path)
-    assert set(got) == set(names)
-    for student in names:
+    assert set(got) == set(KILL_CLASS)
+    for student in KILL_CLASS:
         assert comparable(got[student]) == comparable(local["results"][student]), student
     url = f"sqlite:///{tmp_path / 'gradebook.db'}"
-    assert gradebook_scores(url) == {s: local["gradebook"][s] for s in names}
+    assert gradebook_scores(url) == {s: local["gradebook"][s] for s in KILL_CLASS}
     from nbgrader.api import Grade, Gradebook
 
     with Gradebook(url, course_id="sdpa-course") as gb:
-        assert len(gb.assignment_submissions(ASSIGNMENT)) == len(names)
-        assert gb.db.query(Grade).count() == len(names) * 4
+        assert len(gb.assignment_submissions(ASSIGNMENT)) == len(KILL_CLASS)
+        assert gb.db.query(Grade).count() == len(KILL_CLASS) * 4
+
+
+def test_a_task_whose_workers_keep_dying_is_not_retried_forever(tmp_path, builder, local):
+    """With Dask's allowed-failures at 0, one lost worker ends that task: it is reported as not graded,
+    the others are graded, and the next run grades it."""
+    submitted = builder.write_submitted(tmp_path, KILL_CLASS, solutions=REPO / "solutions",
+                                        gradebook=tmp_path / "gradebook.db")
+    messages: list[str] = []
+    with ProcessCluster(workers=2, allowed_failures=0) as cluster:
+        _grade_killing_the_worker_of(cluster, "infinite_loop", submitted, tmp_path, messages)
+    # (A task waiting on the same worker, if any, fails with it.)
+    failed = {m.split()[1] for m in messages
+              if m.endswith("not graded: the workers grading it died repeatedly (past Dask's allowed-failures); "
+                            "the next run tries again")}
+    assert "infinite_loop" in failed, messages
+    assert set(results_of(tmp_path)) == set(KILL_CLASS) - failed
+    with ProcessCluster(workers=1) as cluster:
+        grade_class(REPO, ASSIGNMENT, submitted, out=tmp_path, settings=Settings(limits=LIMITS), progress=False,
+                    log=quiet, cluster=cluster.address)
+    got = results_of(tmp_path)
+    assert set(got) == set(KILL_CLASS)
+    for student in KILL_CLASS:
+        assert comparable(got[student]) == comparable(local["results"][student]), student
 
 
 def test_a_lost_scheduler_stops_the_run_and_the_next_run_resumes(tmp_path, builder, local):
+    """Through the command line: the run stops with exit status 2 and says what is saved; the next run
+    (on a new cluster) grades only the rest."""
+    import subprocess
+    import sys
+
     names = ["infinite_loop", "solution", "blank", "os_exit", "patched_checker", "truncated_json"]
     submitted = builder.write_submitted(tmp_path, names, solutions=REPO / "solutions",
                                         gradebook=tmp_path / "gradebook.db")
     results = tmp_path / "reports" / ASSIGNMENT / "results"
     with ProcessCluster(workers=1) as cluster:
-        def kill_when_one_is_saved() -> None:
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and not list(results.glob("*.json")):
-                time.sleep(0.05)
-            cluster.kill_scheduler()
-
-        killer = threading.Thread(target=kill_when_one_is_saved)
-        killer.start()
-        with pytest.raises(ClusterLost, match="went away: .* Run the same command again") as lost:
-            grade_class(REPO, ASSIGNMENT, submitted, out=tmp_path, settings=Settings(limits=LIMITS),
-                        progress=False, log=quiet, cluster=cluster.address)
-        killer.join()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "classgrader", ASSIGNMENT, str(submitted), "--course", str(REPO),
+             "--out", str(tmp_path), "--timeout", str(LIMITS.wall_seconds), "--memory", "512m", "--quiet",
+             "--cluster", cluster.address], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not list(results.glob("*.json")) and proc.poll() is None:
+            time.sleep(0.05)
+        cluster.kill_scheduler()
+        _, err = proc.communicate(timeout=120)
     first = {p.stem: json.loads(p.read_text())["graded_at"] for p in results.glob("*.json")}
+    assert proc.returncode == 2, err
+    assert "classgrader: Dask dashboard: http://127.0.0.1:" in err
+    assert f"went away: {len(first)} submissions of this run were graded and saved. Run the same command again" \
+        in err, err
     assert 1 <= len(first) < len(names), first
-    assert f"{len(first)} submissions" in str(lost.value)
     messages: list[str] = []
     with ProcessCluster(workers=2) as cluster:
         grade_class(REPO, ASSIGNMENT, submitted, out=tmp_path, settings=Settings(limits=LIMITS),
