@@ -76,6 +76,7 @@ def _client_cost(assignment: str, out: Path, scratch: Path) -> float:
 
     results = [read_result(p) for p in sorted((out / "reports" / assignment / "results").glob("*.json"))]
     feedback = {p.parent.parent.name: p.read_text() for p in (out / "feedback").glob(f"*/{assignment}/*.html")}
+    scratch.mkdir(parents=True, exist_ok=True)
     url = gradebook.sqlite_url(scratch / "gradebook.db")
     cid = course_id_of(REPO)
     from classgrader.assignment import load_assignment
@@ -117,8 +118,13 @@ def main(args: Any, make_submissions) -> None:
         make_submissions(tmp, args.assignment, args.n)
         submitted = tmp / "submitted"
         local_out = tmp / "local"
+        print(f"{args.n} submissions of {args.assignment} on {platform.machine()}, {cores} cores"
+              f"{'' if kernel_record else ' (--no-kernel-record)'}", flush=True)
         t_local = _grade(args.assignment, submitted, local_out, cores, None, kernel_record)
         expected = _scores(local_out, args.assignment)
+        print(f"  local pool, {cores} workers            {t_local:7.1f} s  {args.n / t_local:6.2f} per s", flush=True)
+        client = _client_cost(args.assignment, local_out, tmp / "client")
+        print(f"  client: {client * 1000:.1f} ms per submission (result files + one gradebook transaction)", flush=True)
         runs = {}
         for n_workers in sizes:
             started = time.perf_counter()
@@ -130,10 +136,13 @@ def main(args: Any, make_submissions) -> None:
                     out = tmp / f"cluster{n_workers}"
                     wall = _grade(args.assignment, submitted, out, n_workers, cluster.address, kernel_record)
                     stream = _task_stream(watcher.get_task_stream(start=t0), wall, n_workers)
-            runs[n_workers] = {"seconds": round(wall, 2), "per_second": round(args.n / wall, 2),
-                               "startup_seconds": round(startup, 1), **stream,
-                               "same_scores_as_local": _scores(out, args.assignment) == expected}
-        client = _client_cost(args.assignment, local_out, tmp / "client")
+            runs[n_workers] = r = {"seconds": round(wall, 2), "per_second": round(args.n / wall, 2),
+                                   "startup_seconds": round(startup, 1), **stream,
+                                   "same_scores_as_local": _scores(out, args.assignment) == expected}
+            print(f"  cluster, {n_workers} single-threaded workers  {r['seconds']:7.1f} s  {r['per_second']:6.2f} per s"
+                  f"  task {r['mean_task_seconds']:.3f} s, Dask overhead {r['overhead_per_task_seconds']:.3f} s "
+                  f"per task ({100 * r['idle_share']:.1f}% of worker time)  same scores: {r['same_scores_as_local']}"
+                  f"  (start-up {r['startup_seconds']:.1f} s, not timed)", flush=True)
 
     one = runs[1]
     paper = estimate(10_000, 10, 16, one["mean_task_seconds"], one["overhead_per_task_seconds"], client)
@@ -144,15 +153,6 @@ def main(args: Any, make_submissions) -> None:
         "local_pool": {"workers": cores, "seconds": round(t_local, 2), "per_second": round(args.n / t_local, 2)},
         "cluster": runs, "client_seconds_per_submission": round(client, 4), "paper_10000_on_10x16": paper,
     }
-    print(f"{args.n} submissions of {args.assignment} on {result['machine']}"
-          f"{'' if kernel_record else ' (--no-kernel-record)'}")
-    print(f"  local pool, {cores} workers            {t_local:7.1f} s  {args.n / t_local:6.2f} per s")
-    for n_workers, r in runs.items():
-        print(f"  cluster, {n_workers} single-threaded workers  {r['seconds']:7.1f} s  {r['per_second']:6.2f} per s"
-              f"  task {r['mean_task_seconds']:.3f} s, Dask overhead {r['overhead_per_task_seconds']:.3f} s "
-              f"per task ({100 * r['idle_share']:.1f}% of worker time)  same scores: {r['same_scores_as_local']}"
-              f"  (start-up {r['startup_seconds']:.1f} s, not timed)")
-    print(f"  client: {client * 1000:.1f} ms per submission (result files + one gradebook transaction)")
     print(f"  paper estimate, 10,000 submissions on 10 machines x 16 cores: {paper['estimate_seconds']:.0f} s "
           f"(workers {paper['workers_seconds']:.0f} s, client {paper['client_seconds']:.0f} s)")
     out = args.out.with_name("class_grading_cluster.json")
