@@ -11,9 +11,10 @@
    then ``grade_class(..., cluster=ADDRESS)``, timed; every run's gradebook must
    hold the local run's scores;
 4. from the scheduler's task stream: each task's compute time on its worker
-   (grading one submission, as a local run does) and the share of the
-   workers' wall time that was *not* computing a task: what Dask adds
-   (scheduling, transfers, the client's turn-around, the tail of the run);
+   (grading one submission, as a local run does) and, between the first
+   task's start and the last one's end, the share of the workers' time that
+   was *not* computing a task: what Dask adds (scheduling, transfers, the
+   client's turn-around); the rest of the wall time is a fixed cost per run;
 5. the client's own cost per submission (result files and one gradebook
    transaction), measured by writing the local run's results again;
 6. a paper estimate for 10,000 submissions on 10 machines of 16 cores.
@@ -55,17 +56,29 @@ def _grade(assignment: str, submitted: Path, out: Path, workers: int, cluster: s
 
 
 def _task_stream(records: list[dict], wall: float, threads: int) -> dict[str, float]:
-    """Compute time per grading task, and the share of the workers' time not spent computing one."""
-    computes = []
+    """Compute time per grading task, and the share of the workers' time not spent computing one.
+
+    Between the first task's start and the last one's end (the *span*), each
+    worker thread is either computing a task (grading a submission, as a local
+    run does) or waiting on Dask (scheduling, transfers, the client's
+    turn-around): that waiting, per task, is Dask's overhead. What lies outside
+    the span (connecting, the fingerprint check, finding the submissions, the
+    reports at the end) is a fixed cost per run, reported apart.
+    """
+    spans = []
     for rec in records:
         if not str(rec.get("key", "")).startswith("classgrader-"):
             continue
-        computes += [s["stop"] - s["start"] for s in rec.get("startstops", []) if s.get("action") == "compute"]
-    busy = sum(computes)
-    capacity = wall * threads
-    return {"tasks": len(computes), "mean_task_seconds": round(busy / len(computes), 4) if computes else None,
-            "idle_share": round(1 - busy / capacity, 4) if capacity else None,
-            "overhead_per_task_seconds": round((capacity - busy) / len(computes), 4) if computes else None}
+        spans += [(s["start"], s["stop"]) for s in rec.get("startstops", []) if s.get("action") == "compute"]
+    if not spans:
+        return {"tasks": 0}
+    busy = sum(b - a for a, b in spans)
+    span = max(b for _, b in spans) - min(a for a, _ in spans)
+    capacity = span * threads
+    return {"tasks": len(spans), "mean_task_seconds": round(busy / len(spans), 4),
+            "idle_share": round(1 - busy / capacity, 4),
+            "overhead_per_task_seconds": round((capacity - busy) / len(spans), 4),
+            "fixed_seconds_per_run": round(wall - span, 2)}
 
 
 def _client_cost(assignment: str, out: Path, scratch: Path) -> float:
@@ -142,7 +155,8 @@ def main(args: Any, make_submissions) -> None:
             print(f"  cluster, {n_workers} single-threaded workers  {r['seconds']:7.1f} s  {r['per_second']:6.2f} per s"
                   f"  task {r['mean_task_seconds']:.3f} s, Dask overhead {r['overhead_per_task_seconds']:.3f} s "
                   f"per task ({100 * r['idle_share']:.1f}% of worker time)  same scores: {r['same_scores_as_local']}"
-                  f"  (start-up {r['startup_seconds']:.1f} s, not timed)", flush=True)
+                  f"  (per run: {r['fixed_seconds_per_run']:.1f} s before the first and after the last task; "
+                  f"cluster start-up {r['startup_seconds']:.1f} s, not timed)", flush=True)
 
     one = runs[1]
     paper = estimate(10_000, 10, 16, one["mean_task_seconds"], one["overhead_per_task_seconds"], client)
