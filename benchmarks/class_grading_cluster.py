@@ -44,14 +44,25 @@ def _scores(out: Path, assignment: str) -> dict[str, float]:
         return {s.student_id: round(float(s.score), 6) for s in gb.assignment_submissions(assignment)}
 
 
-def _grade(assignment: str, submitted: Path, out: Path, workers: int, cluster: str | None,
-           kernel_record: bool) -> float:
+def _grade(
+    assignment: str, submitted: Path, out: Path, workers: int, cluster: str | None, kernel_record: bool
+) -> float:
     from classgrader.grade import Settings
     from classgrader.runner import grade_class
 
     start = time.perf_counter()
-    grade_class(REPO, assignment, submitted, out=out, workers=workers, settings=Settings(kernel_record=kernel_record),
-                progress=False, log=lambda m: None, cluster=cluster, analyse=False)
+    grade_class(
+        REPO,
+        assignment,
+        submitted,
+        out=out,
+        workers=workers,
+        settings=Settings(kernel_record=kernel_record),
+        progress=False,
+        log=lambda m: None,
+        cluster=cluster,
+        analyse=False,
+    )
     return time.perf_counter() - start
 
 
@@ -75,10 +86,13 @@ def _task_stream(records: list[dict], wall: float, threads: int) -> dict[str, fl
     busy = sum(b - a for a, b in spans)
     span = max(b for _, b in spans) - min(a for a, _ in spans)
     capacity = span * threads
-    return {"tasks": len(spans), "mean_task_seconds": round(busy / len(spans), 4),
-            "idle_share": round(1 - busy / capacity, 4),
-            "overhead_per_task_seconds": round((capacity - busy) / len(spans), 4),
-            "fixed_seconds_per_run": round(wall - span, 2)}
+    return {
+        "tasks": len(spans),
+        "mean_task_seconds": round(busy / len(spans), 4),
+        "idle_share": round(1 - busy / capacity, 4),
+        "overhead_per_task_seconds": round((capacity - busy) / len(spans), 4),
+        "fixed_seconds_per_run": round(wall - span, 2),
+    }
 
 
 def _client_cost(assignment: str, out: Path, scratch: Path) -> float:
@@ -114,8 +128,14 @@ def estimate(n: int, machines: int, cores: int, task_seconds: float, overhead: f
     """
     slots = machines * cores
     workers = math.ceil(n / slots) * (task_seconds + overhead)
-    return {"submissions": n, "machines": machines, "cores_each": cores, "workers_seconds": round(workers, 1),
-            "client_seconds": round(n * client, 1), "estimate_seconds": round(max(workers, n * client), 1)}
+    return {
+        "submissions": n,
+        "machines": machines,
+        "cores_each": cores,
+        "workers_seconds": round(workers, 1),
+        "client_seconds": round(n * client, 1),
+        "estimate_seconds": round(max(workers, n * client), 1),
+    }
 
 
 def main(args: Any, make_submissions) -> None:
@@ -131,8 +151,11 @@ def main(args: Any, make_submissions) -> None:
         make_submissions(tmp, args.assignment, args.n)
         submitted = tmp / "submitted"
         local_out = tmp / "local"
-        print(f"{args.n} submissions of {args.assignment} on {platform.machine()}, {cores} cores"
-              f"{'' if kernel_record else ' (--no-kernel-record)'}", flush=True)
+        print(
+            f"{args.n} submissions of {args.assignment} on {platform.machine()}, {cores} cores"
+            f"{'' if kernel_record else ' (--no-kernel-record)'}",
+            flush=True,
+        )
         t_local = _grade(args.assignment, submitted, local_out, cores, None, kernel_record)
         expected = _scores(local_out, args.assignment)
         print(f"  local pool, {cores} workers            {t_local:7.1f} s  {args.n / t_local:6.2f} per s", flush=True)
@@ -149,26 +172,39 @@ def main(args: Any, make_submissions) -> None:
                     out = tmp / f"cluster{n_workers}"
                     wall = _grade(args.assignment, submitted, out, n_workers, cluster.address, kernel_record)
                     stream = _task_stream(watcher.get_task_stream(start=t0), wall, n_workers)
-            runs[n_workers] = r = {"seconds": round(wall, 2), "per_second": round(args.n / wall, 2),
-                                   "startup_seconds": round(startup, 1), **stream,
-                                   "same_scores_as_local": _scores(out, args.assignment) == expected}
-            print(f"  cluster, {n_workers} single-threaded workers  {r['seconds']:7.1f} s  {r['per_second']:6.2f} per s"
-                  f"  task {r['mean_task_seconds']:.3f} s, Dask overhead {r['overhead_per_task_seconds']:.3f} s "
-                  f"per task ({100 * r['idle_share']:.1f}% of worker time)  same scores: {r['same_scores_as_local']}"
-                  f"  (per run: {r['fixed_seconds_per_run']:.1f} s before the first and after the last task; "
-                  f"cluster start-up {r['startup_seconds']:.1f} s, not timed)", flush=True)
+            runs[n_workers] = r = {
+                "seconds": round(wall, 2),
+                "per_second": round(args.n / wall, 2),
+                "startup_seconds": round(startup, 1),
+                **stream,
+                "same_scores_as_local": _scores(out, args.assignment) == expected,
+            }
+            print(
+                f"  cluster, {n_workers} single-threaded workers  {r['seconds']:7.1f} s  {r['per_second']:6.2f} per s"
+                f"  task {r['mean_task_seconds']:.3f} s, Dask overhead {r['overhead_per_task_seconds']:.3f} s "
+                f"per task ({100 * r['idle_share']:.1f}% of worker time)  same scores: {r['same_scores_as_local']}"
+                f"  (per run: {r['fixed_seconds_per_run']:.1f} s before the first and after the last task; "
+                f"cluster start-up {r['startup_seconds']:.1f} s, not timed)",
+                flush=True,
+            )
 
     one = runs[1]
     paper = estimate(10_000, 10, 16, one["mean_task_seconds"], one["overhead_per_task_seconds"], client)
     result = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {cores} cores, Python {platform.python_version()}",
-        "assignment": args.assignment, "submissions": args.n, "kernel_record": kernel_record,
+        "assignment": args.assignment,
+        "submissions": args.n,
+        "kernel_record": kernel_record,
         "local_pool": {"workers": cores, "seconds": round(t_local, 2), "per_second": round(args.n / t_local, 2)},
-        "cluster": runs, "client_seconds_per_submission": round(client, 4), "paper_10000_on_10x16": paper,
+        "cluster": runs,
+        "client_seconds_per_submission": round(client, 4),
+        "paper_10000_on_10x16": paper,
     }
-    print(f"  paper estimate, 10,000 submissions on 10 machines x 16 cores: {paper['estimate_seconds']:.0f} s "
-          f"(workers {paper['workers_seconds']:.0f} s, client {paper['client_seconds']:.0f} s)")
+    print(
+        f"  paper estimate, 10,000 submissions on 10 machines x 16 cores: {paper['estimate_seconds']:.0f} s "
+        f"(workers {paper['workers_seconds']:.0f} s, client {paper['client_seconds']:.0f} s)"
+    )
     out = args.out.with_name("class_grading_cluster.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

@@ -56,7 +56,9 @@ def make_submissions(course: Path, assignment: str, n: int) -> dict[str, str]:
     n_blank = n_partial = n // 8
     naive = None
     if assignment == "hw2_stable_softmax":
-        naive = b._with_answer(f"def {b.function}(z):\n    e = np.exp(z)\n    return e / e.sum(axis=-1, keepdims=True)\n")
+        naive = b._with_answer(
+            f"def {b.function}(z):\n    e = np.exp(z)\n    return e / e.sum(axis=-1, keepdims=True)\n"
+        )
     else:
         n_partial = 0
     for i in range(n):
@@ -86,7 +88,9 @@ def timed(cmd: list[str], cwd: Path, env: dict) -> float:
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd[:4])} ... failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        raise SystemExit(
+            f"{' '.join(cmd[:4])} ... failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
     return seconds
 
 
@@ -96,8 +100,11 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=None, help="number of submissions (default 40; 200 with --cluster)")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "class_grading_speed.json")
-    ap.add_argument("--cluster", action="store_true",
-                    help="the cluster mode: local Dask clusters against the local pool (class_grading_cluster.py)")
+    ap.add_argument(
+        "--cluster",
+        action="store_true",
+        help="the cluster mode: local Dask clusters against the local pool (class_grading_cluster.py)",
+    )
     ap.add_argument("--no-kernel-record", action="store_true", help="with --cluster: grade without the record run")
     args = ap.parse_args()
     if args.cluster:
@@ -117,8 +124,21 @@ def main() -> None:
         ours = {}
         for label, extra in (("classgrader", []), ("classgrader --no-kernel-record", ["--no-kernel-record"])):
             out = Path(tmp) / label.replace(" ", "_")
-            cmd = [sys.executable, "-m", "classgrader", args.assignment, str(course / "submitted"),
-                   "--course", str(REPO), "--out", str(out), "--workers", str(args.workers), "--quiet", *extra]
+            cmd = [
+                sys.executable,
+                "-m",
+                "classgrader",
+                args.assignment,
+                str(course / "submitted"),
+                "--course",
+                str(REPO),
+                "--out",
+                str(out),
+                "--workers",
+                str(args.workers),
+                "--quiet",
+                *extra,
+            ]
             ours[label] = (timed(cmd, REPO, env), out)
 
         expected = scores(course / "gradebook.db", args.assignment)
@@ -128,7 +148,7 @@ def main() -> None:
             by_kind.setdefault(kind, set()).add(expected.get(sid))
 
     result = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "assignment": args.assignment,
         "submissions": args.n,
@@ -143,8 +163,10 @@ def main() -> None:
     print(f"{args.n} submissions of {args.assignment} on {result['machine']}")
     print(f"  nbgrader autograde (sequential)        {t_nbgrader:7.1f} s  {t_nbgrader / args.n:5.2f} s per notebook")
     for label, (t, _) in ours.items():
-        print(f"  {label:38s} {t:7.1f} s  {t / args.n:5.2f} s per notebook  "
-              f"{t_nbgrader / t:4.2f}x faster  same scores: {agree[label]}")
+        print(
+            f"  {label:38s} {t:7.1f} s  {t / args.n:5.2f} s per notebook  "
+            f"{t_nbgrader / t:4.2f}x faster  same scores: {agree[label]}"
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {args.out.relative_to(REPO) if args.out.is_relative_to(REPO) else args.out}")

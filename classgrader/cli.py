@@ -30,58 +30,111 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="course grade",
         description="Grade every submission of one assignment: in parallel, each in a sandbox, "
-                    "scored outside the learner's process, written to nbgrader's gradebook.",
-        epilog="Each submission ends with one status: " + ", ".join(STATUSES)
-               + ". README.md (Grading a whole class) explains them, the accepted file names and the sandbox.",
+        "scored outside the learner's process, written to nbgrader's gradebook.",
+        epilog="Each submission ends with one status: "
+        + ", ".join(STATUSES)
+        + ". README.md (Grading a whole class) explains them, the accepted file names and the sandbox.",
     )
     p.add_argument("assignment", help="assignment name, e.g. hw2_stable_softmax")
-    p.add_argument("submissions", type=Path, nargs="?",
-                   help="nbgrader's submitted/ folder (or the course folder), a flat folder, or a zip from an LMS "
-                        "(not needed with --analyse-only)")
-    p.add_argument("--course", type=Path, default=Path("."),
-                   help="course folder with solutions/ and exercises/ (default: current folder)")
-    p.add_argument("--out", type=Path, default=None,
-                   help="where autograded/, feedback/, reports/ and the default gradebook go (default: --course)")
-    p.add_argument("--db", dest="db_url", default=None,
-                   help="gradebook URL: sqlite:///path/gradebook.db (default: OUT/gradebook.db) "
-                        "or postgresql://user@host:port/dbname")
-    p.add_argument("--workers", "-j", type=int, default=os.cpu_count() or 1,
-                   help="parallel workers (default: number of cores, %(default)s here)")
-    p.add_argument("--cluster", metavar="ADDRESS", default=None,
-                   help="grade on the workers of a running Dask scheduler, e.g. tcp://host:8786 (--workers does "
-                        "not apply); this machine still writes the gradebook and every file. README.md "
-                        "(Grading on a cluster) says how to provision workers")
+    p.add_argument(
+        "submissions",
+        type=Path,
+        nargs="?",
+        help="nbgrader's submitted/ folder (or the course folder), a flat folder, or a zip from an LMS "
+        "(not needed with --analyse-only)",
+    )
+    p.add_argument(
+        "--course",
+        type=Path,
+        default=Path("."),
+        help="course folder with solutions/ and exercises/ (default: current folder)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where autograded/, feedback/, reports/ and the default gradebook go (default: --course)",
+    )
+    p.add_argument(
+        "--db",
+        dest="db_url",
+        default=None,
+        help="gradebook URL: sqlite:///path/gradebook.db (default: OUT/gradebook.db) "
+        "or postgresql://user@host:port/dbname",
+    )
+    p.add_argument(
+        "--workers",
+        "-j",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="parallel workers (default: number of cores, %(default)s here)",
+    )
+    p.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        default=None,
+        help="grade on the workers of a running Dask scheduler, e.g. tcp://host:8786 (--workers does "
+        "not apply); this machine still writes the gradebook and every file. README.md "
+        "(Grading on a cluster) says how to provision workers",
+    )
     p.add_argument("--timeout", type=float, default=60.0, help="wall seconds per submission (default 60)")
     p.add_argument("--memory", default="2g", help="memory (address space) per submission, e.g. 1g, 512m (default 2g)")
-    p.add_argument("--roster", type=Path, default=None,
-                   help="file with one student id per line (or CSV with an id column first): "
-                        "students without a submission are reported missing")
+    p.add_argument(
+        "--roster",
+        type=Path,
+        default=None,
+        help="file with one student id per line (or CSV with an id column first): "
+        "students without a submission are reported missing",
+    )
     p.add_argument("--regrade", action="store_true", help="grade again even unchanged, already graded submissions")
-    p.add_argument("--no-kernel-record", action="store_true",
-                   help="skip the second sandboxed run that records the in-kernel (nbgrader-style) test results")
-    p.add_argument("--no-sandbox", action="store_true",
-                   help="run learner code WITHOUT isolation (trusted code only, e.g. to try the tool)")
+    p.add_argument(
+        "--no-kernel-record",
+        action="store_true",
+        help="skip the second sandboxed run that records the in-kernel (nbgrader-style) test results",
+    )
+    p.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run learner code WITHOUT isolation (trusted code only, e.g. to try the tool)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     a = p.add_argument_group(
         "after the deadline",
         "The late policy comes from c.LatePolicy in the course's nbgrader_config.py; these options override it "
-        "for one run. A time without a zone is taken in --timezone. README.md (After the deadline) has the rules.")
-    a.add_argument("--deadline", default=None,
-                   help="this assignment's deadline, e.g. '2026-03-01 23:59' or '2026-03-01T23:59:00+01:00'")
-    a.add_argument("--timezone", default=None,
-                   help="IANA zone (e.g. Europe/Berlin) for deadlines and submission times written without a zone "
-                        "(default UTC, as nbgrader)")
-    a.add_argument("--penalty", default=None,
-                   help="penalty per started period late: points (e.g. 1) or percent of the maximum (e.g. 10%%)")
+        "for one run. A time without a zone is taken in --timezone. README.md (After the deadline) has the rules.",
+    )
+    a.add_argument(
+        "--deadline",
+        default=None,
+        help="this assignment's deadline, e.g. '2026-03-01 23:59' or '2026-03-01T23:59:00+01:00'",
+    )
+    a.add_argument(
+        "--timezone",
+        default=None,
+        help="IANA zone (e.g. Europe/Berlin) for deadlines and submission times written without a zone "
+        "(default UTC, as nbgrader)",
+    )
+    a.add_argument(
+        "--penalty",
+        default=None,
+        help="penalty per started period late: points (e.g. 1) or percent of the maximum (e.g. 10%%)",
+    )
     a.add_argument("--period", choices=sorted(late.PERIODS), default=None, help="the penalty's period (default day)")
     a.add_argument("--grace", default=None, help="lateness that costs nothing, e.g. 15m, 2h (default 0)")
     a.add_argument("--cap", default=None, help="the most a late submission can lose, points or percent (default none)")
-    a.add_argument("--timestamps", type=Path, default=None,
-                   help="CSV with columns student_id,submitted_at: submission times that win over the files' own "
-                        "(for a Moodle export, which records none)")
-    a.add_argument("--analyse-only", action="store_true",
-                   help="grade nothing: write the item analysis (pass rate, common messages and score histogram "
-                        "per graded cell) of what is already graded into reports/ASSIGNMENT/")
+    a.add_argument(
+        "--timestamps",
+        type=Path,
+        default=None,
+        help="CSV with columns student_id,submitted_at: submission times that win over the files' own "
+        "(for a Moodle export, which records none)",
+    )
+    a.add_argument(
+        "--analyse-only",
+        action="store_true",
+        help="grade nothing: write the item analysis (pass rate, common messages and score histogram "
+        "per graded cell) of what is already graded into reports/ASSIGNMENT/",
+    )
     return p
 
 
@@ -104,9 +157,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.submissions is None:
         p.error("the submissions folder or zip is required (unless --analyse-only)")
     try:
-        policy = late.policy_for(args.course, args.assignment, {
-            "deadline": args.deadline, "timezone": args.timezone, "penalty": args.penalty,
-            "period": args.period, "grace": args.grace, "cap": args.cap})
+        policy = late.policy_for(
+            args.course,
+            args.assignment,
+            {
+                "deadline": args.deadline,
+                "timezone": args.timezone,
+                "penalty": args.penalty,
+                "period": args.period,
+                "grace": args.grace,
+                "cap": args.cap,
+            },
+        )
         timestamps = late.read_timestamps_file(args.timestamps) if args.timestamps else None
     except (late.LatePolicyError, OSError) as exc:
         print(f"classgrader: late policy: {exc}", file=sys.stderr)
@@ -118,16 +180,26 @@ def main(argv: list[str] | None = None) -> int:
         kernel_record=not args.no_kernel_record,
     )
     if args.no_sandbox:
-        print("classgrader: WARNING: --no-sandbox runs learner code with your rights, next to your files",
-              file=sys.stderr)
+        print(
+            "classgrader: WARNING: --no-sandbox runs learner code with your rights, next to your files", file=sys.stderr
+        )
     try:
         summary = grade_class(
-            args.course, args.assignment, args.submissions, out=args.out, db_url=args.db_url,
-            workers=args.workers, settings=settings,
+            args.course,
+            args.assignment,
+            args.submissions,
+            out=args.out,
+            db_url=args.db_url,
+            workers=args.workers,
+            settings=settings,
             roster=read_roster(args.roster) if args.roster else None,
-            regrade=args.regrade, progress=False if args.quiet else None,
-            log=lambda msg: print(msg, file=sys.stderr), late_policy=policy, timestamps=timestamps,
-            cluster=args.cluster)
+            regrade=args.regrade,
+            progress=False if args.quiet else None,
+            log=lambda msg: print(msg, file=sys.stderr),
+            late_policy=policy,
+            timestamps=timestamps,
+            cluster=args.cluster,
+        )
     except KeyboardInterrupt:
         return 130
     except (SetupError, intake.IntakeError, sandbox.SandboxUnavailable) as exc:
@@ -145,13 +217,20 @@ def _analyse_only(args: argparse.Namespace) -> int:
     out = (args.out or args.course).resolve()
     db_url = gradebook.normalise_url(args.db_url or gradebook.sqlite_url(out / "gradebook.db"))
     if not args.db_url and not (out / "gradebook.db").is_file():
-        print(f"classgrader: no gradebook at {out / 'gradebook.db'}: grade the assignment first, or give --db",
-              file=sys.stderr)
+        print(
+            f"classgrader: no gradebook at {out / 'gradebook.db'}: grade the assignment first, or give --db",
+            file=sys.stderr,
+        )
         return 2
     reports_dir = out / "reports" / args.assignment
     try:
-        analysis = item_analysis.write(db_url, course_id_of(args.course.resolve()), args.assignment, reports_dir,
-                                       order=item_analysis.release_order(args.course, args.assignment))
+        analysis = item_analysis.write(
+            db_url,
+            course_id_of(args.course.resolve()),
+            args.assignment,
+            reports_dir,
+            order=item_analysis.release_order(args.course, args.assignment),
+        )
     except item_analysis.AnalysisError as exc:
         print(f"classgrader: {exc}", file=sys.stderr)
         return 2

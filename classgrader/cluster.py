@@ -88,8 +88,11 @@ class WorkerRefused(RuntimeError):
 def pinned_names(constraints: Path = CONSTRAINTS) -> list[str]:
     """The names of the pinned packages (``requirements/constraints.txt``), or of every installed one."""
     if constraints.is_file():
-        names = [line.split("==")[0].strip() for line in constraints.read_text().splitlines()
-                 if "==" in line and not line.lstrip().startswith("#")]
+        names = [
+            line.split("==")[0].strip()
+            for line in constraints.read_text().splitlines()
+            if "==" in line and not line.lstrip().startswith("#")
+        ]
     else:
         names = [d.metadata["Name"] for d in metadata.distributions() if d.metadata["Name"]]
     return sorted({n.lower() for n in names})
@@ -142,8 +145,13 @@ def fingerprint(names: tuple[str, ...], sandboxed: bool) -> dict[str, Any]:
     }
 
 
-WHAT = {"python": "Python", "machine": "processor architecture", "lib": "lib (the reference implementation)",
-        "grading": "grading (the checks)", "classgrader": "classgrader (this grader)"}
+WHAT = {
+    "python": "Python",
+    "machine": "processor architecture",
+    "lib": "lib (the reference implementation)",
+    "grading": "grading (the checks)",
+    "classgrader": "classgrader (this grader)",
+}
 
 
 def differences(mine: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
@@ -155,13 +163,17 @@ def differences(mine: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
             if key in ("lib", "grading", "classgrader"):
                 a, b = f"hash {a[:12]}", f"hash {b[:12]}"
             out.append(f"{what}: {a} on the worker, {b} here")
-    packages = [f"{name} {theirs.get('packages', {}).get(name) or 'absent'} on the worker, "
-                f"{version or 'absent'} here"
-                for name, version in sorted(mine.get("packages", {}).items())
-                if theirs.get("packages", {}).get(name) != version]
+    packages = [
+        f"{name} {theirs.get('packages', {}).get(name) or 'absent'} on the worker, {version or 'absent'} here"
+        for name, version in sorted(mine.get("packages", {}).items())
+        if theirs.get("packages", {}).get(name) != version
+    ]
     if packages:
-        out.append("pinned packages differ: " + "; ".join(packages[:8])
-                   + (f" (and {len(packages) - 8} more)" if len(packages) > 8 else ""))
+        out.append(
+            "pinned packages differ: "
+            + "; ".join(packages[:8])
+            + (f" (and {len(packages) - 8} more)" if len(packages) > 8 else "")
+        )
     if theirs.get("sandbox"):
         out.append(f"it cannot start a sandbox: {theirs['sandbox']}")
     return out
@@ -196,8 +208,12 @@ def _worker_info(info: AssignmentInfo) -> AssignmentInfo:
         import grading
         import lib
 
-        cached = dataclasses.replace(info, checks=grading.checks_for(info.name),
-                                     grading_dir=Path(grading.__file__).parent, lib_dir=Path(lib.__file__).parent)
+        cached = dataclasses.replace(
+            info,
+            checks=grading.checks_for(info.name),
+            grading_dir=Path(grading.__file__).parent,
+            lib_dir=Path(lib.__file__).parent,
+        )
         _INFOS[info.key] = cached
     return cached
 
@@ -225,8 +241,9 @@ def machine_slot(folder: Path = SLOT_DIR, count: int = MAX_SLOTS) -> Iterator[in
     raise RuntimeError(f"more than {count} sandboxes are running on this machine")
 
 
-def grade_task(info: AssignmentInfo, task: Task, settings: Settings, policy: late.Policy | None,
-               expected: dict[str, Any]) -> dict[str, Any]:
+def grade_task(
+    info: AssignmentInfo, task: Task, settings: Settings, policy: late.Policy | None, expected: dict[str, Any]
+) -> dict[str, Any]:
     """Grade one submission on this worker; return plain data (see :func:`unpack`).
 
     Refuses (:class:`WorkerRefused`) when this worker's fingerprint differs
@@ -255,15 +272,20 @@ def grade_task(info: AssignmentInfo, task: Task, settings: Settings, policy: lat
         local = dataclasses.replace(sub, path=path, extra_files=extra)
         with machine_slot() as slot:
             graded = grade(info, local, settings, policy, slot=slot)
-    return {"result": graded.result,
-            "notebook": None if graded.notebook is None else nbformat.writes(graded.notebook),
-            "feedback": graded.feedback}
+    return {
+        "result": graded.result,
+        "notebook": None if graded.notebook is None else nbformat.writes(graded.notebook),
+        "feedback": graded.feedback,
+    }
 
 
 def pack(sub: Submission) -> Task:
     """The task for one submission: its files' bytes travel with it."""
-    return Task(submission=sub, notebook=None if sub.path is None else sub.path.read_bytes(),
-                extra={name: p.read_bytes() for name, p in sub.extra_files.items()})
+    return Task(
+        submission=sub,
+        notebook=None if sub.path is None else sub.path.read_bytes(),
+        extra={name: p.read_bytes() for name, p in sub.extra_files.items()},
+    )
 
 
 def unpack(data: dict[str, Any]) -> Graded:
@@ -287,8 +309,15 @@ class Session:
     them).
     """
 
-    def __init__(self, cluster: Any, settings: Settings, *, log: Callable[[str], None] = print,
-                 worker_wait: float = WORKER_WAIT, connect_timeout: float = 30.0):
+    def __init__(
+        self,
+        cluster: Any,
+        settings: Settings,
+        *,
+        log: Callable[[str], None] = print,
+        worker_wait: float = WORKER_WAIT,
+        connect_timeout: float = 30.0,
+    ):
         from distributed import Client
 
         self.settings = settings
@@ -341,17 +370,18 @@ class Session:
         try:
             self.client.wait_for_workers(1, timeout=worker_wait)
         except TimeoutError:
-            raise ClusterError(f"no worker joined the Dask scheduler at {self.address} "
-                               f"within {worker_wait:g} s") from None
+            raise ClusterError(
+                f"no worker joined the Dask scheduler at {self.address} within {worker_wait:g} s"
+            ) from None
         self.expected = fingerprint(tuple(pinned_names()), self.settings.sandboxed)
         expected = {**self.expected, "sandbox": None}
-        seen = self.client.run(fingerprint, tuple(sorted(self.expected["packages"])), self.settings.sandboxed,
-                               on_error="return")
+        seen = self.client.run(
+            fingerprint, tuple(sorted(self.expected["packages"])), self.settings.sandboxed, on_error="return"
+        )
         refused = []
         for address, theirs in sorted(seen.items()):
             if isinstance(theirs, BaseException):
-                refused.append(f"{address}: could not report its environment "
-                               f"({type(theirs).__name__}: {theirs})")
+                refused.append(f"{address}: could not report its environment ({type(theirs).__name__}: {theirs})")
                 continue
             diff = differences(expected, theirs)
             if diff:
@@ -359,14 +389,22 @@ class Session:
         if refused:
             raise ClusterError(
                 f"refusing to grade: {len(refused)} of {len(seen)} workers differ from this machine, so they "
-                "could score differently:\n  " + "\n  ".join(refused)
+                "could score differently:\n  "
+                + "\n  ".join(refused)
                 + "\nProvision every worker from the same course checkout and pins (README: Grading on a "
-                "cluster), then run again.")
+                "cluster), then run again."
+            )
         self.expected = expected
 
-    def grade(self, info: AssignmentInfo, subs: list[Submission], policy: late.Policy | None,
-              on_result: Callable[[Submission, Graded], None],
-              on_failure: Callable[[Submission, str], None], window: int | None = None) -> None:
+    def grade(
+        self,
+        info: AssignmentInfo,
+        subs: list[Submission],
+        policy: late.Policy | None,
+        on_result: Callable[[Submission, Graded], None],
+        on_failure: Callable[[Submission, str], None],
+        window: int | None = None,
+    ) -> None:
         """Grade ``subs`` on the cluster; call ``on_result`` (client thread) as each one comes back.
 
         ``on_failure`` gets a submission that could not be graded (its task
@@ -391,9 +429,17 @@ class Session:
         def submit_more(ac) -> None:
             while todo and len(futures) < window:
                 sub = todo.pop()
-                fut = client.submit(grade_task, shared, pack(sub), self.settings, policy, self.expected,
-                                    key=f"classgrader-{info.name}-{sub.student}-{run_id}", pure=False,
-                                    retries=0)
+                fut = client.submit(
+                    grade_task,
+                    shared,
+                    pack(sub),
+                    self.settings,
+                    policy,
+                    self.expected,
+                    key=f"classgrader-{info.name}-{sub.student}-{run_id}",
+                    pure=False,
+                    retries=0,
+                )
                 futures[fut] = sub
                 ac.add(fut)
 
@@ -405,16 +451,22 @@ class Session:
                 if fut.status == "cancelled":
                     raise ClusterLost(
                         f"the Dask scheduler at {self.address} went away: {done} submissions of this run were "
-                        "graded and saved. Run the same command again (with a scheduler up) to grade the rest.")
+                        "graded and saved. Run the same command again (with a scheduler up) to grade the rest."
+                    )
                 try:
                     graded = unpack(fut.result())
                 except WorkerRefused as exc:
-                    raise ClusterError(f"refusing a worker that joined during the run: {exc}. "
-                                       f"{done} submissions were graded and saved; fix the worker and run "
-                                       "the same command again.") from None
+                    raise ClusterError(
+                        f"refusing a worker that joined during the run: {exc}. "
+                        f"{done} submissions were graded and saved; fix the worker and run "
+                        "the same command again."
+                    ) from None
                 except KilledWorker:
-                    on_failure(sub, "the workers grading it died repeatedly (past Dask's allowed-failures); "
-                                    "the next run tries again")
+                    on_failure(
+                        sub,
+                        "the workers grading it died repeatedly (past Dask's allowed-failures); "
+                        "the next run tries again",
+                    )
                 except Exception as exc:  # a bug in grading one notebook must not stop the class
                     on_failure(sub, f"internal error: {type(exc).__name__}: {exc}")
                 else:
@@ -426,4 +478,3 @@ class Session:
             with contextlib.suppress(Exception):
                 client.cancel(list(futures), force=True)
             raise
-

@@ -48,8 +48,17 @@ if __name__ == "__main__" and len(sys.argv) > 1:
     with open(sys.argv[1], encoding="utf-8") as _job_file:
         sys.path[:0] = json.load(_job_file).get("sys_path", [])
 
-from classgrader.records import (CellEvent, CellStartEvent, CheckEvent, DoneEvent, Job, JobCell, ProblemEvent,
-                                 RunStatus, StartEvent)
+from classgrader.records import (
+    CellEvent,
+    CellStartEvent,
+    CheckEvent,
+    DoneEvent,
+    Job,
+    JobCell,
+    ProblemEvent,
+    RunStatus,
+    StartEvent,
+)
 
 MAX_LINE = 4 * 1024 * 1024  # largest single event this driver writes
 
@@ -109,11 +118,15 @@ class Reporter:
         try:
             line = json.dumps(event, allow_nan=True)
         except (TypeError, ValueError) as exc:
-            line = json.dumps(ProblemEvent(event=event.get("event"), id=event.get("id"),
-                                           n=event.get("n"), unserialisable=str(exc)[:500]))
+            line = json.dumps(
+                ProblemEvent(
+                    event=event.get("event"), id=event.get("id"), n=event.get("n"), unserialisable=str(exc)[:500]
+                )
+            )
         if len(line) > MAX_LINE:
-            line = json.dumps(ProblemEvent(event=event.get("event"), id=event.get("id"),
-                                           n=event.get("n"), too_large=len(line)))
+            line = json.dumps(
+                ProblemEvent(event=event.get("event"), id=event.get("id"), n=event.get("n"), too_large=len(line))
+            )
         data = (line + "\n").encode("utf-8", "replace")
         view = memoryview(data)
         while view:
@@ -191,9 +204,19 @@ def main(job_path: str) -> int:
             status, error = "memory", "MemoryError"
         finally:
             sys.stdout, sys.stderr = old
-        out.emit(CellEvent(event="cell", n=n, role=cell.get("role"), status=status, error=error,
-                           stdout=stdout.getvalue(), stderr=stderr.getvalue(), value=value,
-                           seconds=round(time.monotonic() - t0, 3)))
+        out.emit(
+            CellEvent(
+                event="cell",
+                n=n,
+                role=cell.get("role"),
+                status=status,
+                error=error,
+                stdout=stdout.getvalue(),
+                stderr=stderr.getvalue(),
+                value=value,
+                seconds=round(time.monotonic() - t0, 3),
+            )
+        )
 
     if job.get("mode") == "record":
         # As nbgrader would run it: every cell in order, test cells in place,

@@ -27,8 +27,15 @@ from pathlib import Path
 class ProcessCluster:
     """A scheduler and ``workers`` worker processes; a context manager that stops them all."""
 
-    def __init__(self, workers: int = 2, *, threads: int = 1, env: dict[str, str] | None = None,
-                 startup: float = 120.0, allowed_failures: int | None = None):
+    def __init__(
+        self,
+        workers: int = 2,
+        *,
+        threads: int = 1,
+        env: dict[str, str] | None = None,
+        startup: float = 120.0,
+        allowed_failures: int | None = None,
+    ):
         self._tmp = tempfile.TemporaryDirectory(prefix="classgrader-cluster-")
         self.folder = Path(self._tmp.name)
         self.scheduler_file = self.folder / "scheduler.json"
@@ -58,9 +65,23 @@ class ProcessCluster:
             env["DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES"] = str(allowed_failures)
         with self._log("scheduler") as log:
             self.scheduler = subprocess.Popen(
-                [*self._program("scheduler"), "--host", "127.0.0.1", "--port", "0",
-                 "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(self.scheduler_file)],
-                stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.folder, start_new_session=True)
+                [
+                    *self._program("scheduler"),
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    "0",
+                    "--dashboard-address",
+                    "127.0.0.1:0",
+                    "--scheduler-file",
+                    str(self.scheduler_file),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=self.folder,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + self.startup
         while not self._address():
             if self.scheduler.poll() is not None or time.monotonic() > deadline:
@@ -85,11 +106,29 @@ class ProcessCluster:
         n = len(self.workers)
         with self._log(f"worker-{n}") as log:
             proc = subprocess.Popen(
-                [*self._program("worker"), "--scheduler-file", str(self.scheduler_file), "--host", "127.0.0.1",
-                 "--nthreads", str(self.threads), "--nworkers", "1", "--no-nanny", "--no-dashboard",
-                 "--local-directory", str(self.folder / f"worker-{n}"), "--name", f"worker-{n}"],
-                stdout=log, stderr=subprocess.STDOUT, env={**self.env, **(env or {})}, cwd=self.folder,
-                start_new_session=True)
+                [
+                    *self._program("worker"),
+                    "--scheduler-file",
+                    str(self.scheduler_file),
+                    "--host",
+                    "127.0.0.1",
+                    "--nthreads",
+                    str(self.threads),
+                    "--nworkers",
+                    "1",
+                    "--no-nanny",
+                    "--no-dashboard",
+                    "--local-directory",
+                    str(self.folder / f"worker-{n}"),
+                    "--name",
+                    f"worker-{n}",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**self.env, **(env or {})},
+                cwd=self.folder,
+                start_new_session=True,
+            )
         self.workers.append(proc)
         return proc
 
@@ -101,8 +140,10 @@ class ProcessCluster:
             if ready >= n:
                 return
             if time.monotonic() > deadline:
-                raise RuntimeError(f"only {ready} of {n} Dask workers started:\n"
-                                   + "\n".join(self.log(f"worker-{i}")[-1500:] for i in range(len(self.workers))))
+                raise RuntimeError(
+                    f"only {ready} of {n} Dask workers started:\n"
+                    + "\n".join(self.log(f"worker-{i}")[-1500:] for i in range(len(self.workers)))
+                )
             time.sleep(0.1)
 
     def log(self, name: str) -> str:

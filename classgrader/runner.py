@@ -88,11 +88,24 @@ def _same_scores(current: dict[str, float | None] | None, result: Result) -> boo
     return all(current.get(gid) == score for gid, score in want.items())
 
 
-def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path | None = None,
-                db_url: str | None = None, workers: int | None = None, settings: Settings | None = None,
-                roster: list[str] | None = None, regrade: bool = False, progress: bool | None = None,
-                log=print, late_policy: late.Policy | None = None, timestamps: dict[str, str] | None = None,
-                analyse: bool = True, cluster: Any = None) -> dict:
+def grade_class(
+    course: Path,
+    assignment: str,
+    submissions: Path,
+    *,
+    out: Path | None = None,
+    db_url: str | None = None,
+    workers: int | None = None,
+    settings: Settings | None = None,
+    roster: list[str] | None = None,
+    regrade: bool = False,
+    progress: bool | None = None,
+    log=print,
+    late_policy: late.Policy | None = None,
+    timestamps: dict[str, str] | None = None,
+    analyse: bool = True,
+    cluster: Any = None,
+) -> dict:
     """Grade every submission of ``assignment`` found at ``submissions``; return the summary.
 
     ``late_policy`` defaults to the course's (``c.LatePolicy`` in its
@@ -120,8 +133,11 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
         sandbox.check_available()
     gradebook.ensure_assignment(db_url, cid, assignment, info.source_dir, info.notebook)
 
-    with tempfile.TemporaryDirectory(prefix="classgrader-intake-") as tmp, \
-            gradebook.Writer(db_url, cid) as writer, _session(cluster, settings, log) as session:
+    with (
+        tempfile.TemporaryDirectory(prefix="classgrader-intake-") as tmp,
+        gradebook.Writer(db_url, cid) as writer,
+        _session(cluster, settings, log) as session,
+    ):
         root = submissions
         if submissions.is_file():
             root = intake.extract_zip(submissions, Path(tmp) / "unzipped")
@@ -137,24 +153,34 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
         todo, results = [], {}
         for sub in subs:
             prev = None if regrade else _load_previous(paths.result(sub.student))
-            if prev is not None and sub.path is not None and prev.get("key") == submission_key(
-                    info, sub.path.read_bytes()) and prev.get("assignment") == assignment:
+            if (
+                prev is not None
+                and sub.path is not None
+                and prev.get("key") == submission_key(info, sub.path.read_bytes())
+                and prev.get("assignment") == assignment
+            ):
                 results[sub.student] = prev
                 late_changed = late.annotate(prev, sub, policy)
                 if late_changed:
                     write_json_atomic(paths.result(sub.student), prev)
-                if prev["status"] != "missing" and (late_changed or not _same_scores(
-                        writer.current(assignment, sub.student), prev)):
+                if prev["status"] != "missing" and (
+                    late_changed or not _same_scores(writer.current(assignment, sub.student), prev)
+                ):
                     writer.write(prev)
                 if late_changed or not paths.feedback(sub.student).exists():
-                    nb = nbformat.read(paths.autograded(sub.student), as_version=4) \
-                        if paths.autograded(sub.student).exists() else None
+                    nb = (
+                        nbformat.read(paths.autograded(sub.student), as_version=4)
+                        if paths.autograded(sub.student).exists()
+                        else None
+                    )
                     write_text_atomic(paths.feedback(sub.student), report.render(prev, nb))
             else:
                 todo.append(sub)
         if len(results):
-            log(f"classgrader: {len(results)} of {len(subs)} submissions already graded and unchanged; "
-                f"grading the other {len(todo)}")
+            log(
+                f"classgrader: {len(results)} of {len(subs)} submissions already graded and unchanged; "
+                f"grading the other {len(todo)}"
+            )
 
         stop = threading.Event()
         registry = sandbox.Registry()
@@ -177,8 +203,12 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
 
         from tqdm import tqdm
 
-        bar = tqdm(total=len(todo), desc=f"grading {assignment}", unit="nb",
-                   disable=(not progress) if progress is not None else None)
+        bar = tqdm(
+            total=len(todo),
+            desc=f"grading {assignment}",
+            unit="nb",
+            disable=(not progress) if progress is not None else None,
+        )
         pool = cf.ThreadPoolExecutor(max_workers=workers if session is None else 1, thread_name_prefix="classgrader")
         old_term = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
         if old_term is not None:
@@ -227,19 +257,28 @@ def grade_class(course: Path, assignment: str, submissions: Path, *, out: Path |
             if old_term is not None:
                 signal.signal(signal.SIGTERM, old_term)
         if interrupted:
-            log(f"classgrader: interrupted; {len(results)} of {len(subs)} submissions are graded and saved. "
-                "Run the same command again to grade the rest.")
+            log(
+                f"classgrader: interrupted; {len(results)} of {len(subs)} submissions are graded and saved. "
+                "Run the same command again to grade the rest."
+            )
             raise KeyboardInterrupt
 
     ordered = [results[s.student] for s in subs if s.student in results]
-    summary = class_reports.write_all(ordered, paths.reports, assignment=assignment,
-                                seconds=time.monotonic() - started, workers=workers, policy=policy)
+    summary = class_reports.write_all(
+        ordered,
+        paths.reports,
+        assignment=assignment,
+        seconds=time.monotonic() - started,
+        workers=workers,
+        policy=policy,
+    )
     if analyse:
         from . import item_analysis
 
         try:
-            item_analysis.write(db_url, cid, assignment, paths.reports, notebook=paths.stem,
-                                order=list(info.grade_cells))
+            item_analysis.write(
+                db_url, cid, assignment, paths.reports, notebook=paths.stem, order=list(info.grade_cells)
+            )
         except item_analysis.AnalysisError as exc:
             log(f"classgrader: no item analysis: {exc}")
     summary["reports"] = str(paths.reports)
