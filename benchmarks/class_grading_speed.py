@@ -21,6 +21,10 @@ user (the user-namespace sandbox; see README, The sandbox's two modes):
     .venv/bin/python benchmarks/class_grading_speed.py [--assignment hw2_stable_softmax] [-n 40]
 
 It prints a table and writes ``benchmarks/results/class_grading_speed.json``.
+
+With ``--cluster`` it measures the cluster mode instead (``./course grade
+--cluster`` on local Dask clusters of 1, 2 and cores workers against the local
+pool, 200 submissions by default): see ``benchmarks/class_grading_cluster.py``.
 """
 
 from __future__ import annotations
@@ -94,10 +98,22 @@ def timed(cmd: list[str], cwd: Path, env: dict) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--assignment", default="hw2_stable_softmax")
-    ap.add_argument("-n", type=int, default=40, help="number of submissions (default 40)")
+    ap.add_argument("-n", type=int, default=None, help="number of submissions (default 40; 200 with --cluster)")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "class_grading_speed.json")
+    ap.add_argument(
+        "--cluster",
+        action="store_true",
+        help="the cluster mode: local Dask clusters against the local pool (class_grading_cluster.py)",
+    )
+    ap.add_argument("--no-kernel-record", action="store_true", help="with --cluster: grade without the record run")
     args = ap.parse_args()
+    if args.cluster:
+        import class_grading_cluster
+
+        args.n = args.n or 200
+        return class_grading_cluster.main(args, make_submissions)
+    args.n = args.n or 40
     env = scratch_course.nbgrader_env()
 
     with tempfile.TemporaryDirectory(prefix="class-grading-bench-") as tmp:

@@ -69,6 +69,14 @@ def parser() -> argparse.ArgumentParser:
         default=os.cpu_count() or 1,
         help="parallel workers (default: number of cores, %(default)s here)",
     )
+    p.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        default=None,
+        help="grade on the workers of a running Dask scheduler, e.g. tcp://host:8786 (--workers does "
+        "not apply); this machine still writes the gradebook and every file. README.md "
+        "(Grading on a cluster) says how to provision workers",
+    )
     p.add_argument("--timeout", type=float, default=60.0, help="wall seconds per submission (default 60)")
     p.add_argument("--memory", default="2g", help="memory (address space) per submission, e.g. 1g, 512m (default 2g)")
     p.add_argument(
@@ -200,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             log=lambda msg: print(msg, file=sys.stderr),
             late_policy=policy,
             timestamps=timestamps,
+            cluster=args.cluster,
         )
     except KeyboardInterrupt:
         return 130

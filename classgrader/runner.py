@@ -18,6 +18,7 @@ submission interrupted before step 2 is simply graded again.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import dataclasses
 import os
 import queue
@@ -104,12 +105,17 @@ def grade_class(
     late_policy: late.Policy | None = None,
     timestamps: dict[str, str] | None = None,
     analyse: bool = True,
+    cluster: Any = None,
 ) -> dict:
     """Grade every submission of ``assignment`` found at ``submissions``; return the summary.
 
     ``late_policy`` defaults to the course's (``c.LatePolicy`` in its
     ``nbgrader_config.py``); ``timestamps`` (``{student: time}``) wins over the
     times the submissions record. ``analyse`` also writes the item analysis.
+    ``cluster`` (a Dask scheduler's address, or a connected
+    ``distributed.Client``) grades on that cluster's workers
+    instead of a local pool (:mod:`classgrader.cluster`); this process still
+    writes every output.
     """
     started = time.monotonic()
     course = course.resolve()
@@ -124,7 +130,7 @@ def grade_class(
     out.mkdir(parents=True, exist_ok=True)
     db_url = gradebook.normalise_url(db_url or gradebook.sqlite_url(out / "gradebook.db"))
     cid = course_id_of(course)
-    if settings.sandboxed:
+    if settings.sandboxed and cluster is None:  # on a cluster, each worker checks its own
         settings = dataclasses.replace(settings, sandbox_mode=sandbox.check_available(settings.sandbox_mode))
         if settings.sandbox_mode == "userns" and os.geteuid() == 0:
             log(
@@ -133,7 +139,11 @@ def grade_class(
             )
     gradebook.ensure_assignment(db_url, cid, assignment, info.source_dir, info.notebook)
 
-    with tempfile.TemporaryDirectory(prefix="classgrader-intake-") as tmp, gradebook.Writer(db_url, cid) as writer:
+    with (
+        tempfile.TemporaryDirectory(prefix="classgrader-intake-") as tmp,
+        gradebook.Writer(db_url, cid) as writer,
+        _session(cluster, settings, log) as session,
+    ):
         root = submissions
         if submissions.is_file():
             root = intake.extract_zip(submissions, Path(tmp) / "unzipped")
@@ -207,30 +217,43 @@ def grade_class(
             unit="nb",
             disable=(not progress) if progress is not None else None,
         )
-        pool = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="classgrader")
+        pool = cf.ThreadPoolExecutor(max_workers=workers if session is None else 1, thread_name_prefix="classgrader")
         old_term = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
         if old_term is not None:
             signal.signal(signal.SIGTERM, _raise_interrupt)
         interrupted = False
+        counts: dict[str, int] = {}
+
+        def finish(result: Result) -> None:
+            if result["status"] != "missing":
+                writer.write(result)
+            results[result["student"]] = result
+            counts[result["status"]] = counts.get(result["status"], 0) + 1
+            bar.set_postfix(counts, refresh=False)
+            bar.update(1)
+
+        def saved(graded: Graded) -> None:
+            _save(paths, graded)
+            finish(graded.result)
+
+        def failed(sub: intake.Submission, why: str) -> None:
+            log(f"classgrader: {sub.student} not graded: {why}")
+            bar.update(1)
+
         try:
-            futures = {pool.submit(work, sub): sub for sub in todo}
-            counts: dict[str, int] = {}
+            if session is not None:
+                workers = session.threads
+                session.grade(info, todo, policy, on_result=lambda sub, graded: saved(graded), on_failure=failed)
+            futures = {pool.submit(work, sub): sub for sub in todo} if session is None else {}
             for fut in cf.as_completed(futures):
                 sub = futures[fut]
                 try:
                     result = fut.result()
                 except Exception as exc:  # a bug in grading one notebook must not stop the class
-                    log(f"classgrader: internal error grading {sub.student}: {type(exc).__name__}: {exc}")
-                    bar.update(1)
+                    failed(sub, f"internal error: {type(exc).__name__}: {exc}")
                     continue
-                if result is None:
-                    continue
-                if result["status"] != "missing":
-                    writer.write(result)
-                results[result["student"]] = result
-                counts[result["status"]] = counts.get(result["status"], 0) + 1
-                bar.set_postfix(counts, refresh=False)
-                bar.update(1)
+                if result is not None:
+                    finish(result)
         except KeyboardInterrupt:
             interrupted = True
             stop.set()
@@ -256,7 +279,7 @@ def grade_class(
         seconds=time.monotonic() - started,
         workers=workers,
         policy=policy,
-        sandbox=settings.sandbox_mode if settings.sandboxed else "none",
+        sandbox=_sandbox_mode(settings, cluster, ordered),
     )
     if analyse:
         from . import item_analysis
@@ -269,6 +292,25 @@ def grade_class(
             log(f"classgrader: no item analysis: {exc}")
     summary["reports"] = str(paths.reports)
     return summary
+
+
+def _session(cluster: Any, settings: Settings, log):
+    """A checked connection to the Dask scheduler at ``cluster``, or nothing for a local run."""
+    if cluster is None:
+        return contextlib.nullcontext()
+    from .cluster import Session
+
+    return Session(cluster, settings, log=log)
+
+
+def _sandbox_mode(settings: Settings, cluster: Any, results: list[Result]) -> str:
+    """The sandbox mode the summary names: this machine's, or on a cluster the modes its workers used."""
+    if not settings.sandboxed:
+        return "none"
+    if cluster is None:
+        return settings.sandbox_mode
+    used = {str(r["sandbox"].get("mode")) for r in results if r.get("sandbox")}
+    return ", ".join(sorted(used)) or settings.sandbox_mode
 
 
 def _raise_interrupt(signum, frame):

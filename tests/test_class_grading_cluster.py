@@ -1,0 +1,396 @@
+"""Grading on a Dask cluster (``./course grade --cluster``): the same grades as a local run, and its faults.
+
+Each test starts a Dask scheduler and workers as separate processes on
+127.0.0.1 (:class:`classgrader.process_cluster.ProcessCluster`), grades through
+``--cluster`` and compares with one local run of the same class of bad
+submissions (``tests/fixtures/class_grading/builder.py``): the same statuses,
+scores, notes, flags and gradebook rows. Then: a worker killed mid-task, the
+scheduler killed mid-run (the next run resumes), and workers whose ``lib`` or
+checks differ from the client's (refused before anything is graded).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from fixtures.class_grading.builder import EXPECTED, Builder
+from test_class_grading import (
+    ASSIGNMENT,
+    LIMITS,
+    REPO,
+    Listener,
+    gradebook_scores,
+    needs_sandbox,  # noqa: F401
+    quiet,
+)
+
+from classgrader.cluster import ClusterError
+from classgrader.grade import Settings
+from classgrader.process_cluster import ProcessCluster
+from classgrader.runner import grade_class
+
+pytestmark = needs_sandbox
+
+#: What a cluster run must reproduce of each local result (times and the sandbox's own log may differ).
+#: (The file hash in ``key`` differs: some fixtures hold the paths of their own run.)
+SAME = (
+    "status",
+    "score",
+    "max_score",
+    "cells",
+    "comments",
+    "notes",
+    "repairs",
+    "flagged",
+    "in_kernel",
+    "seed",
+    "late",
+    "display_name",
+    "submitted_file",
+    "layout",
+)
+
+
+def results_of(out: Path) -> dict[str, dict]:
+    folder = out / "reports" / ASSIGNMENT / "results"
+    return {p.stem: json.loads(p.read_text()) for p in folder.glob("*.json")}
+
+
+def comparable(result: dict) -> dict:
+    return {**{k: result.get(k) for k in SAME}, "assignment_key": result["key"].split("-")[-1]}
+
+
+@pytest.fixture(scope="module")
+def builder() -> Builder:
+    return Builder(REPO, ASSIGNMENT)
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory, builder) -> dict[str, dict]:
+    """The whole class of bad submissions (and a roster student who sent nothing), graded locally."""
+    root = tmp_path_factory.mktemp("local")
+    listener = Listener()
+    try:
+        submitted = builder.write_submitted(
+            root, EXPECTED, solutions=REPO / "solutions", gradebook=root / "gradebook.db", port=listener.port
+        )
+        grade_class(
+            REPO,
+            ASSIGNMENT,
+            submitted,
+            out=root,
+            workers=2,
+            settings=Settings(limits=LIMITS),
+            roster=["absent_student"],
+            progress=False,
+            log=quiet,
+        )
+    finally:
+        listener.close()
+    return {
+        "results": results_of(root),
+        "gradebook": gradebook_scores(f"sqlite:///{root / 'gradebook.db'}"),
+        "csv": (root / "reports" / ASSIGNMENT / "grades.csv").read_text(),
+    }
+
+
+def test_a_cluster_run_gives_the_local_grades_into_postgresql(tmp_path, builder, local, postgres):
+    listener = Listener()
+    messages: list[str] = []
+    try:
+        submitted = builder.write_submitted(
+            tmp_path, EXPECTED, solutions=REPO / "solutions", gradebook=tmp_path / "gradebook.db", port=listener.port
+        )
+        with ProcessCluster(workers=3) as cluster:
+            summary = grade_class(
+                REPO,
+                ASSIGNMENT,
+                submitted,
+                out=tmp_path,
+                db_url=postgres,
+                settings=Settings(limits=LIMITS),
+                roster=["absent_student"],
+                progress=False,
+                log=messages.append,
+                cluster=cluster.address,
+            )
+    finally:
+        listener.close()
+    assert listener.accepted == 0  # the sandboxes on the workers reach no network either
+    got = results_of(tmp_path)
+    assert set(got) == set(local["results"]) == set(EXPECTED) | {"absent_student"}
+    for student, result in local["results"].items():
+        assert comparable(got[student]) == comparable(result), student
+    assert {name: got[name]["status"] for name in EXPECTED} == {name: s for name, (s, _) in EXPECTED.items()}
+    assert gradebook_scores(postgres.replace("postgresql://", "postgresql+psycopg://")) == local["gradebook"]
+    assert (tmp_path / "reports" / ASSIGNMENT / "grades.csv").read_text() == local["csv"]
+    assert not (tmp_path / "gradebook.db").exists()
+    assert summary["workers"] == 3
+    assert any(m.startswith("classgrader: Dask dashboard: http://127.0.0.1:") for m in messages), messages
+
+
+def _processing(client) -> dict[str, list[str]]:
+    """Worker name -> the keys of the tasks it is running now."""
+    names = {addr: w["name"] for addr, w in client.scheduler_info(n_workers=-1)["workers"].items()}
+    return {names[addr]: [str(k) for k in keys] for addr, keys in client.processing().items() if addr in names}
+
+
+def _grade_killing_the_worker_of(
+    cluster: ProcessCluster, student: str, submitted: Path, out: Path, messages: list[str]
+) -> list[str]:
+    """Grade on ``cluster``; SIGKILL the worker while it runs ``student``'s task. Return the killed worker's name."""
+    from distributed import Client
+
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            grade_class(
+                REPO,
+                ASSIGNMENT,
+                submitted,
+                out=out,
+                settings=Settings(limits=LIMITS),
+                progress=False,
+                log=messages.append,
+                cluster=cluster.address,
+            )
+        except BaseException as exc:  # reported by the assertion below
+            outcome["error"] = exc
+
+    killed: list[str] = []
+    thread = threading.Thread(target=run)
+    thread.start()
+    with Client(cluster.address, set_as_default=False) as watcher:
+        deadline = time.monotonic() + 120
+        while not killed and time.monotonic() < deadline and thread.is_alive():
+            for name, keys in _processing(watcher).items():
+                if any(f"-{student}-" in k for k in keys):
+                    time.sleep(1.0)  # well inside the task: its sandbox is running the notebook
+                    cluster.kill_worker(int(name.split("-")[1]))
+                    killed.append(name)
+                    break
+            time.sleep(0.05)
+    thread.join(timeout=300)
+    assert "error" not in outcome, outcome.get("error")
+    assert killed, f"{student} was never seen running on a worker"
+    return killed
+
+
+#: A class with a long task (the infinite loop runs to its 10 s limit) and hostile or broken notebooks.
+KILL_CLASS = [
+    "infinite_loop",
+    "solution",
+    "blank",
+    "os_exit",
+    "memory_bomb",
+    "patched_checker",
+    "stripped_metadata",
+    "truncated_json",
+]
+
+
+def test_a_worker_killed_mid_task_loses_and_doubles_nothing(tmp_path, builder, local):
+    """The worker running the infinite loop is killed: Dask runs that task again on the other worker;
+    the run completes, each student has one submission and one grade per cell, equal to the local run's."""
+    submitted = builder.write_submitted(
+        tmp_path, KILL_CLASS, solutions=REPO / "solutions", gradebook=tmp_path / "gradebook.db"
+    )
+    with ProcessCluster(workers=2) as cluster:
+        _grade_killing_the_worker_of(cluster, "infinite_loop", submitted, tmp_path, [])
+    got = results_of(tmp_path)
+    assert set(got) == set(KILL_CLASS)
+    for student in KILL_CLASS:
+        assert comparable(got[student]) == comparable(local["results"][student]), student
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    assert gradebook_scores(url) == {s: local["gradebook"][s] for s in KILL_CLASS}
+    from nbgrader.api import Grade, Gradebook
+
+    with Gradebook(url, course_id="sdpa-course") as gb:
+        assert len(gb.assignment_submissions(ASSIGNMENT)) == len(KILL_CLASS)
+        assert gb.db.query(Grade).count() == len(KILL_CLASS) * 4
+
+
+def test_a_task_whose_workers_keep_dying_is_not_retried_forever(tmp_path, builder, local):
+    """With Dask's allowed-failures at 0, one lost worker ends that task: it is reported as not graded,
+    the others are graded, and the next run grades it."""
+    submitted = builder.write_submitted(
+        tmp_path, KILL_CLASS, solutions=REPO / "solutions", gradebook=tmp_path / "gradebook.db"
+    )
+    messages: list[str] = []
+    with ProcessCluster(workers=2, allowed_failures=0) as cluster:
+        _grade_killing_the_worker_of(cluster, "infinite_loop", submitted, tmp_path, messages)
+    # (A task waiting on the same worker, if any, fails with it.)
+    failed = {
+        m.split()[1]
+        for m in messages
+        if m.endswith(
+            "not graded: the workers grading it died repeatedly (past Dask's allowed-failures); "
+            "the next run tries again"
+        )
+    }
+    assert "infinite_loop" in failed, messages
+    assert set(results_of(tmp_path)) == set(KILL_CLASS) - failed
+    with ProcessCluster(workers=1) as cluster:
+        grade_class(
+            REPO,
+            ASSIGNMENT,
+            submitted,
+            out=tmp_path,
+            settings=Settings(limits=LIMITS),
+            progress=False,
+            log=quiet,
+            cluster=cluster.address,
+        )
+    got = results_of(tmp_path)
+    assert set(got) == set(KILL_CLASS)
+    for student in KILL_CLASS:
+        assert comparable(got[student]) == comparable(local["results"][student]), student
+
+
+def test_a_lost_scheduler_stops_the_run_and_the_next_run_resumes(tmp_path, builder, local):
+    """Through the command line: the run stops with exit status 2 and says what is saved; the next run
+    (on a new cluster) grades only the rest."""
+    import subprocess
+    import sys
+
+    names = ["infinite_loop", "solution", "blank", "os_exit", "patched_checker", "truncated_json"]
+    submitted = builder.write_submitted(
+        tmp_path, names, solutions=REPO / "solutions", gradebook=tmp_path / "gradebook.db"
+    )
+    results = tmp_path / "reports" / ASSIGNMENT / "results"
+    with ProcessCluster(workers=1) as cluster:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "classgrader",
+                ASSIGNMENT,
+                str(submitted),
+                "--course",
+                str(REPO),
+                "--out",
+                str(tmp_path),
+                "--timeout",
+                str(LIMITS.wall_seconds),
+                "--memory",
+                "512m",
+                "--quiet",
+                "--cluster",
+                cluster.address,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not list(results.glob("*.json")) and proc.poll() is None:
+            time.sleep(0.05)
+        cluster.kill_scheduler()
+        _, err = proc.communicate(timeout=120)
+    first = {p.stem: json.loads(p.read_text())["graded_at"] for p in results.glob("*.json")}
+    assert proc.returncode == 2, err
+    assert "classgrader: Dask dashboard: http://127.0.0.1:" in err
+    assert (
+        f"went away: {len(first)} submissions of this run were graded and saved. Run the same command again" in err
+    ), err
+    assert 1 <= len(first) < len(names), first
+    messages: list[str] = []
+    with ProcessCluster(workers=2) as cluster:
+        grade_class(
+            REPO,
+            ASSIGNMENT,
+            submitted,
+            out=tmp_path,
+            settings=Settings(limits=LIMITS),
+            progress=False,
+            log=messages.append,
+            cluster=cluster.address,
+        )
+    assert any(f"{len(first)} of {len(names)} submissions already graded and unchanged" in m for m in messages)
+    got = results_of(tmp_path)
+    assert {s: r["graded_at"] for s, r in got.items() if s in first} == first  # not graded twice
+    for student in names:
+        assert comparable(got[student]) == comparable(local["results"][student]), student
+    assert gradebook_scores(f"sqlite:///{tmp_path / 'gradebook.db'}") == {s: local["gradebook"][s] for s in names}
+
+
+@pytest.mark.parametrize(
+    "package, what", [("lib", "lib (the reference implementation)"), ("grading", "grading (the checks)")]
+)
+def test_a_worker_with_another_lib_or_checks_is_refused_before_grading(tmp_path, builder, package, what):
+    """One worker imports a copy of the package with one line added: the run stops before any task."""
+    shadow = tmp_path / "shadow"
+    shutil.copytree(REPO / package, shadow / package, ignore=shutil.ignore_patterns("__pycache__"))
+    init = shadow / package / "__init__.py"
+    init.write_text(init.read_text() + "\n# changed on this worker only\n")
+    submitted = builder.write_submitted(tmp_path, ["solution", "blank"])
+    with ProcessCluster(workers=1) as cluster:
+        cluster.add_worker(env={"PYTHONPATH": str(shadow)})
+        cluster.wait_for_workers(2)
+        with pytest.raises(ClusterError, match="refusing to grade: 1 of 2 workers differ") as refused:
+            grade_class(
+                REPO,
+                ASSIGNMENT,
+                submitted,
+                out=tmp_path / "out",
+                settings=Settings(limits=LIMITS),
+                progress=False,
+                log=quiet,
+                cluster=cluster.address,
+            )
+    message = str(refused.value)
+    assert f"{what}: hash" in message and "127.0.0.1" in message
+    other = "grading (the checks)" if package == "lib" else "lib (the reference implementation)"
+    assert other not in message
+    assert not (tmp_path / "out" / "reports" / ASSIGNMENT / "results").exists()
+    assert gradebook_scores(f"sqlite:///{tmp_path / 'out' / 'gradebook.db'}") == {}
+
+
+def test_the_refusal_names_each_difference():
+    from classgrader.cluster import differences
+
+    here = {
+        "python": "CPython 3.11",
+        "machine": "x86_64",
+        "packages": {"numpy": "2.0.1", "dask": "2026.8.0"},
+        "lib": "a" * 64,
+        "grading": "b" * 64,
+        "classgrader": "c" * 64,
+        "sandbox": None,
+    }
+    assert differences(here, dict(here)) == []
+    worker = {**here, "packages": {"numpy": "1.26.4"}, "grading": "d" * 64, "sandbox": "bwrap: no permission"}
+    said = differences(here, worker)
+    assert said == [
+        "grading (the checks): hash dddddddddddd on the worker, hash bbbbbbbbbbbb here",
+        "pinned packages differ: dask absent on the worker, 2026.8.0 here; numpy 1.26.4 on the worker, 2.0.1 here",
+        "it cannot start a sandbox: bwrap: no permission",
+    ]
+
+
+def test_each_running_sandbox_on_a_machine_holds_its_own_slot(tmp_path):
+    """Slots (sandbox uids) are exclusive across the worker processes of one machine, and freed at exit."""
+    import subprocess
+    import sys
+
+    from classgrader.cluster import machine_slot
+
+    take = (
+        "import sys, pathlib; from classgrader.cluster import machine_slot\n"
+        "with machine_slot(pathlib.Path(sys.argv[1])) as s: print(s)"
+    )
+    with machine_slot(tmp_path) as first:
+        with machine_slot(tmp_path) as second:
+            other = subprocess.run(
+                [sys.executable, "-c", take, str(tmp_path)], capture_output=True, text=True, check=True
+            ).stdout.strip()
+        again = subprocess.run(
+            [sys.executable, "-c", take, str(tmp_path)], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    assert (first, second, int(other), int(again)) == (0, 1, 2, 1)
