@@ -64,6 +64,18 @@ GRADER_DIR = "/grader"
 NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try")
 
 
+#: The system, read-only, with a fresh /proc and a minimal /dev: what every sandbox (and the probe) sees first.
+SYSTEM_FS = (
+    *("--ro-bind", "/usr", "/usr"),
+    *("--symlink", "usr/bin", "/bin"),
+    *("--symlink", "usr/sbin", "/sbin"),
+    *("--symlink", "usr/lib", "/lib"),
+    *("--symlink", "usr/lib64", "/lib64"),
+    *("--proc", "/proc"),
+    *("--dev", "/dev"),
+)
+
+
 def namespace_args(mode: str, uid: int) -> list[str]:
     """bwrap's namespace options for ``mode``: in ``userns`` mode a user namespace where the process is ``uid``."""
     if mode == "userns":
@@ -176,25 +188,7 @@ def bwrap_command(
         *namespace_args(mode, uid),
         "--die-with-parent",
         "--new-session",
-        "--ro-bind",
-        "/usr",
-        "/usr",
-        "--symlink",
-        "usr/bin",
-        "/bin",
-        "--symlink",
-        "usr/sbin",
-        "/sbin",
-        "--symlink",
-        "usr/lib",
-        "/lib",
-        "--symlink",
-        "usr/lib64",
-        "/lib64",
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
+        *SYSTEM_FS,
     ]
     # The scratch tmpfs comes first: mounted later, it would hide a Python or a
     # virtual environment that lives under /tmp (a clone in /tmp, say).

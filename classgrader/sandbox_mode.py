@@ -108,28 +108,9 @@ def userns_blockers(proc_sys: Path = Path("/proc/sys")) -> list[str]:
 
 def probe_command(mode: str) -> list[str]:
     """A minimal sandbox of ``mode`` that prints the uid its program runs as."""
-    from .sandbox import namespace_args
+    from .sandbox import SYSTEM_FS, namespace_args
 
-    base = [
-        "bwrap",
-        *namespace_args(mode, PROBE_UID),
-        "--ro-bind",
-        "/usr",
-        "/usr",
-        "--symlink",
-        "usr/bin",
-        "/bin",
-        "--symlink",
-        "usr/lib",
-        "/lib",
-        "--symlink",
-        "usr/lib64",
-        "/lib64",
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-    ]
+    base = ["bwrap", *namespace_args(mode, PROBE_UID), *SYSTEM_FS]
     if mode == "root":
         return [
             *base,
