@@ -15,6 +15,7 @@ import textwrap
 import threading
 import types
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -716,6 +717,23 @@ def test_the_course_secret_comes_from_the_file_the_config_names(tmp_path, monkey
     assert seeds.main(["new-secret", str(tmp_path / "private" / "secret.txt")]) == 1  # never overwritten
     monkeypatch.setenv(seeds.ENV_SECRET, "from-env")
     assert seeds.course_secret(tmp_path)[0] == b"from-env"
+
+
+def test_reading_the_courses_config_in_a_hidden_cell_imports_no_nbconvert(tmp_path):
+    # Every hidden test cell under nbgrader autograde reads nbgrader_config.py
+    # for the secret, inside the learner's kernel: the course's own config must
+    # not import nbconvert or nbgrader there (that took ~2.7 s per notebook).
+    repo = Path(__file__).resolve().parent.parent
+    code = (
+        "import sys; from pathlib import Path; from grading import seeds; "
+        f"config = seeds._config(Path({str(repo)!r})); "
+        "print(sorted(config.get('GenerateFeedback', {}).get('preprocessors', []))); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('nbconvert', 'nbgrader')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, check=True).stdout
+    preprocessors, imported = out.splitlines()
+    assert "nbgrader.preprocessors.ClearHiddenTests" in preprocessors  # feedback still hides the hidden tests
+    assert imported == "[]"
 
 
 def test_a_hidden_cell_under_nbgrader_autograde_uses_the_students_seed(tmp_path, monkeypatch):
