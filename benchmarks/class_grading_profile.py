@@ -5,15 +5,19 @@ submissions of hw2, 6 correct, 1 blank, 1 partly right) with the class
 grader's own pipeline (``grade_class``), with one worker by default so that
 the stages of one submission do not overlap another's, and times:
 
-* in each sandboxed run (the scoring run, then the nbgrader-style record run):
-  **sandbox start** (from the spawn to the driver's first line: prlimit,
-  bwrap's namespaces and mounts, the interpreter's start-up), **shell**
-  (importing IPython and making its shell), **first cell** (the release's
-  setup cell: importing numpy and the homework's helpers), **other cells**
+* in each sandboxed run (the scoring run, then the nbgrader-style record run,
+  both in one sandbox: see ``classgrader.sandbox.Session``):
+  **sandbox start** (scoring run: from the spawn to the driver's first line:
+  prlimit, bwrap's namespaces and mounts, the interpreter's start-up,
+  importing IPython and numpy once; record run: from handing over its job,
+  with ``lib``, to its forked process's first line), **shell** (making
+  IPython's shell), **first cell** (the release's setup cell: the homework's
+  helpers; numpy is already imported), **other cells**
   (the learner's answers; in the record run also the test cells, which import
   ``lib`` and ``grading`` and run the hidden tests), **checks** (grading's
   collector calling the learner's functions; scoring run only) and **exit**
-  (from the last line to the end of the process and its namespaces). The
+  (from the last line to the grader knowing that the run's process has
+  ended). The
   driver stamps each line it writes with the host's monotonic clock;
 * in the grader's process: **match** (read the notebook, line it up with the
   release), **compare** (score with ``lib``), **record** (the result and the
@@ -79,15 +83,14 @@ class Profile:
         return wrapper
 
     def sandbox_run(self, fn: Callable) -> Callable:
-        """Wrap ``sandbox.run``: split each run into its stages by the clocks of the driver's lines."""
+        """Wrap ``sandbox.Session.run``: split each run into its stages by the clocks of the driver's lines."""
 
         @functools.wraps(fn)
-        def wrapper(job: dict, *args: Any, **kwargs: Any) -> Any:
-            spawned = time.monotonic()
-            outcome = fn(job, *args, **kwargs)
+        def wrapper(session: Any, job: dict, *args: Any, **kwargs: Any) -> Any:
+            outcome = fn(session, job, *args, **kwargs)
             ended = time.monotonic()
             run = "record run" if job.get("mode") == "record" else "score run"
-            for stage, seconds in split_run(outcome.events, spawned, ended).items():
+            for stage, seconds in split_run(outcome.events, outcome.started, ended).items():
                 self.add(f"{run}: {stage}", seconds)
             self.add(f"{run}: count", 1)
             return outcome
@@ -139,7 +142,7 @@ def instrumented(profile: Profile) -> Iterator[None]:
         (grade, "compare", profile.timed("compare", grade.compare)),
         (grade, "record", profile.timed("record", grade.record)),
         (grade, "render", profile.timed("report", grade.render)),
-        (sandbox, "run", profile.sandbox_run(sandbox.run)),
+        (sandbox.Session, "run", profile.sandbox_run(sandbox.Session.run)),
         (nbformat, "writes", profile.timed("save", nbformat.writes)),
         (runner, "write_text_atomic", profile.timed("save", runner.write_text_atomic)),
         (runner, "write_json_atomic", profile.timed("save", runner.write_json_atomic)),

@@ -21,6 +21,18 @@ What it does, in order:
 In ``"record"`` mode it only runs every cell in order, test cells included
 (the nbgrader-style run kept for the record).
 
+It is started once per submission, as ``python -I driver.py --serve JOBS
+CONTROL_FD [--pid-namespace]`` (:class:`classgrader.sandbox.Session`), and
+first imports what every run imports (IPython's shell, numpy), before any
+learner code exists. Then, for each job file named on its standard input
+(the scoring run, then the record run), it forks a fresh process that runs
+that one job and ends; it waits for it, ends whatever that process left
+running (inside its own PID namespace only) and reports how it ended on
+``CONTROL_FD``, a pipe that no job's process holds. The two runs of one
+learner share the imports and nothing else: each has its own process, and
+the next job is only read once the one before has ended. No learner's code
+ever runs in the serving process itself.
+
 Everything it reports goes, one JSON object per line, to the file descriptor
 that was standard output when it started; anything the learner writes to
 standard output or error at the file-descriptor level goes to the sandbox's
@@ -51,6 +63,7 @@ if TYPE_CHECKING:  # not at run time: the driver runs alone, with the standard l
         CheckEvent,
         DoneEvent,
         Event,
+        ExitEvent,
         Job,
         JobCell,
         ProblemEvent,
@@ -165,6 +178,39 @@ def _alarm(seconds: float) -> None:
 
 def _disarm() -> None:
     signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def serve(jobs: str, control_fd: int, pid_namespace: bool) -> int:
+    """Import once, then run each job named on stdin in its own forked process (see the module docstring)."""
+    import numpy  # noqa: F401  (every notebook's setup cell imports it)
+    from IPython.core.interactiveshell import InteractiveShell  # noqa: F401
+
+    control = Reporter(control_fd)
+    for line in sys.stdin:
+        name = os.path.basename(line.strip())
+        if not name:
+            continue
+        pid = os.fork()
+        if pid == 0:  # the job's own process: no control channel, no stdin
+            code = 70
+            try:
+                os.close(control_fd)
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)
+                os.close(null)
+                sys.stdin = open(os.devnull, encoding="utf-8")
+                code = main(os.path.join(jobs, name))
+            finally:
+                _end(code)
+        _, status = os.waitpid(pid, 0)
+        if pid_namespace:  # whatever the job's process left running (its own namespace: nothing else is in it)
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        ended: ExitEvent = {"event": "exit", "job": name, "exitcode": os.waitstatus_to_exitcode(status)}
+        control.emit(ended)
+    return 0
 
 
 def main(job_path: str) -> int:
@@ -306,10 +352,9 @@ def _done(started: float) -> DoneEvent:
     return {"event": "done", "seconds": round(time.monotonic() - started, 3)}
 
 
-if __name__ == "__main__":
-    code = main(sys.argv[1])
-    # Everything is reported: end now, without the interpreter's slow clean-up (IPython's, numpy's, the
-    # learner's atexit handlers), which can change nothing the grader reads.
+def _end(code: int) -> None:
+    """End now, without the interpreter's slow clean-up (IPython's, numpy's, the learner's atexit
+    handlers), which can change nothing the grader reads: everything is reported."""
     for stream in (sys.__stdout__, sys.__stderr__):
         try:
             if stream is not None:
@@ -317,3 +362,9 @@ if __name__ == "__main__":
         except Exception:
             pass
     os._exit(code)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--serve":
+        _end(serve(sys.argv[2], int(sys.argv[3]), "--pid-namespace" in sys.argv[4:]))
+    _end(main(sys.argv[1]))

@@ -7,7 +7,8 @@ Three records cross a boundary, each as plain JSON:
 - the **events** that the driver writes back, one JSON object per line
   (:class:`StartEvent`, :class:`CellStartEvent`, :class:`CellEvent`,
   :class:`CheckEvent`, :class:`DoneEvent`; an event too large or not
-  serialisable comes back as a :class:`ProblemEvent`). Each also carries
+  serialisable comes back as a :class:`ProblemEvent`; how each job's process
+  ended comes on a separate control pipe as an :class:`ExitEvent`). Each also carries
   ``clock``, the host's monotonic clock when it was written (for
   ``benchmarks/class_grading_profile.py``). Learner code shares the
   driver's process and can forge any of them, so the grader reads them with
@@ -152,7 +153,17 @@ class ProblemEvent(TypedDict):
     too_large: NotRequired[int]
 
 
-Event = StartEvent | CellStartEvent | CellEvent | CheckEvent | DoneEvent | ProblemEvent
+class ExitEvent(TypedDict):
+    """How one job's process ended, written by the serving driver on its control pipe (which no job's
+    process holds, so learner code cannot forge it): ``exitcode`` as :func:`os.waitstatus_to_exitcode`
+    gives it, negative for a signal."""
+
+    event: Literal["exit"]
+    job: str
+    exitcode: int
+
+
+Event = StartEvent | CellStartEvent | CellEvent | CheckEvent | DoneEvent | ProblemEvent | ExitEvent
 
 # --------------------------------------------------------------------------
 # The result of one submission

@@ -82,29 +82,30 @@ def run(
             for c in info.checks
         ],
     )
-    uid = settings.uid_base + slot
-    outcome = sandbox.run(
-        job,
-        {**package_files("grading", info.grading_dir)},
+    # One sandbox for both runs of this learner (and no one else): the record run's process is forked
+    # from the same imports, and gets lib only once the scoring run's process has ended.
+    with sandbox.Session(
+        package_files("grading", info.grading_dir),
         settings.limits,
-        uid=uid,
+        uid=settings.uid_base + slot,
         extra_files=sub.extra_files,
         sandboxed=settings.sandboxed,
         registry=registry,
         mode=settings.sandbox_mode,
-    )
-    start = next((e for e in outcome.events if e.get("event") == "start"), None)
-    if settings.sandboxed and start is not None and start.get("uid") == 0:
-        raise sandbox.SandboxUnavailable("a sandbox ran as root; refusing to grade with it")
-    cells = {e.get("n"): cast(CellEvent, e) for e in outcome.events if e.get("event") == "cell"}
-    checks: dict[str, CheckEvent] = {}
-    for e in outcome.events:
-        if e.get("event") == "check" and isinstance(e.get("id"), str) and e["id"] not in checks:
-            checks[e["id"]] = cast(CheckEvent, e)
-    failure = _failure(outcome, cells, checks)
-    in_kernel = {}
-    if settings.kernel_record and failure is None:
-        in_kernel = _in_kernel(info, plan, settings, uid, sub, registry, seed)
+    ) as session:
+        outcome = session.run(job)
+        start = next((e for e in outcome.events if e.get("event") == "start"), None)
+        if settings.sandboxed and start is not None and start.get("uid") == 0:
+            raise sandbox.SandboxUnavailable("a sandbox ran as root; refusing to grade with it")
+        cells = {e.get("n"): cast(CellEvent, e) for e in outcome.events if e.get("event") == "cell"}
+        checks: dict[str, CheckEvent] = {}
+        for e in outcome.events:
+            if e.get("event") == "check" and isinstance(e.get("id"), str) and e["id"] not in checks:
+                checks[e["id"]] = cast(CheckEvent, e)
+        failure = _failure(outcome, cells, checks)
+        in_kernel = {}
+        if settings.kernel_record and failure is None:
+            in_kernel = _in_kernel(info, plan, session, seed)
     return Runs(
         seed=seed, cases=cases, outcome=outcome, cells=cells, checks=checks, failure=failure, in_kernel=in_kernel
     )
@@ -141,15 +142,7 @@ def _failure(o: sandbox.RunOutcome, cells: dict[Any, CellEvent], checks: dict[st
     return None
 
 
-def _in_kernel(
-    info: AssignmentInfo,
-    plan: notebooks.Plan,
-    settings: Settings,
-    uid: int,
-    sub: Submission,
-    registry: sandbox.Registry | None,
-    seed: int,
-) -> dict[str, str]:
+def _in_kernel(info: AssignmentInfo, plan: notebooks.Plan, session: sandbox.Session, seed: int) -> dict[str, str]:
     """Run the cells in order with the instructor's test cells (hidden tests
     included, on the learner's seed) and ``lib`` available, as nbgrader would;
     per test cell "passed", "failed", "partial <score>" (a number as the
@@ -170,17 +163,7 @@ def _in_kernel(
             )
         cells.append(c)
     job = Job(mode="record", cells=cells, checks=[], hidden_seed=int(seed))
-    files = {**package_files("grading", info.grading_dir), **package_files("lib", info.lib_dir)}
-    outcome = sandbox.run(
-        job,
-        files,
-        settings.limits,
-        uid=uid,
-        extra_files=sub.extra_files,
-        sandboxed=settings.sandboxed,
-        registry=registry,
-        mode=settings.sandbox_mode,
-    )
+    outcome = session.run(job, files=package_files("lib", info.lib_dir))
     by_n = {e.get("n"): e for e in outcome.events if e.get("event") == "cell"}
     record = {}
     for c in cells:

@@ -28,8 +28,14 @@ The sandbox (see :func:`bwrap_command`) is built from these pieces:
   time is up; ``--die-with-parent`` and the PID namespace take every process
   started inside with it.
 
-The driver goes into ``/grader`` beside the files the caller gives. What
-comes back is read through pipes with hard size caps.
+The driver goes into ``/grader`` beside the files the caller gives. One
+sandbox serves one submission (:class:`Session`): the driver in it imports
+IPython and numpy once, then runs each job (the scoring run, then the record
+run) in a process of its own, forked before any learner code exists; files a
+later job needs (the record run's ``lib``) appear in ``/grader/.run`` only
+when that job starts. What comes back is read through pipes with hard size
+caps; how each job's process ended comes on a pipe of its own that no job's
+process holds.
 """
 
 from __future__ import annotations
@@ -58,6 +64,8 @@ DRIVER = Path(__file__).with_name("driver.py")
 DRIVER_FILES = {"driver.py": DRIVER}
 SANDBOX_HOME = "/tmp"
 GRADER_DIR = "/grader"
+#: Jobs, and the packages a later job adds: a folder of the grader's, bound read-only.
+RUN_DIR = f"{GRADER_DIR}/.run"
 # Every namespace but the user namespace: in root mode bwrap runs as root and
 # setpriv then switches to a real unprivileged uid of the host (a user
 # namespace would map that uid back to root outside).
@@ -118,6 +126,7 @@ class RunOutcome:
     log: str
     seconds: float
     mode: str = "none"  # the sandbox mode it ran in (root, userns), "none" without a sandbox
+    started: float = 0.0  # host's monotonic clock: the sandbox's spawn (first job) or the job's dispatch
 
 
 def _python_paths() -> tuple[Path, Path, Path]:
@@ -161,15 +170,18 @@ def check_available(mode: str = "auto") -> str:
 
 
 def bwrap_command(
-    job_file: Path,
+    run_dir: Path,
     grader_files: dict[str, Path],
     extra_files: dict[str, Path],
     limits: Limits,
     uid: int,
     mode: str = "root",
+    control_fd: int = 3,
 ) -> list[str]:
     """The full command line: root mode prlimit -> bwrap -> setpriv -> python driver;
-    ``userns`` mode bwrap -> prlimit -> python driver."""
+    ``userns`` mode bwrap -> prlimit -> python driver. The driver serves the jobs
+    written to ``run_dir`` (bound read-only at :data:`RUN_DIR`) and reports how
+    each ended on ``control_fd``."""
     base, venv, site = _python_paths()
     cpu = int(limits.wall_seconds) + 5
     rlimits = [
@@ -216,7 +228,7 @@ def bwrap_command(
         cmd += ["--ro-bind", str(src), dest]
     for name, src in sorted(extra_files.items()):
         cmd += ["--ro-bind", str(src), f"{SANDBOX_HOME}/{name}"]
-    cmd += ["--ro-bind", str(job_file), f"{GRADER_DIR}/job.json"]
+    cmd += ["--ro-bind", str(run_dir), RUN_DIR]
     cmd += [
         "--clearenv",
         "--setenv",
@@ -271,7 +283,10 @@ def bwrap_command(
         "-X",
         "utf8",
         f"{GRADER_DIR}/driver.py",
-        f"{GRADER_DIR}/job.json",
+        "--serve",
+        RUN_DIR,
+        str(control_fd),
+        "--pid-namespace",
     ]
     return cmd
 
@@ -311,45 +326,285 @@ def run(
     registry: Registry | None = None,
     mode: str = "auto",
 ) -> RunOutcome:
-    """Run the driver on ``job`` and return what it reported, within ``limits``.
+    """Run the driver on one ``job`` in a sandbox of its own and return what it reported, within ``limits``.
 
     ``grader_files`` (path in ``/grader`` -> file) are the packages the job
     needs, e.g. ``grading``; the driver's own files are added. ``mode`` is the
     sandbox mode (``root``, ``userns``, or ``auto``: see :func:`check_available`).
     """
-    extra_files = extra_files or {}
-    grader_files = {**grader_files, **DRIVER_FILES}
-    with tempfile.TemporaryDirectory(prefix="classgrader-job-") as tmp:
-        tmpdir = Path(tmp)
+    with Session(
+        grader_files, limits, uid=uid, extra_files=extra_files, sandboxed=sandboxed, registry=registry, mode=mode
+    ) as session:
+        return session.run(job)
+
+
+class Session:
+    """One sandbox for one submission, whose jobs run one after another, each in a fresh process.
+
+    The sandbox (namespaces, binds, limits) is made once, on entering; the
+    driver in it imports IPython and numpy, then forks one process per job
+    (see :mod:`classgrader.driver`), so that a submission's second run does not
+    pay for the interpreter and those imports again. Each job's process starts
+    from that state, with no learner code before it, and has its own time
+    budget (``limits.wall_seconds``, from its dispatch), result cap and log.
+    ``files`` given to :meth:`run` appear for that job and the later ones
+    only: a job never sees a package handed to a job after it.
+
+    A job that overruns its time, or writes past the result cap, ends the
+    whole sandbox (as it ended the sandbox of a single run before); a later
+    :meth:`run` then reports that without running. Arguments as :func:`run`.
+    """
+
+    def __init__(
+        self,
+        grader_files: dict[str, Path],
+        limits: Limits,
+        *,
+        uid: int,
+        extra_files: dict[str, Path] | None = None,
+        sandboxed: bool = True,
+        registry: Registry | None = None,
+        mode: str = "auto",
+    ):
+        self.grader_files = {**grader_files, **DRIVER_FILES}
+        self.limits = limits
+        self.uid = uid
+        self.extra_files = extra_files or {}
+        self.sandboxed = sandboxed
+        self.registry = registry
+        self.mode = mode
+        self.jobs = 0
+        self.ended = False  # the sandbox has gone (killed, or died)
+
+    def __enter__(self) -> Session:
+        self._tmp = tempfile.TemporaryDirectory(prefix="classgrader-job-")
+        tmpdir = Path(self._tmp.name)
         os.chmod(tmpdir, 0o755)
-        job_file = tmpdir / "job.json"
-        job = job.copy()
-        job["wall"], job["cell_share"] = limits.wall_seconds, limits.cell_share
-        job["cell_output_chars"] = limits.cell_output_chars
-        if sandboxed:
-            job["sys_path"] = [GRADER_DIR]
-            job_file.write_text(json.dumps(job))
-            os.chmod(job_file, 0o644)
-            mode = resolve(mode)
-            cmd = bwrap_command(job_file, grader_files, extra_files, limits, uid, mode)
-            cwd = None
+        self.run_dir = tmpdir / "run"
+        self.run_dir.mkdir(mode=0o755)
+        os.chmod(self.run_dir, 0o755)
+        control_r, control_w = os.pipe()
+        if self.sandboxed:
+            self.mode = resolve(self.mode)
+            cmd = bwrap_command(
+                self.run_dir, self.grader_files, self.extra_files, self.limits, self.uid, self.mode, control_w
+            )
+            self.inside, self.sys_path, cwd, env = RUN_DIR, [GRADER_DIR], None, None
         else:
-            # Trusted trial run: same driver, grading files copied next to the job.
-            for rel, src in grader_files.items():
+            # Trusted trial run: the same driver, the grader's files copied beside the jobs.
+            for rel, src in self.grader_files.items():
                 dest = tmpdir / "grader" / rel
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, dest)
             work = tmpdir / "work"
             work.mkdir()
-            for name, src in extra_files.items():
+            for name, src in self.extra_files.items():
                 shutil.copy2(src, work / name)
-            job["sys_path"] = [str(tmpdir / "grader")]
-            job_file.write_text(json.dumps(job))
-            cmd = [sys.executable, "-I", "-X", "utf8", str(tmpdir / "grader" / "driver.py"), str(job_file)]
-            cwd = work
-        outcome = _execute(cmd, limits, cwd=cwd, registry=registry, env=None if sandboxed else _plain_env(tmpdir))
-        outcome.mode = mode if sandboxed else "none"
-        return outcome
+            driver = tmpdir / "grader" / "driver.py"
+            cmd = [sys.executable, "-I", "-X", "utf8", str(driver), "--serve", str(self.run_dir), str(control_w)]
+            self.inside, self.sys_path, cwd, env = str(self.run_dir), [str(tmpdir / "grader")], work, _plain_env(tmpdir)
+            self.mode = "none"
+        self.started = time.monotonic()
+        try:
+            self.proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                cwd=cwd,
+                env=env,
+                pass_fds=(control_w,),
+            )
+        except BaseException:
+            os.close(control_r)
+            self._tmp.cleanup()
+            raise
+        finally:
+            os.close(control_w)
+        self.control = control_r
+        if self.registry is not None:
+            self.registry.add(self.proc.pid)
+        assert self.proc.stdout is not None and self.proc.stderr is not None  # both are pipes
+        self.sel = selectors.DefaultSelector()
+        for fd, what in (
+            (self.proc.stdout.fileno(), "result"),
+            (self.proc.stderr.fileno(), "log"),
+            (control_r, "control"),
+        ):
+            os.set_blocking(fd, False)
+            self.sel.register(fd, selectors.EVENT_READ, what)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self.proc.stdin is not None:
+                try:
+                    self.proc.stdin.close()  # the driver's end of input: it exits
+                except OSError:
+                    pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                _kill_group(self.proc.pid)
+                self.proc.wait()
+        finally:
+            if self.proc.poll() is None:
+                _kill_group(self.proc.pid)
+                self.proc.wait()
+            self.sel.close()
+            for stream in (self.proc.stdout, self.proc.stderr):
+                if stream is not None:
+                    stream.close()
+            os.close(self.control)
+            if self.registry is not None:
+                self.registry.discard(self.proc.pid)
+            self._tmp.cleanup()
+
+    def _add_files(self, files: dict[str, Path]) -> str:
+        """Copy packages (path under the package folder -> source) in, with their bytecode; their folder inside."""
+        host, inside = self.run_dir / "pkgs", f"{self.inside}/pkgs"
+        for rel, src in files.items():
+            dest = host / rel
+            dest.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+            shutil.copy2(src, dest)  # keeps the time the bytecode was compiled against
+            os.chmod(dest, 0o644)
+        for where, pyc in pycache_binds(files, inside).items():
+            dest = host / Path(where).relative_to(inside)
+            dest.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+            shutil.copyfile(pyc, dest)
+            os.chmod(dest, 0o644)
+        for folder in [host, *host.rglob("*")]:
+            if folder.is_dir():
+                os.chmod(folder, 0o755)
+        return inside
+
+    def run(self, job: Job, files: dict[str, Path] | None = None) -> RunOutcome:
+        """Run one job in a fresh process of this sandbox; ``files`` are packages this job (and later ones) import."""
+        dispatched = self.started if self.jobs == 0 else time.monotonic()
+        self.jobs += 1
+        if self.ended:
+            return self._outcome([], bytearray(), timed_out=False, overflow=False, exitcode=None, since=dispatched)
+        job = job.copy()
+        job["wall"], job["cell_share"] = self.limits.wall_seconds, self.limits.cell_share
+        job["cell_output_chars"] = self.limits.cell_output_chars
+        job["sys_path"] = [*self.sys_path, *([self._add_files(files)] if files else [])]
+        name = f"{self.jobs}-{job.get('mode', 'score')}.json"
+        path = self.run_dir / name
+        path.write_text(json.dumps(job))
+        os.chmod(path, 0o644)
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(f"{name}\n".encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # the sandbox has gone: what it said is read below
+        result_buf, log_buf, control_buf = bytearray(), bytearray(), bytearray()
+        overflow = timed_out = False
+        exitcode: int | None = None
+        deadline = time.monotonic() + self.limits.wall_seconds
+        while exitcode is None and self.sel.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            for key, _ in self.sel.select(timeout=min(remaining, 0.5)):
+                chunk = self._read(key.fd)
+                if chunk is None:
+                    continue
+                if not chunk:
+                    self.sel.unregister(key.fd)
+                elif key.data == "result":
+                    if len(result_buf) + len(chunk) > self.limits.result_bytes:
+                        overflow = True
+                        break
+                    result_buf += chunk
+                elif key.data == "log":
+                    log_buf += chunk[: max(self.limits.log_bytes - len(log_buf), 0)]
+                else:
+                    control_buf += chunk
+                    exitcode = _exit_of(control_buf, name)
+            if overflow:
+                break
+        if exitcode is not None:  # the job's process has ended: take what it wrote before
+            for key in list(self.sel.get_map().values()):
+                while key.data != "control" and (chunk := self._read(key.fd)):
+                    if key.data == "result":
+                        if len(result_buf) + len(chunk) > self.limits.result_bytes:
+                            overflow = True
+                            break
+                        result_buf += chunk
+                    else:
+                        log_buf += chunk[: max(self.limits.log_bytes - len(log_buf), 0)]
+        if exitcode is None or overflow or timed_out:
+            self._end_sandbox(killed=overflow or timed_out)
+            exitcode = None
+        return self._outcome(
+            result_buf, log_buf, timed_out=timed_out, overflow=overflow, exitcode=exitcode, since=dispatched
+        )
+
+    @staticmethod
+    def _read(fd: int) -> bytes | None:
+        try:
+            return os.read(fd, 65536)
+        except BlockingIOError:
+            return None
+
+    def _end_sandbox(self, killed: bool) -> None:
+        """Kill the sandbox (time or result cap), or wait for one that is ending by itself."""
+        self.ended = True
+        if killed:
+            _kill_group(self.proc.pid)
+        try:
+            self.proc.wait(timeout=None if killed else self.limits.wall_seconds)
+        except subprocess.TimeoutExpired:
+            _kill_group(self.proc.pid)
+            self.proc.wait()
+
+    def _outcome(self, result_buf, log_buf, *, timed_out, overflow, exitcode, since) -> RunOutcome:
+        events = []
+        for line in bytes(result_buf).split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(event, dict):
+                events.append(event)
+        if exitcode is None:  # the sandbox itself ended: how it did
+            rc = self.proc.returncode
+            returncode, sig = (rc if rc is not None and rc >= 0 else None), (-rc if rc is not None and rc < 0 else None)
+        elif exitcode >= 0:
+            returncode, sig = exitcode, None
+        elif self.sandboxed:  # a job's process killed by signal N: 128 + N, as bwrap reports its child's end
+            returncode, sig = 128 - exitcode, None
+        else:
+            returncode, sig = None, -exitcode
+        return RunOutcome(
+            events=events,
+            returncode=returncode,
+            signal=sig,
+            timed_out=timed_out,
+            result_overflow=overflow,
+            log=bytes(log_buf).decode("utf-8", "replace"),
+            seconds=round(time.monotonic() - since, 3),
+            mode=self.mode,
+            started=since,
+        )
+
+
+def _exit_of(control: bytearray, job: str) -> int | None:
+    """The exit code the serving driver reported for ``job`` (see ExitEvent), once its line is whole."""
+    for line in bytes(control).split(b"\n")[:-1]:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("event") == "exit" and event.get("job") == job:
+            code = event.get("exitcode")
+            return code if isinstance(code, int) else 1
+    return None
 
 
 def _plain_env(tmpdir: Path) -> dict[str, str]:
@@ -362,86 +617,3 @@ def _plain_env(tmpdir: Path) -> dict[str, str]:
         MPLCONFIGDIR=str(tmpdir / "mpl"),
     )
     return env
-
-
-def _execute(cmd: list[str], limits: Limits, *, cwd, registry, env) -> RunOutcome:
-    started = time.monotonic()
-    proc = subprocess.Popen(
-        cmd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        cwd=cwd,
-        env=env,
-    )
-    if registry is not None:
-        registry.add(proc.pid)
-    result_buf = bytearray()
-    log_buf = bytearray()
-    overflow = False
-    timed_out = False
-    assert proc.stdout is not None and proc.stderr is not None  # both are pipes
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ, "result")
-    sel.register(proc.stderr, selectors.EVENT_READ, "log")
-    deadline = started + limits.wall_seconds
-    try:
-        while sel.get_map():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
-                _kill_group(proc.pid)
-                break
-            for key, _ in sel.select(timeout=min(remaining, 0.5)):
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    sel.unregister(key.fileobj)
-                    continue
-                if key.data == "result":
-                    if len(result_buf) + len(chunk) > limits.result_bytes:
-                        overflow = True
-                        _kill_group(proc.pid)
-                        sel.unregister(key.fileobj)
-                        continue
-                    result_buf += chunk
-                else:
-                    room = limits.log_bytes - len(log_buf)
-                    if room > 0:
-                        log_buf += chunk[:room]
-        # Streams closed (or time is up): the process must end now or be killed.
-        try:
-            proc.wait(timeout=max(deadline - time.monotonic(), 0) + 0.5)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc.pid)
-            proc.wait()
-    finally:
-        if proc.poll() is None:
-            _kill_group(proc.pid)
-            proc.wait()
-        sel.close()
-        proc.stdout.close()
-        proc.stderr.close()
-        if registry is not None:
-            registry.discard(proc.pid)
-    events = []
-    for line in bytes(result_buf).split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(event, dict):
-            events.append(event)
-    rc = proc.returncode
-    return RunOutcome(
-        events=events,
-        returncode=rc if rc is not None and rc >= 0 else None,
-        signal=-rc if rc is not None and rc < 0 else None,
-        timed_out=timed_out,
-        result_overflow=overflow,
-        log=bytes(log_buf).decode("utf-8", "replace"),
-        seconds=round(time.monotonic() - started, 3),
-    )
