@@ -1,8 +1,10 @@
 """The program that runs INSIDE the sandbox, in the learner's process.
 
-It is started by :mod:`classgrader.sandbox` as ``python -I driver.py JOB`` and
-uses only the standard library, IPython and whatever the learner imports. It
-never sees ``lib``, ``solutions/``, the gradebook or any other submission. The
+It is started by :mod:`classgrader.sandbox` (see "serving" below; ``python
+-I driver.py JOB`` runs one job file alone) and uses only the standard
+library, IPython and whatever the learner imports. It never sees
+``solutions/``, the gradebook or any other submission, nor ``lib`` in the
+scoring run. The
 job it reads and the events it writes are defined in
 :mod:`classgrader.records`; it imports them for the type checker only, and
 writes them as the plain dicts they are.
@@ -21,16 +23,18 @@ What it does, in order:
 In ``"record"`` mode it only runs every cell in order, test cells included
 (the nbgrader-style run kept for the record).
 
-It is started once per submission, as ``python -I driver.py --serve JOBS
+Serving: it is started once per submission, as ``python -I driver.py --serve JOBS
 CONTROL_FD [--pid-namespace]`` (:class:`classgrader.sandbox.Session`), and
 first imports what every run imports (IPython's shell, numpy), before any
 learner code exists. Then, for each job file named on its standard input
 (the scoring run, then the record run), it forks a fresh process that runs
 that one job and ends; it waits for it, ends whatever that process left
-running (inside its own PID namespace only) and reports how it ended on
-``CONTROL_FD``, a pipe that no job's process holds. The two runs of one
-learner share the imports and nothing else: each has its own process, and
-the next job is only read once the one before has ended. No learner's code
+running (inside its own PID namespace only), reports how it ended on
+``CONTROL_FD``, a pipe that no job's process holds, and empties the scratch
+folder of all but the submission's own files. The two runs of one learner
+share the imports and nothing else: each has its own process and a scratch
+folder as it was handed in, and the next job is only read once the one
+before has ended. No learner's code
 ever runs in the serving process itself.
 
 Everything it reports goes, one JSON object per line, to the file descriptor
@@ -186,6 +190,7 @@ def serve(jobs: str, control_fd: int, pid_namespace: bool) -> int:
     from IPython.core.interactiveshell import InteractiveShell  # noqa: F401
 
     control = Reporter(control_fd)
+    submitted = set(os.listdir("."))  # the scratch folder holds the submission's own files, and nothing else yet
     for line in sys.stdin:
         name = os.path.basename(line.strip())
         if not name:
@@ -210,7 +215,30 @@ def serve(jobs: str, control_fd: int, pid_namespace: bool) -> int:
                 pass
         ended: ExitEvent = {"event": "exit", "job": name, "exitcode": os.waitstatus_to_exitcode(status)}
         control.emit(ended)
+        _clear_scratch(submitted)  # the next job starts from the folder as it was handed in
     return 0
+
+
+def _clear_scratch(keep: set[str]) -> None:
+    """Remove what a job's process wrote into the scratch folder (the working directory), all but ``keep``."""
+    import shutil
+    import stat
+
+    def force(function: Any, path: str, excinfo: Any) -> None:  # a folder the learner made read-only
+        os.chmod(os.path.dirname(path), stat.S_IRWXU)
+        function(path)
+
+    for entry in os.scandir("."):
+        if entry.name in keep:
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                os.chmod(entry.path, stat.S_IRWXU)
+                shutil.rmtree(entry.path, onerror=force)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            pass
 
 
 def main(job_path: str) -> int:

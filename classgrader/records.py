@@ -80,12 +80,12 @@ class JobCheck(TypedDict):
 
 
 class Job(TypedDict):
-    """What the driver is asked to do (``/grader/job.json`` in the sandbox).
+    """What the driver is asked to do (a file in ``/grader/.run`` in the sandbox, named on its stdin).
 
     In ``"score"`` mode it runs the cells that are not tests, then each check's
     collector; in ``"record"`` mode every cell in order, as nbgrader would,
     with ``hidden_seed`` for the hidden tests. The last four keys are set by
-    :func:`classgrader.sandbox.run` from the limits.
+    :meth:`classgrader.sandbox.Session.run` from the limits.
     """
 
     mode: NotRequired[Literal["score", "record"]]  # default "score"

@@ -24,7 +24,7 @@ import pytest
 from fixtures.homework import submissions as corpus
 from ordinary_user import command as as_ordinary_user
 from ordinary_user import home as ordinary_home
-from sandbox_probes import assert_fork_bomb_and_flood_contained
+from sandbox_probes import assert_fork_bomb_and_flood_contained, assert_two_runs_share_nothing_but_the_imports
 
 from classgrader import sandbox, sandbox_mode
 from classgrader.grade import Settings
@@ -188,6 +188,36 @@ def test_a_fork_bomb_and_a_flood_are_contained_for_an_ordinary_user():
         shutil.rmtree(user_home, ignore_errors=True)
     assert facts["mode"] == "userns"
     assert_fork_bomb_and_flood_contained(facts, WALL)
+
+
+@pytest.mark.parametrize("mode", ["root", pytest.param("userns", marks=needs_userns)])
+def test_a_submissions_two_runs_share_the_imports_and_nothing_else(mode):
+    # One sandbox serves both runs of a submission: the scoring run must not see lib, and what it leaves
+    # (a file, module state, a running process) must be gone when the record run gets lib.
+    if mode == "root" and not IS_ROOT:
+        pytest.skip("root mode needs the tests to run as root (they do in CI)")
+    import sandbox_probes
+
+    facts = sandbox_probes.two_runs_in_one_session(mode, WALL, str(REPO / "lib"))
+    assert facts["mode"] == mode
+    assert_two_runs_share_nothing_but_the_imports(facts)
+
+
+@needs_userns
+def test_an_ordinary_users_two_runs_share_the_imports_and_nothing_else():
+    user_home = ordinary_home()
+    try:
+        code = (
+            f"import json, sys; sys.path.insert(0, {str(REPO / 'tests')!r}); import sandbox_probes; "
+            f"print(json.dumps(sandbox_probes.two_runs_in_one_session('auto', {WALL!r}, {str(REPO / 'lib')!r})))"
+        )
+        done = run_as_user([sys.executable, "-c", code], user_home, cwd=REPO)
+        assert done.returncode == 0, done.stderr[-3000:]
+        facts = json.loads(done.stdout.splitlines()[-1])
+    finally:
+        shutil.rmtree(user_home, ignore_errors=True)
+    assert facts["mode"] == "userns"
+    assert_two_runs_share_nothing_but_the_imports(facts)
 
 
 @needs_root
