@@ -1,0 +1,39 @@
+"""The README's class-grading speed figures are the committed benchmark results', not remembered ones.
+
+``benchmarks/class_grading_speed.py`` writes
+``benchmarks/results/class_grading_speed.json``; the README's **Speed**
+paragraph quotes it. Each quoted figure is recomputed here from that file's
+raw seconds (medians and per-round ratios), so a re-run that is not copied
+into the README, or a figure typed wrong, fails.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = json.loads((ROOT / "benchmarks" / "results" / "class_grading_speed.json").read_text())
+
+
+def speed_paragraph() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("**Speed.** `benchmarks/class_grading_speed.py`")
+    return " ".join(text[start : text.index("\n\n", start)].split())
+
+
+def test_the_readme_quotes_the_medians_and_ratios_of_the_committed_run():
+    runs = RESULTS["seconds_per_round"]
+    nbgrader = statistics.median(runs["nbgrader autograde"])
+    ours = statistics.median(runs["classgrader"])
+    bare = statistics.median(runs["classgrader --no-kernel-record"])
+    text = speed_paragraph()
+    assert f"`nbgrader autograde` {nbgrader:.1f} s ({nbgrader / RESULTS['submissions']:.2f} s per notebook" in text
+    assert f"`./course grade` {ours:.1f} s with its in-kernel record run, **{nbgrader / ours:.2f}x faster**" in text
+    rounds = ", ".join(f"{n / t:.2f}x" for n, t in zip(runs["nbgrader autograde"], runs["classgrader"]))
+    assert f"(rounds {rounds})" in text
+    assert f"{bare:.1f} s ({nbgrader / bare:.2f}x) with `--no-kernel-record`" in text
+    assert all(RESULTS["same_scores_as_nbgrader"].values())
+    assert re.search(rf"in {['no', 'one', 'two', 'three', 'four', 'five'][RESULTS['rounds']]} rounds", text)
