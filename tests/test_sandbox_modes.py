@@ -173,19 +173,24 @@ def test_each_result_names_its_sandbox_mode(runs):
         assert modes == {want}, name
 
 
-@needs_userns
-def test_a_fork_bomb_and_a_flood_are_contained_for_an_ordinary_user():
+def probe_as_ordinary_user(call: str) -> dict:
+    """The facts ``sandbox_probes.<call>`` returns when an ordinary user runs it."""
     user_home = ordinary_home()
     try:
         code = (
             f"import json, sys; sys.path.insert(0, {str(REPO / 'tests')!r}); import sandbox_probes; "
-            f"print(json.dumps(sandbox_probes.fork_bomb_and_flood('auto', {WALL!r})))"
+            f"print(json.dumps(sandbox_probes.{call}))"
         )
         done = run_as_user([sys.executable, "-c", code], user_home, cwd=REPO)
         assert done.returncode == 0, done.stderr[-3000:]
-        facts = json.loads(done.stdout.splitlines()[-1])
+        return json.loads(done.stdout.splitlines()[-1])
     finally:
         shutil.rmtree(user_home, ignore_errors=True)
+
+
+@needs_userns
+def test_a_fork_bomb_and_a_flood_are_contained_for_an_ordinary_user():
+    facts = probe_as_ordinary_user(f"fork_bomb_and_flood('auto', {WALL!r})")
     assert facts["mode"] == "userns"
     assert_fork_bomb_and_flood_contained(facts, WALL)
 
@@ -205,17 +210,7 @@ def test_a_submissions_two_runs_share_the_imports_and_nothing_else(mode):
 
 @needs_userns
 def test_an_ordinary_users_two_runs_share_the_imports_and_nothing_else():
-    user_home = ordinary_home()
-    try:
-        code = (
-            f"import json, sys; sys.path.insert(0, {str(REPO / 'tests')!r}); import sandbox_probes; "
-            f"print(json.dumps(sandbox_probes.two_runs_in_one_session('auto', {WALL!r}, {str(REPO / 'lib')!r})))"
-        )
-        done = run_as_user([sys.executable, "-c", code], user_home, cwd=REPO)
-        assert done.returncode == 0, done.stderr[-3000:]
-        facts = json.loads(done.stdout.splitlines()[-1])
-    finally:
-        shutil.rmtree(user_home, ignore_errors=True)
+    facts = probe_as_ordinary_user(f"two_runs_in_one_session('auto', {WALL!r}, {str(REPO / 'lib')!r})")
     assert facts["mode"] == "userns"
     assert_two_runs_share_nothing_but_the_imports(facts)
 
