@@ -34,8 +34,7 @@ running (inside its own PID namespace only), reports how it ended on
 folder of all but the submission's own files. The two runs of one learner
 share the imports and nothing else: each has its own process and a scratch
 folder as it was handed in, and the next job is only read once the one
-before has ended. No learner's code
-ever runs in the serving process itself.
+before has ended. No learner's code ever runs in the serving process itself.
 
 Everything it reports goes, one JSON object per line, to the file descriptor
 that was standard output when it started; anything the learner writes to

@@ -536,6 +536,8 @@ class Session:
                         result_buf += chunk
                     else:
                         log_buf += chunk[: max(self.limits.log_bytes - len(log_buf), 0)]
+                        if len(log_buf) >= self.limits.log_bytes:
+                            break  # the log is full; whatever is still coming is not kept anyway
         if exitcode is None or overflow or timed_out:
             self._end_sandbox(killed=overflow or timed_out)
             exitcode = None
