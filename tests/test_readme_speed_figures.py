@@ -3,8 +3,9 @@
 ``benchmarks/class_grading_speed.py`` writes
 ``benchmarks/results/class_grading_speed.json``; the README's **Speed**
 paragraph quotes it. Each quoted figure is recomputed here from that file's
-raw seconds (medians and per-round ratios), so a re-run that is not copied
-into the README, or a figure typed wrong, fails.
+raw seconds (medians and per-round ratios), and what the record run adds
+from ``class_grading_profile.json``, so a re-run that is not copied into the
+README, or a figure typed wrong, fails.
 """
 
 from __future__ import annotations
@@ -37,3 +38,14 @@ def test_the_readme_quotes_the_medians_and_ratios_of_the_committed_run():
     assert f"{bare:.1f} s ({nbgrader / bare:.2f}x) with `--no-kernel-record`" in text
     assert all(RESULTS["same_scores_as_nbgrader"].values())
     assert re.search(rf"in {['no', 'one', 'two', 'three', 'four', 'five'][RESULTS['rounds']]} rounds", text)
+
+
+def test_the_readme_quotes_what_the_record_run_adds_from_the_committed_profile():
+    stages = json.loads((ROOT / "benchmarks" / "results" / "class_grading_profile.json").read_text())["stages"]
+    score = sum(s["ms_per_submission"] for s in stages if s["stage"].startswith("score run:"))
+    record = sum(s["ms_per_submission"] for s in stages if s["stage"].startswith("record run:"))
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert (
+        f"the record run (on by default) adds about {round(100 * record / score, -1):.0f} % to the workers' part "
+        f"(it shares the scoring run's sandbox and imports: {record:.0f} ms against {score:.0f} ms" in text
+    )
