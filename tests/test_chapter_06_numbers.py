@@ -20,6 +20,7 @@ from built_book import built_page
 from naive import naive_attention
 
 import lib
+from lib import handbuilt
 
 CHAPTER = "chapters/06_causal_masking.html"
 FILL16 = -65504.0
@@ -294,3 +295,23 @@ def test_nadaraya_watson_weights_are_a_softmax(page):
     assert "Gaussian-kernel weights equal the softmax of -(x - x_j)^2 / 2: True" in page
     for xj in x_train:
         assert -((x_query - xj) ** 2) / 2 == pytest.approx(x_query * xj - x_query**2 / 2 - xj**2 / 2)
+
+
+def test_previous_token_head_under_the_causal_mask(page):
+    # "the weight is e^{4.90} / (e^{4.90} + i) instead of e^{4.90} / (e^{4.90} + 5),
+    # from 0.993 in row 1 down to the unchanged 0.964 in row 5"; row 0 goes from 1/6 to 1.
+    head = handbuilt.previous_token_head(lib.SENTENCE)
+    x = np.asarray(head["x"])
+    q, k, v = ((x @ head[m]).tolist() for m in ("w_q", "w_k", "w_v"))
+    _, free = naive_attention(q, k, v)
+    _, masked = naive_attention(q, k, v, allowed=causal(6, 6))
+    big = math.exp(12 / math.sqrt(6))
+    for i in range(1, 6):
+        assert masked[i][i - 1] == pytest.approx(big / (big + i), rel=1e-12)
+        assert free[i][i - 1] == pytest.approx(big / (big + 5), rel=1e-12)
+    assert round(masked[1][0], 3) == 0.993 and round(masked[5][4], 3) == round(free[5][4], 3) == 0.964
+    assert masked[0] == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0] and free[0] == pytest.approx([1 / 6] * 6)
+    m = re.search(r"rows 1-5, no mask: \[([^\]]*)\]", page)
+    assert m and [float(t) for t in m[1].split()] == pytest.approx([free[i][i - 1] for i in range(1, 6)], abs=6e-4)
+    m = re.search(r"rows 1-5, causal: +\[([^\]]*)\]", page)
+    assert m and [float(t) for t in m[1].split()] == pytest.approx([masked[i][i - 1] for i in range(1, 6)], abs=6e-4)
