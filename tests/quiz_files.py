@@ -32,13 +32,40 @@ def right_option(name: str, start: str) -> dict:
     return right[0]
 
 
+# A range this wide catches whatever a reader types: the quiz's fallback, not a named mistake.
+FALLBACK_WIDTH = 1000
+
+
+def verdict(question: dict, value: float) -> dict | None:
+    """The answer jupyterquiz (js/numeric.js) picks when a reader types ``value``.
+
+    It rounds the submission to the question's precision (significant digits),
+    then takes the first answer in file order whose value, rounded the same
+    way, is equal, or whose range [low, high) holds it; None when only the
+    default feedback applies.
+    """
+    digits = question.get("precision")
+    typed = significant(value, digits) if digits else value
+    for answer in question["answers"]:
+        if answer["type"] == "value":
+            if typed == (significant(answer["value"], digits) if digits else answer["value"]):
+                return answer
+        elif answer["type"] == "range":
+            low, high = answer["range"]
+            if low <= typed < high:
+                return answer
+    return None
+
+
 def accepts(question: dict, value: float) -> bool:
-    """Whether jupyterquiz marks ``value`` right: it rounds both to the question's precision."""
-    right = [a for a in question["answers"] if a["correct"]]
-    assert len(right) == 1, question["question"][:60]
-    answer = right[0]
-    if answer["type"] == "range":
-        low, high = answer["range"]
-        return low <= value <= high
-    digits = question.get("precision", 15)
-    return significant(answer["value"], digits) == significant(value, digits)
+    """Whether jupyterquiz marks ``value`` right."""
+    picked = verdict(question, value)
+    return picked is not None and picked["correct"]
+
+
+def explains_as_a_mistake(question: dict, value: float) -> bool:
+    """Whether a wrong answer written for this mistake (not the fallback) catches ``value``."""
+    picked = verdict(question, value)
+    if picked is None or picked["correct"]:
+        return False
+    return picked["type"] == "value" or picked["range"][1] - picked["range"][0] < FALLBACK_WIDTH

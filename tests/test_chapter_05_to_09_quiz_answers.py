@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 from naive import softmax
-from quiz_files import accepts, question_starting, quiz, right_option
+from quiz_files import accepts, explains_as_a_mistake, question_starting, quiz, right_option
 
 import lib
 
@@ -185,3 +185,41 @@ def test_ch9_float32_holds_1e_minus_6_but_rounds_a_loss_to_about_1e_minus_7_of_i
     assert f"{eps:.1e}" == "1.2e-07"
     text = json.dumps(quiz(CH9), ensure_ascii=False)
     assert "about $10^{-38}$" in text and "1.2 \\\\times 10^{-7}" in text
+
+
+# --------------------------------------------------------------------------- the numeric questions' named mistakes
+
+# (quiz file, start of the question, the value a named mistake gives): each must
+# be caught by a wrong answer, whose feedback explains that mistake.
+MISTAKES = [
+    (CH5, "The components of q and k are independent", 64),  # the variance, not its square root
+    (CH5, "The components of q and k are independent", 64 / 64),  # the scaled score's spread
+    (CH5, "Under the same assumptions, with d_k = 512", 512),  # the unscaled variance
+    (CH5, "Under the same assumptions, with d_k = 512", math.sqrt(512)),  # the unscaled standard deviation
+    (CH5, "After training, the components", 1),  # the initialization's variance
+    (CH5, "After training, the components", 4),  # one factor of 4 only
+    (CH5, "The softmax Jacobian is J", 0.5 * (1 - 0.5)),  # the diagonal entry
+    (CH5, "A Monte Carlo check uses N = 100 000", 0.05 / math.sqrt(8 / 20_000)),  # N = 20 000
+    (CH6, "A causal self-attention runs over", sum(1 for i in range(6) for j in range(6) if j <= i)),
+    (CH6, "A causal self-attention runs over", 36 - 6),  # all but the diagonal
+    (CH6, "Positions are numbered from 0. With the causal mask", sum(1 for j in range(6) if j < 3)),
+    (CH6, "A decoder with a KV cache holds", int(lib.causal_mask(2, 5)[0].sum())),  # top left
+    (CH6, "A decoder with a KV cache holds", bottom_right_keys(1, n_q=2, n_k=5)),  # the last query
+    (CH7, "The paper uses d_model = 512", 512),
+    (CH7, "The paper uses d_model = 512", 512 * 8),
+    (CH7, "With h = 8 heads of width d_v = 64", 64 * 512),  # one head's block
+    (CH7, "In cross-attention, 3 decoder tokens", 3 * 3),
+    (CH7, "In cross-attention, 3 decoder tokens", 6 * 6),
+    (CH7, "GPT-3's largest model has", 12288),
+    (CH9, "The sinusoidal encoding gives", 10000 ** (2 * 2 / 8)),  # the divisor, not the frequency
+    (CH9, "One query has weights", 0.5 * 1),  # a_0 da_0 without the row-sum term
+    (CH9, "The scores are $S = Q K^\\top / \\sqrt{d_k}$", 16),  # d_k for sqrt(d_k)
+]
+
+
+@pytest.mark.parametrize("name, start, value", MISTAKES, ids=[f"{n[:2]}: {s[:30]} {v:g}" for n, s, v in MISTAKES])
+def test_a_named_mistake_gets_its_own_feedback(name, start, value):
+    question = question_starting(name, start)
+    assert not accepts(question, value) and explains_as_a_mistake(question, value), (
+        f"{name}: no wrong answer of {start!r} catches {value}"
+    )
