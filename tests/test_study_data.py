@@ -162,3 +162,22 @@ def test_built_chapter_displays_its_quiz_with_answers_shuffled(path):
     flags = re.findall(r'data-shuffleanswers="(\w+)"', page)
     assert flags, f"{path.name}: the built chapter shows no quiz"
     assert set(flags) == {"True"}, f"{path.name}: the quiz is displayed with shuffle_answers={flags}"
+
+
+def quizzes_on_page(page: str) -> list[list[dict]]:
+    """The question lists jupyterquiz embeds in a built page (``var questions<id>=[...]``)."""
+    decoder = json.JSONDecoder()
+    return [decoder.raw_decode(page, m.end())[0] for m in re.finditer(r"var questions\w*=", page)]
+
+
+@pytest.mark.parametrize("path", QUIZ_CHAPTERS, ids=lambda p: p.name)
+def test_built_chapter_shows_the_current_quiz_file(path):
+    """The book's execution cache keys a chapter on its code, not on the quiz file
+    it reads: after a change to the quiz alone, a cached build would still show
+    the old questions. This catches such a stale page."""
+    shown = quizzes_on_page(built_page(f"chapters/{path.name.removesuffix('.quiz.json')}.html"))
+    assert shown, f"{path.name}: the built chapter embeds no quiz"
+    assert load_quiz(path) in shown, (
+        f"the built page shows another version of {path.name}: rebuild it "
+        "(remove _build/.jupyter_cache, or the chapter's entry in it, so that the chapter is executed again)"
+    )
