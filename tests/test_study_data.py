@@ -172,12 +172,14 @@ def quizzes_on_page(page: str) -> list[list[dict]]:
 
 @pytest.mark.parametrize("path", QUIZ_CHAPTERS, ids=lambda p: p.name)
 def test_built_chapter_shows_the_current_quiz_file(path):
-    """The book's execution cache keys a chapter on its code, not on the quiz file
-    it reads: after a change to the quiz alone, a cached build would still show
-    the old questions. This catches such a stale page."""
+    """A chapter reads its quiz file when it is executed, but an incremental build
+    re-reads only changed sources, and the execution cache keys a chapter on its
+    code: after a change to the quiz alone, the built page keeps the old
+    questions. This catches such a stale page."""
     shown = quizzes_on_page(built_page(f"chapters/{path.name.removesuffix('.quiz.json')}.html"))
     assert shown, f"{path.name}: the built chapter embeds no quiz"
     assert load_quiz(path) in shown, (
         f"the built page shows another version of {path.name}: rebuild it "
-        "(remove _build/.jupyter_cache, or the chapter's entry in it, so that the chapter is executed again)"
+        "from scratch (remove _build/), or touch the chapter's .md and remove its entry from _build/.jupyter_cache "
+        "(`jcache cache -p _build/.jupyter_cache remove ID`)"
     )
