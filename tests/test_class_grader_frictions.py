@@ -174,7 +174,14 @@ def test_a_check_stopped_at_its_budget_says_what_that_means():
         id, functions = "softmax_basic", ["softmax_rows"]
 
     class Runs:
-        checks = {"softmax_basic": {"event": "check", "id": "softmax_basic", "status": "timeout", "error": "x"}}
+        checks = {
+            "softmax_basic": {
+                "event": "check",
+                "id": "softmax_basic",
+                "status": "timeout",
+                "error": "SandboxTimeout: time budget exceeded",
+            }
+        }
 
     v = _verdict(Check(), Runs())  # type: ignore[arg-type]
     assert "SandboxTimeout" not in v.message and "softmax_rows() did not return" in v.message
