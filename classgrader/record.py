@@ -228,6 +228,8 @@ def outputs(
             continue
         outs = []
         for name, text in (("stdout", e.get("stdout")), ("stderr", e.get("stderr"))):
+            if isinstance(text, str) and e.get("status") == "timeout":
+                text = _without_timeout_traceback(text)  # the message below says it in words
             if isinstance(text, str) and text:
                 outs.append(notebooks.stream_output(name, _strip_ansi(text)))
         if e.get("status") == "timeout":
@@ -270,6 +272,17 @@ def _verdict_line(v: Verdict, cell: CellResult | None) -> str:
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: IPython's traceback of the grader's own alarm (classgrader.driver.SandboxTimeout), from its rule line on.
+_TIMEOUT_TRACEBACK = re.compile(
+    r"^(?:\x1b\[[0-9;]*m)*-{10,}(?:\x1b\[[0-9;]*m)*\s*\n(?=(?:\x1b\[[0-9;]*m)*SandboxTimeout)", re.M
+)
+
+
+def _without_timeout_traceback(text: str) -> str:
+    """A stopped cell's output up to IPython's traceback of the grader's alarm."""
+    text = _TIMEOUT_TRACEBACK.split(text, maxsplit=1)[0]
+    at = text.find("SandboxTimeout")
+    return text if at < 0 else text[: text.rfind("\n", 0, at) + 1]
 
 
 def _strip_ansi(text: str) -> str:
