@@ -183,15 +183,17 @@ def histogram(results: list[Result], path: Path, *, assignment: str) -> None:
     ax.hist(scores, bins=bins, range=(0, mx), color=BLUE, edgecolor="black", linewidth=0.6)
     missing = len(results) - len(graded)
     title = f"{assignment}: scores of {len(graded)} submissions"
+    description = f"Histogram of {assignment} scores of the {len(graded)} submissions"
     if missing:
-        title += f" ({missing} missing, not counted)"
+        title += f" ({missing} missing)"
+        description += f"; {missing} student{'s' * (missing != 1)} with no submission not counted, as in the mean"
     ax.set_title(title)
-    ax.set_xlabel(f"score (points out of {mx:g})")
+    ax.set_xlabel(f"score (points out of {mx:g})" + ("; students with no submission not counted" if missing else ""))
     ax.set_ylabel("number of students")
     ax.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # an AutoLocator
     fig.tight_layout()
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, metadata={"Title": title, "Description": f"Histogram of {assignment} scores"})
+        fig.savefig(tmp, metadata={"Title": title, "Description": description})
     plt.close(fig)
 
 

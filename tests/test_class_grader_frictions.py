@@ -69,8 +69,9 @@ def test_the_histogram_title_counts_the_same_submissions(tmp_path):
     from PIL import Image
 
     with Image.open(tmp_path / "h.png") as image:
-        title = image.info["Title"]
-    assert title == f"{ASSIGNMENT}: scores of 1 submissions (1 missing, not counted)"
+        title, description = image.info["Title"], image.info["Description"]
+    assert title == f"{ASSIGNMENT}: scores of 1 submissions (1 missing)"
+    assert description.endswith("1 student with no submission not counted, as in the mean")
 
 
 # ---------------------------------------------------------------- file names
