@@ -23,6 +23,7 @@ import datetime as dt
 import html
 import re
 from pathlib import Path
+from xml.etree import ElementTree
 
 import nbformat
 from latex2mathml.converter import convert as latex_to_mathml
@@ -39,12 +40,38 @@ from .records import STATUSES, CellResult, Result
 CHAPTER_LINK = re.compile(r"^(?:\.\./)*chapters/(?P<page>[\w.-]+?)\.(?:md|ipynb)(?P<anchor>#[\w.-]*)?$")
 
 
-def _math(latex: str, display: bool) -> str:
-    """MathML for one formula; the escaped source in a code span when it cannot be converted."""
+#: The MathML elements a formula may become; anything else (``\\text{<script>}`` passes through the
+#: converter as markup) makes the page show the formula's escaped source instead.
+MATHML_TAGS = frozenset(
+    "math mrow mi mo mn ms mtext mspace msub msup msubsup mfrac msqrt mroot mover munder munderover "
+    "mtable mtr mtd mlabeledtr mstyle mpadded mphantom menclose merror mfenced mmultiscripts mprescripts "
+    "none semantics annotation".split()
+)
+
+
+def _safe_mathml(markup: str) -> bool:
+    """Whether ``markup`` is MathML elements only, with no event handler or link attribute."""
+    if "<!" in markup or "<?" in markup:
+        return False
     try:
-        return latex_to_mathml(latex, display="block" if display else "inline")
+        root = ElementTree.fromstring(markup)
+    except ElementTree.ParseError:
+        return False
+    for el in root.iter():
+        if el.tag.rpartition("}")[2] not in MATHML_TAGS:
+            return False
+        if any(a.lower().startswith("on") or "href" in a.lower() or "src" in a.lower() for a in el.attrib):
+            return False
+    return True
+
+
+def _math(latex: str, display: bool) -> str:
+    """MathML for one formula; the escaped source in a code span when it cannot be converted safely."""
+    try:
+        markup = latex_to_mathml(latex, display="block" if display else "inline")
     except Exception:  # a learner's malformed formula must not stop the page
-        return f'<code class="tex">{_esc(latex)}</code>'
+        markup = ""
+    return markup if _safe_mathml(markup) else f'<code class="tex">{_esc(latex)}</code>'
 
 
 def _markdown(allow_html: bool) -> MarkdownIt:

@@ -123,6 +123,15 @@ def test_math_is_typeset_as_mathml_not_left_as_latex():
     assert "<script" not in page and "src=" not in page and "<link" not in page  # offline: nothing fetched
 
 
+def test_a_learners_formula_cannot_carry_markup():
+    learner = nbformat.v4.new_markdown_cell(r"Mine: $\text{<script>alert(1)</script>}$ and $a < b$.")
+    nb = nbformat.v4.new_notebook(cells=[learner])
+    page = report.render(result("a", "graded", 1), nb)
+    assert "<script>" not in page
+    assert '<code class="tex">\\text{&lt;script&gt;alert(1)&lt;/script&gt;}</code>' in page
+    assert "<math" in page  # the harmless formula is still typeset
+
+
 def test_chapter_links_lead_to_the_published_book():
     page = page_for(result("a", "graded", 1), base_url="https://example.org/attention/")
     assert 'href="https://example.org/attention/chapters/01_self_attention.html"' in page
