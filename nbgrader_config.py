@@ -15,6 +15,10 @@ c.CourseDirectory.course_id = "sdpa-course"
 # the release verbatim, solutions included.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "*.md", "feedback"]
 c.Execute.timeout = 120
+# `nbgrader export` writes every learner's score in every assignment here (nbgrader's
+# default name, grades.csv, says less); ./course grade writes its own files per
+# assignment into reports/<assignment>/ (student_scores.csv, canvas_import.csv, moodle_import.csv).
+c.ExportPlugin.to = "nbgrader_export.csv"
 
 # The course secret that seeds each learner's hidden tests (grading/seeds.py):
 # seed = HMAC-SHA256(secret, assignment + student), used alike by `nbgrader

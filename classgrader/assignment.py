@@ -10,6 +10,8 @@ import nbformat
 
 from nbgrader_tools.cells import nbgrader_meta
 
+from . import report
+
 GRADER_VERSION = "1"
 
 
@@ -33,6 +35,7 @@ class AssignmentInfo:
     lib_dir: Path
     secret: bytes = b""
     secret_source: str = ""
+    book_url: str | None = None  # the published book, for the feedback's links to its chapters
 
     @property
     def max_score(self) -> float:
@@ -46,6 +49,8 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
 
     release_dir = course / "exercises" / name
     source_dir = course / "solutions" / name
+    if name not in known_assignments(course):
+        raise SetupError(unknown_message(course, name))
     for folder, what in ((release_dir, "release (student version)"), (source_dir, "instructor source")):
         if not folder.is_dir():
             raise SetupError(f"no {what} for {name!r}: {folder} does not exist")
@@ -96,7 +101,26 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
         lib_dir=Path(lib.__file__).parent,
         secret=secret,
         secret_source=secret_source,
+        book_url=report.book_url(course),
     )
+
+
+def known_assignments(course: Path) -> list[str]:
+    """The assignments this course can grade: a release in ``exercises/`` and checks in ``grading``."""
+    import grading
+
+    released = {p.name for p in (course / "exercises").glob("*") if p.is_dir()}
+    return sorted(released & set(grading.ASSIGNMENTS))
+
+
+def unknown_message(course: Path, name: str) -> str:
+    """Why ``name`` cannot be graded, naming the assignments that can (the likely ones first)."""
+    known = known_assignments(course)
+    if not known:
+        return f"no assignment {name!r}: {course / 'exercises'} holds no assignment with checks in grading/"
+    close = [k for k in known if k.startswith(name) or (name and name in k)]
+    text = f"no assignment {name!r}" + (f"; did you mean {' or '.join(close)}?" if close else ".")
+    return text + " Assignments that can be graded here: " + ", ".join(known)
 
 
 def submission_key(info: AssignmentInfo, data: bytes | None) -> str:

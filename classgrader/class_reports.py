@@ -1,6 +1,6 @@
-"""The class-level outputs: grades CSV, status summary, score histogram.
+"""The class-level outputs: scores CSV, LMS import files, status summary, score histogram.
 
-``score`` in ``grades.csv`` is the final score, after the late penalty (see
+``score`` in ``student_scores.csv`` is the final score, after the late penalty (see
 :mod:`classgrader.late`); ``raw_score`` is the score before it, and
 ``late_penalty`` the points taken off, so ``score = raw_score - late_penalty``
 on every row, as in ``nbgrader export``.
@@ -13,7 +13,7 @@ import csv
 import io
 from pathlib import Path
 
-from . import late
+from . import late, lms_export
 from .records import STATUSES, Result, atomic_path, write_json_atomic, write_text_atomic
 from .sandbox_mode import DESCRIPTIONS
 
@@ -45,8 +45,14 @@ LATE_WORDS = {
 BLUE, VERMILLION = "#0072B2", "#D55E00"
 
 
-def grades_csv(results: list[Result]) -> str:
-    """One row per student, sorted by id: ready to import into an LMS gradebook."""
+#: The class's scores, one row per student, with status, penalty and notes (not nbgrader export's file).
+SCORES_CSV = "student_scores.csv"
+#: The LMS import files (classgrader.lms_export).
+CANVAS_CSV, MOODLE_CSV = "canvas_import.csv", "moodle_import.csv"
+
+
+def scores_csv(results: list[Result]) -> str:
+    """One row per student, sorted by id: scores, status, late penalty and notes."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
@@ -75,6 +81,11 @@ def grades_csv(results: list[Result]) -> str:
     return buf.getvalue()
 
 
+def submitted(results: list[Result]) -> list[Result]:
+    """The results of students who handed something in (all but the missing): what the means and histogram count."""
+    return [r for r in results if r["status"] != "missing"]
+
+
 def summary(
     results: list[Result],
     *,
@@ -85,6 +96,7 @@ def summary(
     sandbox: str | None = None,
 ) -> dict:
     counts = collections.Counter(r["status"] for r in results)
+    handed_in = submitted(results)
     lates = [r for r in results if late.late_of(r).get("status") in ("late", "late_no_time")]
     unknown: dict[str | None, list[str]] = {late.late_of(r).get("status"): [] for r in results}
     for r in results:
@@ -94,9 +106,14 @@ def summary(
         "students": len(results),
         "statuses": {s: counts.get(s, 0) for s in STATUSES if counts.get(s)},
         "flagged": sorted(r["student"] for r in results if r.get("flagged")),
-        "mean_score": round(sum(r.get("score") or 0 for r in results) / len(results), 3) if results else None,
+        # Means over the submissions, as the histogram: a missing student has no score to average.
+        "submissions": len(handed_in),
+        "missing": len(results) - len(handed_in),
+        "mean_score": round(sum(r.get("score") or 0 for r in handed_in) / len(handed_in), 3) if handed_in else None,
         "max_score": max((r.get("max_score") or 0 for r in results), default=0),
-        "mean_final_score": round(sum(late.final_score(r) for r in results) / len(results), 3) if results else None,
+        "mean_final_score": (
+            round(sum(late.final_score(r) for r in handed_in) / len(handed_in), 3) if handed_in else None
+        ),
         "late_policy": policy.describe() if policy is not None else None,
         "late": sorted(r["student"] for r in lates),
         "late_penalty_total": round(sum(late.penalty_of(r) for r in lates), 6),
@@ -120,21 +137,35 @@ def summary_text(s: dict) -> str:
     if s["flagged"]:
         lines.append("  flagged (in-kernel tests passed, outside comparison failed): " + ", ".join(s["flagged"]))
     if s["mean_score"] is not None:
-        lines.append(f"  mean score {s['mean_score']:g} / {s['max_score']:g}")
+        lines.append(f"  mean score {s['mean_score']:g} / {s['max_score']:g}{_over(s)}")
     if s.get("late_policy"):
         lines.append(f"  late policy: {s['late_policy']}")
     if s.get("late"):
         lines.append(
             f"  late ({len(s['late'])}, {s['late_penalty_total']:g} points of penalties): " + ", ".join(s["late"])
         )
-        lines.append(f"  mean final score {s['mean_final_score']:g} / {s['max_score']:g}")
+        lines.append(f"  mean final score {s['mean_final_score']:g} / {s['max_score']:g}{_over(s)}")
     if s.get("in_grace"):
         lines.append("  late within the grace period, no penalty: " + ", ".join(s["in_grace"]))
     if s.get("time_unknown"):
         lines.append("  no submission time recorded, no penalty computed: " + ", ".join(s["time_unknown"]))
     for student, note in (s.get("time_unreadable") or {}).items():
         lines.append(f"  {student}: {note}")
+    if s.get("canvas_unmatched"):
+        lines.append(
+            f"  {CANVAS_CSV}: no Canvas or SIS id for {len(s['canvas_unmatched'])} student(s) "
+            "(give a roster mapping with --lms-roster): " + ", ".join(s["canvas_unmatched"][:10])
+        )
     return "\n".join(lines)
+
+
+def _over(s: dict) -> str:
+    """What a mean counts: the submissions, and the missing students it leaves out (as the histogram does)."""
+    n, missing = s.get("submissions", s["students"]), s.get("missing", 0)
+    text = f" over the {n} submission{'s' * (n != 1)}"
+    if missing:
+        text += f" ({missing} student{'s' * (missing != 1)} with no submission not counted, as in the histogram)"
+    return text
 
 
 def histogram(results: list[Result], path: Path, *, assignment: str) -> None:
@@ -144,7 +175,7 @@ def histogram(results: list[Result], path: Path, *, assignment: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    graded = [r for r in results if r["status"] != "missing"]
+    graded = submitted(results)
     scores = [float(r.get("score") or 0) for r in graded]
     mx = max((float(r.get("max_score") or 0) for r in results), default=0.0) or 1.0
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
@@ -152,15 +183,17 @@ def histogram(results: list[Result], path: Path, *, assignment: str) -> None:
     ax.hist(scores, bins=bins, range=(0, mx), color=BLUE, edgecolor="black", linewidth=0.6)
     missing = len(results) - len(graded)
     title = f"{assignment}: scores of {len(graded)} submissions"
+    description = f"Histogram of {assignment} scores of the {len(graded)} submissions"
     if missing:
         title += f" ({missing} missing)"
+        description += f"; {missing} student{'s' * (missing != 1)} with no submission not counted, as in the mean"
     ax.set_title(title)
-    ax.set_xlabel(f"score (points out of {mx:g})")
+    ax.set_xlabel(f"score (points out of {mx:g})" + ("; students with no submission not counted" if missing else ""))
     ax.set_ylabel("number of students")
     ax.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # an AutoLocator
     fig.tight_layout()
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, metadata={"Title": title, "Description": f"Histogram of {assignment} scores"})
+        fig.savefig(tmp, metadata={"Title": title, "Description": description})
     plt.close(fig)
 
 
@@ -173,10 +206,16 @@ def write_all(
     workers: int,
     policy: late.Policy | None = None,
     sandbox: str | None = None,
+    lms: lms_export.LmsOptions | None = None,
 ) -> dict:
     out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / "grades.csv", grades_csv(results))
+    write_text_atomic(out / SCORES_CSV, scores_csv(results))
+    lms = lms or lms_export.LmsOptions()
+    title, zero = lms.title or assignment, lms.missing_as_zero
+    write_text_atomic(out / CANVAS_CSV, lms_export.canvas_csv(results, title, lms.mapping, missing_as_zero=zero))
+    write_text_atomic(out / MOODLE_CSV, lms_export.moodle_csv(results, title, lms.mapping, missing_as_zero=zero))
     s = summary(results, assignment=assignment, seconds=seconds, workers=workers, policy=policy, sandbox=sandbox)
+    s["canvas_unmatched"] = lms_export.unmatched(results, lms.mapping)
     write_json_atomic(out / "summary.json", s)
     write_text_atomic(out / "summary.txt", summary_text(s) + "\n")
     histogram(results, out / "histogram.png", assignment=assignment)

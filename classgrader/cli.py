@@ -11,8 +11,8 @@ import os
 import sys
 from pathlib import Path
 
-from . import intake, late, sandbox
-from .assignment import SetupError
+from . import intake, late, lms_export, sandbox
+from .assignment import SetupError, known_assignments, unknown_message
 from .class_reports import summary_text
 from .grade import Settings
 from .records import STATUSES
@@ -85,6 +85,19 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="file with one student id per line (or CSV with an id column first): "
         "students without a submission are reported missing",
+    )
+    p.add_argument(
+        "--lms-roster",
+        type=Path,
+        default=None,
+        help="CSV mapping student ids to LMS ids (columns student_id,canvas_id,name,sis_user_id,sis_login_id,"
+        "section,email,id_number) for canvas_import.csv and moodle_import.csv (default: c.LmsExport.roster)",
+    )
+    p.add_argument(
+        "--missing-as-zero",
+        action="store_true",
+        default=None,
+        help="in the LMS files, 0 for a student with no submission (default: an empty cell, no grade)",
     )
     p.add_argument("--regrade", action="store_true", help="grade again even unchanged, already graded submissions")
     p.add_argument(
@@ -161,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     from .runner import grade_class
 
+    if args.assignment not in known_assignments(args.course):
+        print(f"classgrader: {unknown_message(args.course, args.assignment)}", file=sys.stderr)
+        return 2
     if args.analyse_only:
         return _analyse_only(args)
     if args.submissions is None:
@@ -181,6 +197,13 @@ def main(argv: list[str] | None = None) -> int:
         timestamps = late.read_timestamps_file(args.timestamps) if args.timestamps else None
     except (late.LatePolicyError, OSError) as exc:
         print(f"classgrader: late policy: {exc}", file=sys.stderr)
+        return 2
+    try:
+        lms = lms_export.options_for(
+            args.course, args.assignment, roster=args.lms_roster, missing_as_zero=args.missing_as_zero
+        )
+    except lms_export.MappingError as exc:
+        print(f"classgrader: {exc}", file=sys.stderr)
         return 2
 
     settings = Settings(
@@ -209,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             late_policy=policy,
             timestamps=timestamps,
             cluster=args.cluster,
+            lms=lms,
         )
     except KeyboardInterrupt:
         return 130

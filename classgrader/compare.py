@@ -69,6 +69,8 @@ def _verdict(check, runs: Runs) -> Verdict:
     event = runs.checks.get(check.id)
     if event is None:
         return Verdict(False, 0.0, "not run: the notebook's process ended before this check")
+    if event.get("status") == "timeout":
+        return Verdict(False, 0.0, check_timeout_text(check.functions))
     if event.get("status") != "ok":
         return Verdict(False, 0.0, f"could not run: {event.get('error') or event.get('status')}")
     try:
@@ -80,6 +82,17 @@ def _verdict(check, runs: Runs) -> Verdict:
         )
     except Exception as exc:  # malformed results must not stop the batch
         return Verdict(False, 0.0, f"the results could not be compared ({type(exc).__name__})")
+
+
+def check_timeout_text(functions) -> str:
+    """Why a check stopped at its time budget scores 0, in the learner's terms."""
+    names = ", ".join(f"{f}()" for f in functions) or "your function"
+    return (
+        f"stopped: {names} did not return within the time the grader allows for this test, "
+        "so it scores 0. This usually means a loop that never ends (a while loop whose condition stays "
+        "true), or work far larger than the exercise needs. Call it yourself on a small input: it "
+        "should return at once"
+    )
 
 
 def in_kernel_points(record: str | None, points: float) -> float | None:

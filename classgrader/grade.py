@@ -70,4 +70,4 @@ def grade(
         runs = run(info, sub, matched.plan, settings, slot=slot, registry=registry)
         scores = compare(info, runs)
     result, notebook = record(info, sub, matched, runs, scores, settings.limits, policy)
-    return Graded(result, notebook, render(result, notebook))
+    return Graded(result, notebook, render(result, notebook, base_url=info.book_url))

@@ -40,6 +40,8 @@ from pathlib import Path
 
 MAX_MEMBER_BYTES = 50 * 1024 * 1024
 SKIP_PARTS = {"__MACOSX", ".ipynb_checkpoints", ".git"}
+#: What nbgrader's submit and collect add to a submission: not the learner's files.
+NBGRADER_FILES = {"timestamp.txt", "submission_secret.txt"}
 
 CANVAS = re.compile(r"^(?P<name>[^_]+?)(?:_LATE)?_(?P<id>\d+)_(?P<sub>\d+)_(?P<file>.+)$", re.I)
 MOODLE = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?:file|onlinetext)_?(?P<file>.*)$", re.I)
@@ -145,7 +147,7 @@ def _nbgrader(root: Path, assignment: str, notebook: str) -> list[Submission]:
         timestamp = stamp.read_text(errors="replace").strip()[:64] if stamp.is_file() else None
         source = f"{sid}/{assignment}/timestamp.txt"
         if not notebooks:
-            others = [p for p in files if p.name != "timestamp.txt"]
+            others = [p for p in files if p.name not in NBGRADER_FILES]
             if others:  # something was handed in, just not a notebook
                 chosen, rest = others[0], others[1:]
                 subs.append(
@@ -167,7 +169,7 @@ def _nbgrader(root: Path, assignment: str, notebook: str) -> list[Submission]:
         extras = {
             p.name: p
             for p in files
-            if p.suffix.lower() != ".ipynb" and p.name != "timestamp.txt" and p.stat().st_size <= 10 * 1024 * 1024
+            if p.suffix.lower() != ".ipynb" and p.name not in NBGRADER_FILES and p.stat().st_size <= 10 * 1024 * 1024
         }
         subs.append(
             Submission(
@@ -260,7 +262,11 @@ def _flat(root: Path, notebook: str) -> list[Submission]:
         pool = notebooks or items
         chosen_path, rest = _pick([it[0] for it in pool], notebook)
         path, display, original, lms = next(it for it in pool if it[0] == chosen_path)
-        renamed = not _not_renamed(original, notebook) if original else path.suffix.lower() != ".ipynb"
+        if lms == "file" or not original:
+            # <student>__<anything>.ipynb and <student>.ipynb: the name is the instructor's, not the learner's
+            renamed = path.suffix.lower() != ".ipynb"
+        else:
+            renamed = not _not_renamed(original, notebook)
         named = path.name
         stamp, late = lms_time(named)
         if stamp is None and late is None and path.parent != root:  # Moodle's folder per student

@@ -35,7 +35,7 @@ negative. On top of that: a submission at the deadline exactly, or within
 ``cap`` are points, or percent of the assignment's maximum when written
 ``"10%"``. The final score is the raw score minus the penalty, and the
 gradebook holds the same penalty in nbgrader's ``late_submission_penalty``
-column, so ``nbgrader export`` gives the same final score as ``grades.csv``.
+column, so ``nbgrader export`` gives the same final score as ``student_scores.csv``.
 
 Configuration, in ``nbgrader_config.py`` beside nbgrader's own settings::
 
@@ -104,6 +104,22 @@ def zone(name: str) -> dt.tzinfo:
         raise LatePolicyError(
             f"unknown time zone {name!r}: use UTC, an offset such as +01:00, or an IANA name such as Europe/Berlin"
         ) from None
+
+
+def zone_name(tz: dt.tzinfo) -> str:
+    """The name :func:`zone` reads back: an IANA name, ``UTC`` or an offset such as ``+01:00``.
+
+    >>> zone_name(zone("Europe/Berlin")), zone_name(UTC), zone_name(zone("-03:30"))
+    ('Europe/Berlin', 'UTC', '-03:30')
+    """
+    if isinstance(tz, ZoneInfo):
+        return tz.key
+    offset = tz.utcoffset(None) or dt.timedelta(0)
+    if not offset:
+        return "UTC"
+    minutes = int(offset.total_seconds() // 60)
+    sign = "+" if minutes >= 0 else "-"
+    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
 def parse_time(text: str, default_zone: dt.tzinfo, *, source: str = "the timestamp") -> dt.datetime:
@@ -325,6 +341,7 @@ def assess(
         "final_score": raw_score,
         "status": "",
         "note": "",
+        "timezone": zone_name(policy.timezone),
     }
     if not submitted:
         out.update({"status": "missing", "source": None})

@@ -15,6 +15,8 @@ from typing import Any
 
 import nbformat
 
+from nbgrader_tools.cells import SELF_CHECK_ID
+
 from . import late, notebooks, sandbox
 from .assignment import AssignmentInfo
 from .compare import Scores, Verdict
@@ -90,7 +92,9 @@ def record(
                 + ": the notebook's code changed the checks in its own process "
                 "(evidence of tampering); scored by the comparison"
             )
-        nb = notebooks.autograded_notebook(plan, info.release, outputs(plan, runs.cells, scores.verdicts))
+        nb = notebooks.autograded_notebook(
+            plan, info.release, outputs(plan, runs.cells, scores.verdicts, scores.cells, limits)
+        )
     if policy is not None:
         late.annotate(result, sub, policy)
     return result, nb
@@ -155,10 +159,16 @@ def status_notes(
     if status == "timed_out":
         for n, e in cells.items():
             if e.get("status") == "timeout":
-                notes.append(f"{_where(plan, n)} was stopped at its time budget; the checks after it still ran")
+                notes.append(
+                    f"{_where(plan, n)} was stopped at its time budget (it ran too long: often a loop that never "
+                    "ends); the checks after it still ran"
+                )
         for cid, ce in checks.items():
             if ce.get("status") == "timeout":
-                notes.append(f"check {cid} was stopped at its time budget and scores 0")
+                notes.append(
+                    f"check {cid} was stopped at its time budget and scores 0: the function it calls did not "
+                    "return in time (often a loop that never ends)"
+                )
         if o.timed_out:
             notes.append(f"the notebook was stopped at the wall-time limit of {limits.wall_seconds:g} s")
     elif status == "out_of_memory":
@@ -194,7 +204,13 @@ def status_notes(
     return notes
 
 
-def outputs(plan: notebooks.Plan, cells: dict[Any, CellEvent], verdicts: dict[str, Verdict]) -> dict[int, list[dict]]:
+def outputs(
+    plan: notebooks.Plan,
+    cells: dict[Any, CellEvent],
+    verdicts: dict[str, Verdict],
+    scored: dict[str, CellResult] | None = None,
+    limits: sandbox.Limits | None = None,
+) -> dict[int, list[dict]]:
     """Bounded text outputs per plan cell, for the autograded notebook and the feedback."""
     out: dict[int, list[dict]] = {}
     for n, pc in enumerate(plan.cells):
@@ -202,24 +218,71 @@ def outputs(plan: notebooks.Plan, cells: dict[Any, CellEvent], verdicts: dict[st
             v = verdicts.get(pc.grade_id) if pc.grade_id else None
             if v is None:
                 continue
-            text = ("passed: " if v.passed else "FAILED: ") + v.message + "\n"
-            out[n] = [notebooks.stream_output("stdout", text)]
+            out[n] = [notebooks.stream_output("stdout", _verdict_line(v, (scored or {}).get(pc.grade_id or "")))]
+            continue
+        if pc.grade_id == SELF_CHECK_ID:
+            out[n] = [notebooks.stream_output("stdout", SELF_CHECK_NOT_RUN)]
             continue
         e = cells.get(n)
         if e is None:
             continue
         outs = []
         for name, text in (("stdout", e.get("stdout")), ("stderr", e.get("stderr"))):
+            if isinstance(text, str) and e.get("status") == "timeout":
+                text = _without_timeout_traceback(text)  # the message below says it in words
             if isinstance(text, str) and text:
                 outs.append(notebooks.stream_output(name, _strip_ansi(text)))
-        if e.get("status") in ("error", "timeout", "memory") and e.get("error"):
+        if e.get("status") == "timeout":
+            outs.append(notebooks.error_output("Stopped", cell_timeout_text(_where(plan, n), limits)))
+        elif e.get("status") in ("error", "memory") and e.get("error"):
             ename, _, evalue = str(e["error"]).partition(":")
             outs.append(notebooks.error_output(ename.strip()[:100], evalue.strip()[:2000]))
         out[n] = outs
     return out
 
 
+#: What the feedback shows under the "check before you submit" cell, which grading does not run.
+SELF_CHECK_NOT_RUN = (
+    "Check before you submit: not run while grading. It is for you, before you submit; "
+    "the graded test cells above ran instead.\n"
+)
+
+
+def cell_timeout_text(where: str, limits: sandbox.Limits | None) -> str:
+    """What a cell stopped at its time budget means, in the learner's terms."""
+    budget = f" (the notebook's cells share {limits.wall_seconds * limits.cell_share:g} s)" if limits else ""
+    return (
+        f"{where} was still running when its time ran out{budget}, so the grader stopped it. "
+        "This usually means a loop that never ends (a while loop whose condition stays true, "
+        "or a loop that changes the wrong variable), or work far larger than the exercise needs. "
+        "Run the cell yourself: it should finish in a second or two. If it does not, interrupt it "
+        "(Kernel, Interrupt) and look at its loops. The graded tests after it still ran."
+    )
+
+
+def _verdict_line(v: Verdict, cell: CellResult | None) -> str:
+    """The test cell's output: passed, partly right or FAILED, with the points, and the check's message."""
+    if v.passed and (cell is None or cell.get("score") == cell.get("points")):
+        return f"passed: {v.message}\n"
+    if cell is not None and cell.get("score") is not None:
+        score, points = float(cell["score"] or 0), float(cell.get("points") or 0)
+        word = "partly right" if score > 0 else "FAILED"
+        return f"{word}, {score:g} of {points:g} points: {v.message}\n"
+    return ("partly right: " if v.fraction > 0 else "FAILED: ") + v.message + "\n"
+
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: IPython's traceback of the grader's own alarm (classgrader.driver.SandboxTimeout), from its rule line on.
+_TIMEOUT_TRACEBACK = re.compile(
+    r"^(?:\x1b\[[0-9;]*m)*-{10,}(?:\x1b\[[0-9;]*m)*\s*\n(?=(?:\x1b\[[0-9;]*m)*SandboxTimeout)", re.M
+)
+
+
+def _without_timeout_traceback(text: str) -> str:
+    """A stopped cell's output up to IPython's traceback of the grader's alarm."""
+    text = _TIMEOUT_TRACEBACK.split(text, maxsplit=1)[0]
+    at = text.find("SandboxTimeout")
+    return text if at < 0 else text[: text.rfind("\n", 0, at) + 1]
 
 
 def _strip_ansi(text: str) -> str:

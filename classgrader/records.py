@@ -205,6 +205,7 @@ class Late(TypedDict):
     final_score: float
     status: str  # on_time, in_grace, late, late_no_time, no_time, unreadable, no_deadline, missing
     note: str
+    timezone: NotRequired[str]  # the policy's zone, in which the feedback page shows the times
 
 
 class Result(TypedDict):

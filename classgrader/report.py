@@ -8,22 +8,82 @@ shows the raw score, the penalty, the final score and why (see
 *student* version of the test cells, so hidden tests never appear. Everything
 the learner wrote is escaped; the learner's Markdown is rendered with raw
 HTML switched off.
+
+The page works offline, as a single file: ``$...$`` and ``$$...$$`` math is
+turned into MathML (which browsers typeset themselves, no script, no CDN);
+links to the book's chapters (``../../chapters/<name>.md`` in the release)
+lead to the published chapter pages when the course names its book's address
+(``c.Feedback.book_url`` in ``nbgrader_config.py``), and are plain text
+naming the chapter otherwise; times are shown in the late policy's zone.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import html
+import re
+from pathlib import Path
+from xml.etree import ElementTree
 
 import nbformat
+from latex2mathml.converter import convert as latex_to_mathml
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from nbgrader_tools.cells import nbgrader_meta
 
 from . import late
-from .records import STATUSES, Result
+from .records import STATUSES, CellResult, Result
 
-_MD_RELEASE = MarkdownIt("commonmark", {"html": True})
-_MD_LEARNER = MarkdownIt("commonmark", {"html": False})
+#: A link to a chapter of the book, as the release's Markdown writes it (``../../chapters/02_x.md#part``).
+CHAPTER_LINK = re.compile(r"^(?:\.\./)*chapters/(?P<page>[\w.-]+?)\.(?:md|ipynb)(?P<anchor>#[\w.-]*)?$")
+
+
+#: The MathML elements a formula may become; anything else (``\\text{<script>}`` passes through the
+#: converter as markup) makes the page show the formula's escaped source instead.
+MATHML_TAGS = frozenset(
+    "math mrow mi mo mn ms mtext mspace msub msup msubsup mfrac msqrt mroot mover munder munderover "
+    "mtable mtr mtd mlabeledtr mstyle mpadded mphantom menclose merror mfenced mmultiscripts mprescripts "
+    "none semantics annotation".split()
+)
+
+
+def _safe_mathml(markup: str) -> bool:
+    """Whether ``markup`` is MathML elements only, with no event handler or link attribute."""
+    if "<!" in markup or "<?" in markup:
+        return False
+    try:
+        root = ElementTree.fromstring(markup)
+    except ElementTree.ParseError:
+        return False
+    for el in root.iter():
+        if el.tag.rpartition("}")[2] not in MATHML_TAGS:
+            return False
+        if any(a.lower().startswith("on") or "href" in a.lower() or "src" in a.lower() for a in el.attrib):
+            return False
+    return True
+
+
+def _math(latex: str, display: bool) -> str:
+    """MathML for one formula; the escaped source in a code span when it cannot be converted safely."""
+    try:
+        markup = latex_to_mathml(latex, display="block" if display else "inline")
+    except Exception:  # a learner's malformed formula must not stop the page
+        markup = ""
+    return markup if _safe_mathml(markup) else f'<code class="tex">{_esc(latex)}</code>'
+
+
+def _markdown(allow_html: bool) -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": allow_html}).use(dollarmath_plugin, double_inline=True)
+    md.add_render_rule("math_inline", lambda self, tokens, idx, options, env: _math(tokens[idx].content, False))
+    md.add_render_rule("math_inline_double", lambda self, tokens, idx, options, env: _math(tokens[idx].content, True))
+    md.add_render_rule("math_block", lambda self, tokens, idx, options, env: _math(tokens[idx].content, True) + "\n")
+    return md
+
+
+_MD_RELEASE = _markdown(True)
+_MD_LEARNER = _markdown(False)
 
 CSS = """
 body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #111; }
@@ -38,11 +98,85 @@ pre { background: #f5f5f5; padding: .6rem; overflow-x: auto; white-space: pre-wr
 .fail { background: #fbe9dd; border-left: 4px solid #D55E00; }
 .note { color: #444; font-size: .9rem; }
 .late { border-left: 4px solid #D55E00; padding-left: .6rem; }
+math[display="block"] { margin: .8rem 0; }
 """
 
 
 def _esc(text: str | None) -> str:
     return html.escape(text or "", quote=True)
+
+
+def book_url(course: Path) -> str | None:
+    """The published book's address (``c.Feedback.book_url`` in the course's ``nbgrader_config.py``), or None."""
+    cfg = course / "nbgrader_config.py"
+    if not cfg.is_file():
+        return None
+    from traitlets.config.loader import PyFileConfigLoader
+
+    value = PyFileConfigLoader(cfg.name, path=str(course)).load_config().get("Feedback", {}).get("book_url")
+    return value.rstrip("/") + "/" if isinstance(value, str) and value.strip() else None
+
+
+def _chapter_links(tokens: list[Token], base: str | None) -> None:
+    """Point the release's links to chapters at the published pages (``base``), or make them plain text."""
+    for tok in tokens:
+        children = tok.children or []
+        for i, child in enumerate(children):
+            href = str(child.attrGet("href") or "") if child.type == "link_open" else ""
+            m = CHAPTER_LINK.match(href)
+            if not m:
+                continue
+            if base is not None:
+                child.attrSet("href", f"{base}chapters/{m['page']}.html{m['anchor'] or ''}")
+                continue
+            # No address to lead to: the link's words stay, as text, and say which chapter it means.
+            close = next(j for j in range(i + 1, len(children)) if children[j].type == "link_close")
+            child.type, child.tag, child.attrs = "html_inline", "", {}
+            child.content = '<span class="chapter">'
+            children[close].type, children[close].tag = "html_inline", ""
+            children[close].content = f"</span> (the book's chapter {_esc(m['page'])})"
+
+
+def _render_markdown(source: str, from_release: bool, base: str | None) -> str:
+    md = _MD_RELEASE if from_release else _MD_LEARNER
+    tokens = md.parse(source)
+    if from_release:
+        _chapter_links(tokens, base)
+    return md.renderer.render(tokens, md.options, {})
+
+
+def _in_zone(iso: str, zone_name: str | None) -> str:
+    """An ISO time (UTC) shown in ``zone_name``, e.g. ``2026-03-01 23:59 (Europe/Berlin, UTC+01:00)``."""
+    try:
+        when = dt.datetime.fromisoformat(iso)
+        local = when.astimezone(late.zone(zone_name or "UTC"))
+    except (ValueError, late.LatePolicyError):
+        return f"{iso} (UTC)"
+    shown = local.strftime("%Y-%m-%d %H:%M:%S").removesuffix(":00")
+    if not zone_name or zone_name == "UTC":
+        return f"{shown} (UTC)"
+    offset = local.strftime("%z")
+    return f"{shown} ({zone_name}, UTC{offset[:3]}:{offset[3:]})"
+
+
+def cell_words(cell: CellResult) -> str:
+    """A graded cell's score and its verdict in words that agree with it.
+
+    >>> cell_words({"points": 2, "score": 1.0, "message": "", "passed": False})
+    '1 / 2 points: partly right'
+    >>> cell_words({"points": 2, "score": 0.0, "message": "", "passed": False})
+    '0 / 2 points: not right'
+    """
+    score, points = cell.get("score"), float(cell.get("points") or 0)
+    if score is None:
+        return f"not graded yet (up to {points:g} points)"
+    if score >= points:
+        word = "passed"
+    elif score > 0:
+        word = "partly right"
+    else:
+        word = "not right"
+    return f"{score:g} / {points:g} points: {word}"
 
 
 def _score_lines(result: Result) -> list[str]:
@@ -57,10 +191,11 @@ def _score_lines(result: Result) -> list[str]:
             f'<p class="late">Raw score {result["score"]:g}, late penalty '
             f"&minus;{lt['penalty']:g}, final score {late.final_score(result):g}.</p>",
         ]
-    if lt.get("submitted_at"):
+    submitted, deadline, tz = lt.get("submitted_at"), lt.get("deadline"), lt.get("timezone")
+    if submitted:
         lines.append(
-            f'<p class="note">Submitted at {_esc(lt["submitted_at"])} (UTC)'
-            + (f"; deadline {_esc(lt['deadline'])} (UTC)" if lt.get("deadline") else "")
+            f'<p class="note">Submitted at {_esc(_in_zone(str(submitted), tz))}'
+            + (f"; deadline {_esc(_in_zone(str(deadline), tz))}" if deadline else "")
             + ".</p>"
         )
     if lt.get("note"):
@@ -68,8 +203,11 @@ def _score_lines(result: Result) -> list[str]:
     return lines
 
 
-def render(result: Result, nb: nbformat.NotebookNode | None) -> str:
-    """The feedback page for one graded result and its autograded notebook."""
+def render(result: Result, nb: nbformat.NotebookNode | None, *, base_url: str | None = None) -> str:
+    """The feedback page for one graded result and its autograded notebook.
+
+    ``base_url`` is the published book's address, for the links to its chapters (see :func:`book_url`).
+    """
     title = f"Feedback: {result['assignment']} for {result['student']}"
     parts = [
         "<!DOCTYPE html>",
@@ -92,8 +230,7 @@ def render(result: Result, nb: nbformat.NotebookNode | None) -> str:
         from_release = bool(meta) and not meta.get("solution")
         parts.append('<div class="cell">')
         if cell.cell_type == "markdown":
-            md = _MD_RELEASE if from_release else _MD_LEARNER
-            parts.append(md.render(cell.source))
+            parts.append(_render_markdown(cell.source, from_release, base_url))
         elif cell.cell_type == "code":
             parts.append(f"<pre><code>{_esc(cell.source)}</code></pre>")
             for out in cell.get("outputs", []):
@@ -106,10 +243,10 @@ def render(result: Result, nb: nbformat.NotebookNode | None) -> str:
             gid = meta.get("grade_id")
             if meta.get("grade") and gid in result["cells"]:
                 c = result["cells"][gid]
-                score = "not graded yet" if c.get("score") is None else f"{c['score']:g} / {c['points']:g} points"
-                klass = "pass" if c.get("passed") else "fail"
+                full = c.get("score") is not None and float(c["score"] or 0) >= float(c.get("points") or 0)
+                klass = "pass" if full else "fail"
                 parts.append(
-                    f'<div class="grade {klass}"><strong>{_esc(gid)}</strong>: {score}. '
+                    f'<div class="grade {klass}"><strong>{_esc(gid)}</strong>: {_esc(cell_words(c))}. '
                     f"{_esc(c.get('message', ''))}</div>"
                 )
         parts.append("</div>")

@@ -21,7 +21,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, cast
 
-from nbgrader_tools.cells import nbgrader_meta
+from nbgrader_tools.cells import SELF_CHECK_ID, nbgrader_meta
 
 from . import notebooks, sandbox
 from .assignment import AssignmentInfo
@@ -76,7 +76,9 @@ def run(
     cases = {c.id: c.make_cases(seed if c.hidden else None) for c in info.checks}
     job = Job(
         mode="score",
-        cells=[c for c in job_cells(plan) if c["role"] != "test"],
+        # Not the test cells (the checks replace them), nor the learner's "check before you submit",
+        # which needs lib (absent here) and changes nothing.
+        cells=[c for c in job_cells(plan) if c["role"] != "test" and c["grade_id"] != SELF_CHECK_ID],
         checks=[
             JobCheck(id=c.id, functions=list(c.functions), collector=collector(), cases=cases[c.id])
             for c in info.checks

@@ -32,7 +32,7 @@ from typing import Any
 
 import nbformat
 
-from . import class_reports, gradebook, intake, late, report, sandbox
+from . import class_reports, gradebook, intake, late, lms_export, report, sandbox
 from .assignment import AssignmentInfo, load_assignment, submission_key
 from .grade import Graded, Settings, grade
 from .records import Result, read_result, write_json_atomic, write_text_atomic
@@ -71,15 +71,58 @@ class Paths:
         return self.out / "feedback" / student / self.assignment / f"{self.stem}.html"
 
 
-def _save(paths: Paths, graded: Graded) -> None:
-    """The autograded notebook, the feedback page, then the result: from now on it counts as graded."""
+#: The files of an nbgrader submission that its feedback needs: ``nbgrader release_feedback`` reads both
+#: beside each feedback page (the secret makes the name under which ``fetch_feedback`` finds the page).
+HANDOVER = ("timestamp.txt", "submission_secret.txt")
+
+
+def _save(paths: Paths, graded: Graded, sub: intake.Submission) -> None:
+    """The autograded notebook, the feedback page, then the result: from now on it counts as graded.
+
+    A student with no submission gets no feedback page: there is nothing to return (and
+    ``nbgrader release_feedback`` would stop at a page with no submission behind it).
+    """
     result = graded.result
     student = result["student"]
     if graded.notebook is not None:
         write_text_atomic(paths.autograded(student), nbformat.writes(graded.notebook))
-    write_text_atomic(paths.feedback(student), graded.feedback)
+    if result["status"] != "missing":
+        write_text_atomic(paths.feedback(student), graded.feedback)
+        hand_over(paths, sub)
     result["graded_at"] = gradebook.utcnow()
     write_json_atomic(paths.result(student), result)
+
+
+def hand_over(paths: Paths, sub: intake.Submission) -> None:
+    """Copy the submission's ``timestamp.txt`` and ``submission_secret.txt`` (nbgrader's layout) beside its
+    feedback page and autograded notebook, as ``nbgrader autograde`` and ``generate_feedback`` do, so that
+    ``nbgrader release_feedback`` and ``fetch_feedback`` return the course's page to the learner."""
+    if sub.path is None or sub.layout != "nbgrader":
+        return
+    folders = [paths.feedback(sub.student).parent, paths.autograded(sub.student).parent]
+    for name in HANDOVER:
+        src = sub.path.parent / name
+        if not src.is_file():
+            continue
+        text = src.read_text(errors="replace")
+        for folder in folders:
+            dest = folder / name
+            if folder.is_dir() and (not dest.is_file() or dest.read_text(errors="replace") != text):
+                write_text_atomic(dest, text)
+
+
+def _put_back_feedback(paths: Paths, info: AssignmentInfo, sub: intake.Submission, result: Result) -> None:
+    """The course's feedback page for an already graded submission, written again if it is missing or if
+    another tool (``nbgrader generate_feedback``) has replaced it; and the files the exchange needs."""
+    if result["status"] == "missing":
+        return
+    autograded = paths.autograded(sub.student)
+    nb = nbformat.read(autograded, as_version=4) if autograded.exists() else None
+    page = report.render(result, nb, base_url=info.book_url)
+    target = paths.feedback(sub.student)
+    if not target.is_file() or target.read_text(errors="replace") != page:
+        write_text_atomic(target, page)
+    hand_over(paths, sub)
 
 
 def _same_scores(current: dict[str, float | None] | None, result: Result) -> bool:
@@ -106,6 +149,7 @@ def grade_class(
     timestamps: dict[str, str] | None = None,
     analyse: bool = True,
     cluster: Any = None,
+    lms: lms_export.LmsOptions | None = None,
 ) -> dict:
     """Grade every submission of ``assignment`` found at ``submissions``; return the summary.
 
@@ -175,13 +219,7 @@ def grade_class(
                     late_changed or not _same_scores(writer.current(assignment, sub.student), prev)
                 ):
                     writer.write(prev)
-                if late_changed or not paths.feedback(sub.student).exists():
-                    nb = (
-                        nbformat.read(paths.autograded(sub.student), as_version=4)
-                        if paths.autograded(sub.student).exists()
-                        else None
-                    )
-                    write_text_atomic(paths.feedback(sub.student), report.render(prev, nb))
+                _put_back_feedback(paths, info, sub, prev)
             else:
                 todo.append(sub)
         if len(results):
@@ -206,7 +244,7 @@ def grade_class(
                 slots.put(slot)
             if stop.is_set():
                 return None  # killed by the interrupt: not a real outcome, grade it next time
-            _save(paths, graded)
+            _save(paths, graded, sub)
             return graded.result
 
         from tqdm import tqdm
@@ -232,8 +270,8 @@ def grade_class(
             bar.set_postfix(counts, refresh=False)
             bar.update(1)
 
-        def saved(graded: Graded) -> None:
-            _save(paths, graded)
+        def saved(sub: intake.Submission, graded: Graded) -> None:
+            _save(paths, graded, sub)
             finish(graded.result)
 
         def failed(sub: intake.Submission, why: str) -> None:
@@ -243,7 +281,7 @@ def grade_class(
         try:
             if session is not None:
                 workers = session.threads
-                session.grade(info, todo, policy, on_result=lambda sub, graded: saved(graded), on_failure=failed)
+                session.grade(info, todo, policy, on_result=saved, on_failure=failed)
             futures = {pool.submit(work, sub): sub for sub in todo} if session is None else {}
             for fut in cf.as_completed(futures):
                 sub = futures[fut]
@@ -280,6 +318,7 @@ def grade_class(
         workers=workers,
         policy=policy,
         sandbox=_sandbox_mode(settings, cluster, ordered),
+        lms=lms if lms is not None else lms_export.options_for(course, assignment),
     )
     if analyse:
         from . import item_analysis

@@ -4,7 +4,7 @@ Seven students hand in the instructor's answers (full marks) or the blank
 release (zero) at known times. The policy: deadline 2026-03-01 23:59 in
 Berlin (22:59 UTC), 10% of the maximum per started day, 15 minutes' grace,
 at most 30%. Each student's penalty below is worked out by hand from those
-rules. The tests check grades.csv, the summary, the feedback pages, the
+rules. The tests check student_scores.csv, the summary, the feedback pages, the
 gradebook (and ``nbgrader export`` reading it), a second run with the
 deadline moved, and the item analysis, whose numbers are recomputed from
 what each fixture is known to score.
@@ -75,7 +75,7 @@ def graded(tmp_path_factory):
         late_policy=policy,
     )
     reports = root / "reports" / ASSIGNMENT
-    rows = {r["student_id"]: r for r in csv.DictReader(io.StringIO((reports / "grades.csv").read_text()))}
+    rows = {r["student_id"]: r for r in csv.DictReader(io.StringIO((reports / "student_scores.csv").read_text()))}
     return {"root": root, "summary": summary, "rows": rows, "reports": reports, "settings": settings}
 
 
@@ -125,7 +125,11 @@ def test_the_feedback_page_explains_the_penalty(graded):
     page = (graded["root"] / "feedback" / "two_days" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
     assert "Score: 8 / 10" in page
     assert "Raw score 10, late penalty &minus;2, final score 8." in page
-    assert "Submitted at 2026-03-03T12:00:00+00:00 (UTC); deadline 2026-03-01T22:59:00+00:00 (UTC)." in page
+    # In the policy's zone (Berlin, UTC+1 in March): 12:00 UTC is 13:00 there; the deadline as configured.
+    assert (
+        "Submitted at 2026-03-03 13:00 (Europe/Berlin, UTC+01:00); "
+        "deadline 2026-03-01 23:59 (Europe/Berlin, UTC+01:00)." in page
+    )
     on_time = (graded["root"] / "feedback" / "on_time" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
     assert "Score: 10 / 10" in on_time and "late penalty" not in on_time
 
@@ -189,7 +193,9 @@ def test_moving_the_deadline_reprices_without_regrading(graded, tmp_path):
         late_policy=late.make_policy(ASSIGNMENT, moved),
     )
     assert any(f"{len(CLASS)} of {len(CLASS)} submissions already graded and unchanged" in m for m in messages)
-    rows = {r["student_id"]: r for r in csv.DictReader(io.StringIO((graded["reports"] / "grades.csv").read_text()))}
+    rows = {
+        r["student_id"]: r for r in csv.DictReader(io.StringIO((graded["reports"] / "student_scores.csv").read_text()))
+    }
     assert {s: float(r["late_penalty"]) for s, r in rows.items()} == {s: 0.0 for s in CLASS}
     assert all(r["penalty"] == 0 for r in gradebook_rows(root).values())
     page = (root / "feedback" / "two_days" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()

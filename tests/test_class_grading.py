@@ -276,7 +276,10 @@ def test_solutions_cannot_be_read_and_nothing_leaks(graded, builder):
 def test_feedback_pages_show_scores_but_no_hidden_tests(graded, builder):
     hidden = hidden_test_lines(builder)
     pages = sorted((graded["root"] / "feedback").glob(f"*/{ASSIGNMENT}/*.html"))
-    assert len(pages) == len(graded["results"])
+    # One page per submission; none for a student who sent nothing (nbgrader's release_feedback
+    # would stop at a page with no submission behind it).
+    assert len(pages) == len([r for r in graded["results"].values() if r["status"] != "missing"])
+    assert not (graded["root"] / "feedback" / "absent_student").exists()
     for page in pages:
         html = page.read_text()
         assert "BEGIN HIDDEN TESTS" not in html
@@ -290,7 +293,7 @@ def test_feedback_pages_show_scores_but_no_hidden_tests(graded, builder):
 @needs_sandbox
 def test_reports_csv_summary_and_histogram(graded):
     reports = graded["root"] / "reports" / ASSIGNMENT
-    rows = (reports / "grades.csv").read_text().splitlines()
+    rows = (reports / "student_scores.csv").read_text().splitlines()
     assert rows[0] == (
         "student_id,name,score,max_score,percent,status,flagged,raw_score,late_penalty,submitted_at,late,notes"
     )

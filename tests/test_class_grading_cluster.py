@@ -81,7 +81,7 @@ def comparable(result: dict) -> dict:
 
 
 def csv_rows(text: str) -> list[list[str]]:
-    """grades.csv's rows, each with its notes column compared as :func:`comparable` compares notes."""
+    """student_scores.csv's rows, each with its notes column compared as :func:`comparable` compares notes."""
     rows = list(csv.reader(io.StringIO(text)))
     column = rows[0].index("notes")
     for row in rows[1:]:
@@ -121,7 +121,7 @@ def local(tmp_path_factory, builder) -> dict[str, dict]:
     return {
         "results": results_of(root),
         "gradebook": gradebook_scores(f"sqlite:///{root / 'gradebook.db'}"),
-        "csv": (root / "reports" / ASSIGNMENT / "grades.csv").read_text(),
+        "csv": (root / "reports" / ASSIGNMENT / "student_scores.csv").read_text(),
     }
 
 
@@ -154,7 +154,7 @@ def test_a_cluster_run_gives_the_local_grades_into_postgresql(tmp_path, builder,
         assert comparable(got[student]) == comparable(result), student
     assert {name: got[name]["status"] for name in EXPECTED} == {name: s for name, (s, _) in EXPECTED.items()}
     assert gradebook_scores(postgres.replace("postgresql://", "postgresql+psycopg://")) == local["gradebook"]
-    assert csv_rows((tmp_path / "reports" / ASSIGNMENT / "grades.csv").read_text()) == csv_rows(local["csv"])
+    assert csv_rows((tmp_path / "reports" / ASSIGNMENT / "student_scores.csv").read_text()) == csv_rows(local["csv"])
     assert not (tmp_path / "gradebook.db").exists()
     assert summary["workers"] == 3
     assert any(m.startswith("classgrader: Dask dashboard: http://127.0.0.1:") for m in messages), messages
