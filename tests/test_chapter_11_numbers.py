@@ -116,6 +116,7 @@ def test_the_loss_plateaus_then_drops_as_the_heads_form(printed, run):
     cfg, result = run
     losses, steps = result.losses, result.snapshot_steps
     plateau = losses[25:101]
+    assert losses[0] > math.log(16) and losses[20:30].mean() < 2.85  # "starts above log 16 ... about twenty steps"
     assert 2.5 < plateau.mean() < math.log(16)  # "a plateau a little below log 16 ... about a hundred steps"
     assert losses[200:226].mean() < 0.7 * plateau.mean()  # "then it drops, within about a hundred steps"
     assert losses[-50:].mean() < 1.5
