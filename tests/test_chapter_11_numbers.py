@@ -17,8 +17,8 @@ import re
 
 import numpy as np
 import pytest
-from built_book import ROOT, built_page
-from test_chapter_09_numbers import _Outputs
+from built_book import ROOT
+from chapter_pages import Page
 from tiny_lm_reference import array_loss, scores
 
 from lib import tiny_lm
@@ -29,9 +29,7 @@ VOCAB, HALF, D, HEADS, D_HEAD, LAYERS = 16, 8, 32, 2, 16, 2
 
 @pytest.fixture(scope="module")
 def printed() -> str:
-    parser = _Outputs()
-    parser.feed(built_page(PAGE))
-    return "".join(parser.text)
+    return "\n".join(Page(PAGE).outputs)
 
 
 @pytest.fixture(scope="module")
