@@ -63,7 +63,7 @@ Params = dict[str, np.ndarray]
 class Config:
     """Sizes, task and training settings of the tiny model (defaults: the chapter's run)."""
 
-    vocab: int = 16
+    vocab: int = 32
     half: int = 8
     min_half: int = 4
     d_model: int = 32

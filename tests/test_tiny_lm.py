@@ -150,10 +150,9 @@ def test_training_passes_the_chapters_marks(retrained):
     cfg, result = retrained
     tokens, lengths = tiny_lm.make_batch(np.random.default_rng(99), 300, cfg.half, cfg.vocab, cfg.min_half)
     acc, prev, induction = scores(result.params, tokens, lengths)
-    assert acc >= 0.9, acc  # chance is 1 / 16
+    assert acc >= 0.9, acc  # chance is 1 / 32
     assert induction[1].max() >= 0.5, induction  # an induction head in layer 2
-    # Layer 1 attends to the previous token, with the job shared by its two heads (see the chapter).
-    assert prev[0].max() >= 0.4 and prev[0].sum() >= 0.75, prev
+    assert prev[0].max() >= 0.5, prev  # a previous-token head in layer 1
     assert induction[0].max() < 0.1  # and layer 1 alone does not do layer 2's job
 
 
