@@ -132,3 +132,12 @@ def test_encoder_and_decoder_rows_sum_to_one_and_forbidden_cells_get_zero(page):
     assert max(abs(a - b) for a, b in zip(out_d[5], out_e[5])) < 1e-12
     text = page.output_with("row sums, encoder")
     assert "weight on forbidden cells: 0.0" in text and text.count("True") == 2
+
+
+@pytest.mark.parametrize("z", [-3.0, -0.5, 0.0, 1.25, 7.0])
+def test_a_two_score_softmax_weight_has_log_odds_equal_to_the_score(z):
+    # "with two scores z and 0, the softmax gives the first the weight
+    # p = e^z / (e^z + 1), whose log-odds is exactly z"
+    p = softmax([z, 0.0])[0]
+    assert p == pytest.approx(math.exp(z) / (math.exp(z) + 1), rel=1e-12)
+    assert math.log(p / (1 - p)) == pytest.approx(z, abs=1e-9)

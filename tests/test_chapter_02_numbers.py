@@ -125,3 +125,15 @@ def test_unit_vectors_match_themselves_best_and_the_two_the_tie(page):
     assert np.allclose(np.diag(c), 1) and np.allclose(np.diag(c), c.max(axis=1))
     assert np.isclose(c[0, 4], 1) and np.isclose(c[4, 0], 1)
     assert "every diagonal entry is its row's maximum: True" in page.output_with("diagonal: [1. 1.")
+
+
+def test_a_layernorm_output_has_length_sqrt_d_model():
+    # "Such a vector has length exactly sqrt(d_model), before a learned gain":
+    # LayerNorm (Ba et al. 2016) written out with plain Python sums.
+    rng = np.random.default_rng(2)
+    for d_model in (4, 64, 512):
+        x = [float(v) for v in rng.normal(loc=3.0, scale=5.0, size=d_model)]
+        mean = sum(x) / d_model
+        var = sum((v - mean) ** 2 for v in x) / d_model
+        normed = [(v - mean) / var**0.5 for v in x]
+        assert sum(v * v for v in normed) ** 0.5 == pytest.approx(d_model**0.5, rel=1e-12)

@@ -310,3 +310,22 @@ def test_toy_example_intermediate_lines(page):
     assert_printed(line("Q K^T / sqrt(d_k)"), [s, 0.0], 8)
     assert_printed(line("exp of the scaled scores"), [math.exp(s), 1.0], 8)
     assert_printed(line("sum of the exps"), [math.exp(s) + 1], 8)
+
+
+def test_pronoun_head_fails_when_both_nouns_are_singular(page):
+    # "Both keys match the query equally, so they get equal weights, 0.495 each.
+    # The output still says "singular noun", but not which one: half cat, half dog."
+    head = handbuilt.pronoun_head(("the", "cat", "saw", "the", "dog", "and", "it", "ran"))
+    x = np.asarray(head["x"])
+    out, weights = naive_attention(*((x @ head[m]).tolist() for m in ("w_q", "w_k", "w_v")))
+    assert weights[6][1] == weights[6][4]
+    # e^(8/sqrt 2) / (2 e^(8/sqrt 2) + 6), written out
+    share = math.exp(8 / math.sqrt(2)) / (2 * math.exp(8 / math.sqrt(2)) + 6)
+    assert weights[6][1] == pytest.approx(share, rel=1e-12) and round(share, 3) == 0.495
+    line = page.line_with("two singular nouns: 'it' weights 'cat'")
+    assert_printed(numbers(line), [weights[6][1], weights[6][4]], 3)
+    received = page.line_with("what 'it' receives:").split(":", 1)[1]
+    for feature in head["features"]:
+        received = received.replace(feature, "")
+    assert_printed(numbers(received), out[6], 3)
+    assert max(range(5), key=lambda c: out[6][c]) == head["features"].index("singular noun")

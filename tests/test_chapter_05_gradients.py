@@ -257,3 +257,20 @@ def test_lib_softmax_jacobian_matches_finite_differences_and_rejects_bad_input()
         softmax_jacobian([0.5, float("nan")])
     with pytest.raises(TypeError, match="weights"):
         softmax_jacobian(np.array([True, False]))
+
+
+@pytest.mark.parametrize("scores", [(0.0, 0.0), (1.3, -0.4), (6.0, -2.0)])
+def test_two_key_jacobian_is_p_times_1_minus_p(scores):
+    # The derivation for two keys: da1/ds1 = a1 (1 - a1), da1/ds2 = -a1 a2, so with
+    # weights (p, 1 - p) J = [[p(1-p), -p(1-p)], [-p(1-p), p(1-p)]]; largest, 1/4, at p = 1/2.
+    s = np.array(scores)
+    p = own_softmax(s)[0]
+    h = 1e-6
+    numeric = np.empty((2, 2))
+    for j in range(2):
+        step = np.zeros(2)
+        step[j] = h
+        numeric[:, j] = (own_softmax(s + step) - own_softmax(s - step)) / (2 * h)
+    expected = p * (1 - p) * np.array([[1.0, -1.0], [-1.0, 1.0]])
+    np.testing.assert_allclose(numeric, expected, rtol=0, atol=1e-9)
+    assert p * (1 - p) <= 0.25 and (p * (1 - p) == 0.25) == (scores[0] == scores[1])

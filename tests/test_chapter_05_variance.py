@@ -105,3 +105,11 @@ def test_optional_note_standard_error_numbers():
     assert round(0.05 / sqrt(8 / 20_000), 1) == 2.5  # "only 2.5 standard errors"
     two_sided = erfc(2.5 / sqrt(2))  # P(|Z| > 2.5)
     assert 70 < 1 / two_sided < 90  # "about once in eighty runs"
+
+
+def test_what_happened_says_about_two_percent(variances):
+    # "The printed variances are within about 2% of both": the largest deviation
+    # is above 1% (so "a few tenths of a percent" would be false) and below 2%.
+    deviations = [abs(u / d - 1) for d, (u, _, _) in variances.items()]
+    deviations += [abs(s - 1) for _, _, s in variances.values()]
+    assert 0.01 < max(deviations) < 0.02, max(deviations)

@@ -20,6 +20,7 @@ from built_book import built_page
 from naive import naive_attention
 
 import lib
+from lib import handbuilt
 
 CHAPTER = "chapters/06_causal_masking.html"
 FILL16 = -65504.0
@@ -217,3 +218,100 @@ def test_bottom_right_alignment_reproduces_the_last_rows(page, qkv):
     assert np.allclose(bottom_right, full[4:]) and not np.allclose(top_left, full[4:])
     assert re.search(r"top-left alignment reproduces rows 4 and 5: +False", page)
     assert re.search(r"bottom-right alignment reproduces rows 4 and 5: +True", page)
+
+
+def test_float16_fill_is_unchanged_only_between_minus_16_and_16(page):
+    # "a score between -16 and +16 plus the fill is simply -65504 (from +16 up,
+    # the sum rounds to the next float16 above it, -65472)"
+    for score in np.arange(-15.9, 16.0, 0.1):
+        assert to_float16(to_float16(float(score)) + FILL16) == FILL16, score
+    assert to_float16(16.0 + FILL16) == -65472.0
+    assert to_float16(to_float16(-65472.0) - 32.0) == FILL16  # the next float16 below is the fill
+    for score in (15.9, 16.0):
+        expected = to_float16(to_float16(score) + FILL16)
+        m = re.search(rf"float16: score +{score:.1f} \+ fill = (\S+)", page)
+        assert m and float(m[1]) == expected, score
+
+
+def test_significant_digits_of_float16_and_bfloat16():
+    # float16 keeps 11 significant bits (10 stored, CPython's packer: 1 + 2**-10 is
+    # the next number after 1), bfloat16 8 (7 stored; Kalamkar et al. 2019):
+    # "about 3" and "about 2.4" decimal digits.
+    assert to_float16(1 + 2.0**-10) == 1 + 2.0**-10 and to_float16(1 + 2.0**-11) == 1.0
+    assert round(11 * math.log10(2), 1) == 3.3
+    assert round(8 * math.log10(2), 1) == 2.4
+
+
+def test_lib_reproduces_trap_c_with_a_float_mask(page, qkv):
+    # "a float mask of -1e9 reproduces (c), as the next cell shows"
+    q, k, v = qkv
+    _, free = naive_attention(q, k, v)
+    mask = np.zeros((6, 6))
+    mask[2] = -1e9
+    _, w = lib.scaled_dot_product_attention(np.array(q), np.array(k), np.array(v), mask, return_weights=True)
+    assert w[2] == pytest.approx(free[2], abs=1e-6)
+    assert re.search(r"lib, float mask -1e9 on row 2: row 2 equals the unmasked row:\s+True", page)
+
+
+def test_running_average_matrix_and_softmax_of_masked_zeros(page, qkv):
+    # M has m_ij = 1/(i+1) for j <= i; M @ V is the average of the values so far;
+    # the softmax of masked zeros is M, so row 2 is (1/3, 1/3, 1/3, 0, 0, 0).
+    _, _, v = qkv
+    m = [[1 / (i + 1) if j <= i else 0.0 for j in range(6)] for i in range(6)]
+    block = page[page.index("[[1.    0.") :]
+    printed = [float(t) for t in re.findall(r"[-+]?\d+\.\d*", block[: block.index("]]") + 2])]
+    assert printed == pytest.approx([w for row in m for w in row], abs=6e-4)
+    running = [[sum(v[j][c] for j in range(i + 1)) / (i + 1) for c in range(2)] for i in range(6)]
+    mv = [[sum(m[i][j] * v[j][c] for j in range(6)) for c in range(2)] for i in range(6)]
+    assert mv == [pytest.approx(r, abs=1e-12) for r in running]
+    assert "M @ V is the average of the values so far: True" in page
+    zeros_softmax = [[1.0 if j <= i else 0.0 for j in range(6)] for i in range(6)]
+    zeros_softmax = [[w / sum(row) for w in row] for row in zeros_softmax]
+    assert zeros_softmax == [pytest.approx(r) for r in m]
+    assert "row 2: [0.333 0.333 0.333 0.    0.    0.   ]" in page
+    assert "softmax of masked zeros equals M: True" in page
+
+
+def test_row_3_predict_sat_takes_the_largest_weight(qkv):
+    # "Row 3's largest permitted score is the one with "sat", 0.71, ... above the
+    # other three (-0.70, -0.17, -0.13) ... 0.479: almost twice the 1/4"
+    q, k, _ = qkv
+    scores = [sum(a * b for a, b in zip(q[3], k[j])) / math.sqrt(3) for j in range(4)]
+    assert [round(s, 2) for s in scores] == [-0.70, -0.17, 0.71, -0.13]
+    _, weights = naive_attention(*qkv, allowed=causal(6, 6))
+    assert max(range(6), key=lambda j: weights[3][j]) == 2 and lib.SENTENCE[2] == "sat"
+    assert round(weights[3][2], 3) == 0.479 and 1.8 < weights[3][2] / 0.25 < 2
+    assert weights[3][4:] == [0.0, 0.0]
+
+
+def test_nadaraya_watson_weights_are_a_softmax(page):
+    # Gaussian kernel weights e^{-(x - x_j)^2/2} / sum equal softmax_j(-(x - x_j)^2/2),
+    # and -(x - x_j)^2/2 = x x_j - x^2/2 - x_j^2/2.
+    x_train, y_train, x_query = [0.0, 1.0, 2.0, 3.0], [1.0, 3.0, 2.0, 5.0], 1.4
+    kernel = [math.exp(-((x_query - xj) ** 2) / 2) for xj in x_train]
+    weights = [w / sum(kernel) for w in kernel]
+    estimate = sum(w * y for w, y in zip(weights, y_train))
+    assert f"estimate at x = 1.4: {estimate:.3f}" in page
+    assert "Gaussian-kernel weights equal the softmax of -(x - x_j)^2 / 2: True" in page
+    for xj in x_train:
+        assert -((x_query - xj) ** 2) / 2 == pytest.approx(x_query * xj - x_query**2 / 2 - xj**2 / 2)
+
+
+def test_previous_token_head_under_the_causal_mask(page):
+    # "the weight is e^{4.90} / (e^{4.90} + i) instead of e^{4.90} / (e^{4.90} + 5),
+    # from 0.993 in row 1 down to the unchanged 0.964 in row 5"; row 0 goes from 1/6 to 1.
+    head = handbuilt.previous_token_head(lib.SENTENCE)
+    x = np.asarray(head["x"])
+    q, k, v = ((x @ head[m]).tolist() for m in ("w_q", "w_k", "w_v"))
+    _, free = naive_attention(q, k, v)
+    _, masked = naive_attention(q, k, v, allowed=causal(6, 6))
+    big = math.exp(12 / math.sqrt(6))
+    for i in range(1, 6):
+        assert masked[i][i - 1] == pytest.approx(big / (big + i), rel=1e-12)
+        assert free[i][i - 1] == pytest.approx(big / (big + 5), rel=1e-12)
+    assert round(masked[1][0], 3) == 0.993 and round(masked[5][4], 3) == round(free[5][4], 3) == 0.964
+    assert masked[0] == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0] and free[0] == pytest.approx([1 / 6] * 6)
+    m = re.search(r"rows 1-5, no mask: \[([^\]]*)\]", page)
+    assert m and [float(t) for t in m[1].split()] == pytest.approx([free[i][i - 1] for i in range(1, 6)], abs=6e-4)
+    m = re.search(r"rows 1-5, causal: +\[([^\]]*)\]", page)
+    assert m and [float(t) for t in m[1].split()] == pytest.approx([masked[i][i - 1] for i in range(1, 6)], abs=6e-4)

@@ -152,3 +152,44 @@ def test_causal_heads_give_the_future_exactly_zero(chapter_inputs, page):
         )
         assert all(w[i][j] == 0.0 for i in range(6) for j in range(i + 1, 6))
     assert "every head gives the future exactly 0: True" in page
+
+
+# model: (d_model, heads, head width stated by the paper, source)
+WIDER = {
+    "GPT-3 XL": (2048, 24, 128, "Brown et al. 2020, Table 2.1"),
+    "T5-3B": (1024, 32, 128, "Raffel et al. 2020, section 3.7"),
+    "T5-11B": (1024, 128, 128, "Raffel et al. 2020, section 3.7"),
+}
+
+
+def test_wider_heads_table_matches_the_papers(page):
+    # "d_k = d_model / h is a convention, not a rule": these heads are wider.
+    for name, (width, heads, head_width, source) in WIDER.items():
+        m = re.search(re.escape(name) + r"\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+(\d+)", page)
+        assert m, f"row {name} missing from the wider-heads table"
+        assert (int(m[1]), int(m[2]), int(m[3])) == (width, heads, head_width), (name, source)
+        assert float(m[4]) == round(width / heads, 2) and int(m[5]) == heads * head_width
+        assert head_width > width / heads
+    assert round(2048 / 24, 1) == 85.3  # "not 2048 / 24 ~ 85.3"
+    # "four and sixteen times as wide as a token vector"
+    assert (32 * 128 / 1024, 128 * 128 / 1024) == (4, 16)
+
+
+def test_folding_the_scale_into_w_q_gives_the_same_attention():
+    # T5 draws W_Q with a standard deviation sqrt(d_k) times smaller and does not
+    # scale: its scores equal the scaled scores of an ordinary head.
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(5, 16))
+    d_k = 8
+    w_q, w_k, w_v = (rng.normal(size=(16, d_k)) for _ in range(3))
+    scaled = naive_attention((x @ w_q).tolist(), (x @ w_k).tolist(), (x @ w_v).tolist())
+    folded = naive_attention((x @ (w_q / np.sqrt(d_k))).tolist(), (x @ w_k).tolist(), (x @ w_v).tolist(), scale=1.0)
+    np.testing.assert_allclose(folded[1], scaled[1], rtol=0, atol=1e-12)
+    # and the spread: the unscaled score of a W_Q drawn with std 1/sqrt(d_model d_k)
+    # and a W_K drawn with std 1/sqrt(d_model), on unit-variance inputs, has
+    # variance about 1/d_k * d_k = 1, as a 1/sqrt(d_k) would give with std 1/sqrt(d_model).
+    d_model, trials = 256, 4000
+    xs = rng.normal(size=(trials, d_model))
+    q = xs @ rng.normal(scale=(d_model * d_k) ** -0.5, size=(d_model, d_k))
+    k = rng.normal(size=(trials, d_model)) @ rng.normal(scale=d_model**-0.5, size=(d_model, d_k))
+    assert np.var(np.sum(q * k, axis=1)) == pytest.approx(1.0, rel=0.2)

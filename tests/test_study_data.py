@@ -162,3 +162,24 @@ def test_built_chapter_displays_its_quiz_with_answers_shuffled(path):
     flags = re.findall(r'data-shuffleanswers="(\w+)"', page)
     assert flags, f"{path.name}: the built chapter shows no quiz"
     assert set(flags) == {"True"}, f"{path.name}: the quiz is displayed with shuffle_answers={flags}"
+
+
+def quizzes_on_page(page: str) -> list[list[dict]]:
+    """The question lists jupyterquiz embeds in a built page (``var questions<id>=[...]``)."""
+    decoder = json.JSONDecoder()
+    return [decoder.raw_decode(page, m.end())[0] for m in re.finditer(r"var questions\w*=", page)]
+
+
+@pytest.mark.parametrize("path", QUIZ_CHAPTERS, ids=lambda p: p.name)
+def test_built_chapter_shows_the_current_quiz_file(path):
+    """A chapter reads its quiz file when it is executed, but an incremental build
+    re-reads only changed sources, and the execution cache keys a chapter on its
+    code: after a change to the quiz alone, the built page keeps the old
+    questions. This catches such a stale page."""
+    shown = quizzes_on_page(built_page(f"chapters/{path.name.removesuffix('.quiz.json')}.html"))
+    assert shown, f"{path.name}: the built chapter embeds no quiz"
+    assert load_quiz(path) in shown, (
+        f"the built page shows another version of {path.name}: rebuild it "
+        "from scratch (remove _build/), or touch the chapter's .md and remove its entry from _build/.jupyter_cache "
+        "(`jcache cache -p _build/.jupyter_cache remove ID`)"
+    )
