@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from built_book import ROOT
 from chapter_pages import Page
+from quiz_files import accepts, explains_as_a_mistake, question_starting, right_option
 from tiny_lm_reference import array_loss, scores
 
 from lib import tiny_lm
@@ -132,3 +133,30 @@ def test_the_loss_plateaus_then_drops_as_the_heads_form(printed, run):
     before, after = np.searchsorted(steps, 125), np.searchsorted(steps, 275)
     assert ind[after] - ind[before] > 0.5 and prev[after] - prev[before] > 0.15
     assert ind[0] < 0.2 and prev[0] < 0.2  # "both start below 0.2"
+
+
+# ---------------------------------------------------------------- the quiz's answers, recomputed
+
+QUIZ = "11_a_tiny_model_that_reads"
+
+
+def test_quiz_chance_accuracy_and_its_named_mistake():
+    question = question_starting(QUIZ, "The same task with a vocabulary of 50")
+    assert accepts(question, 1 / 50)
+    assert explains_as_a_mistake(question, 1 / 32)  # the chapter's own chance level, for 32 kinds
+    assert not accepts(question, 1 / 32)
+
+
+def test_quiz_induction_key_is_i_minus_l_plus_one():
+    seq, length, query = list("cafdcafd"), 4, 5
+    key = query - length + 1
+    assert seq[key] == "f" and seq[query + 1] == seq[key]  # the head copies the next token
+    assert right_option(QUIZ, "The sequence is c a f d c a f d")["answer"].startswith(f"Key {key},")
+
+
+def test_quiz_central_difference_step_is_eps_to_the_third():
+    eps = np.finfo(np.float64).eps
+    assert round(eps ** (1 / 3), 6) == 6e-6
+    assert right_option(QUIZ, "You check a float64 gradient")["answer"].endswith("6 \\times 10^{-6}$")
+    # The named mistake: sqrt(eps) is the best step of the one-sided difference.
+    assert 1e-8 < math.sqrt(eps) < 1.5e-8
