@@ -354,7 +354,7 @@ def stage_contents(contents: Path) -> list[str]:
         out.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, out)
         notebooks.append(out.relative_to(contents).as_posix())
-    for data in sorted((ROOT / "chapters").glob("*.json")):
+    for data in sorted([*(ROOT / "chapters").glob("*.json"), *(ROOT / "chapters").glob("*.npz")]):
         shutil.copy2(data, contents / "chapters" / data.name)
     for ipynb in sorted((ROOT / "exercises").glob("*/*.ipynb")):
         nb = nbformat.read(ipynb, as_version=4)

@@ -18,6 +18,10 @@ online_softmax, online_softmax_steps    softmax from a running max and sum over 
 split_heads, merge_heads, multi_head_attention
 seed_toy_example, example_sentence, example_projections, SENTENCE    shared example inputs
 softmax_backward, attention_backward    gradients through the softmax and through attention
+
+Submodules imported by name: ``lib.handbuilt`` (heads built by hand) and
+``lib.tiny_lm`` (chapter 11's two-layer attention-only language model, its
+training, and ``python -m lib.tiny_lm train``).
 """
 
 from .attention import attend_one_query, scaled_dot_product_attention, scaled_scores
