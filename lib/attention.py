@@ -152,7 +152,10 @@ def scaled_dot_product_attention(
     out, weights = strips.attend(qa, ka, va, mask, batch, return_weights)
     if out is None:  # a float mask pushed a score to +inf: the whole path names it
         return _attend_whole(q, k, v, mask, is_causal, scale, return_weights)
-    return (out, weights) if return_weights else out
+    if return_weights:
+        assert weights is not None  # the strips return them when asked
+        return out, weights
+    return out
 
 
 def _attend_whole(
