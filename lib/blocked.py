@@ -161,6 +161,7 @@ def blocked_attention(
     is_causal: bool = False,
     scale: float | None = None,
     block_size: int | None = None,
+    always_shift: bool = False,
 ) -> np.ndarray:
     """Scaled dot-product attention without the full score matrix.
 
@@ -182,6 +183,10 @@ def blocked_attention(
         chosen from the processor's cache (:func:`lib.tiles.choose_tile`),
         so that every pass over it runs in the cache. Either way, several
         batch entries share a step when their tiles together fit the cache.
+    always_shift : bool
+        Take the shifted path (running maximum, four passes per tile) even
+        when a bound proves the shift unneeded; the result is the same up to
+        rounding. For measuring what the shift costs.
 
     Returns
     -------
@@ -226,7 +231,7 @@ def blocked_attention(
         is_causal,
         tile,
         checked=not scores_cannot_overflow(qa, ka, factor),
-        shift_free=_shift_free(qa, ka, va, factor, mask),
+        shift_free=not always_shift and _shift_free(qa, ka, va, factor, mask),
         shapes=(qa.shape, ka.shape),
         refuse=lambda: scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, scale=scale),
     )
