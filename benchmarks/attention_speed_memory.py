@@ -15,10 +15,10 @@ with like:
 3. where PyTorch is installed, ``torch.nn.functional.scaled_dot_product_attention``
    on the CPU on the same inputs, side by side. PyTorch is optional and not
    a dependency of the course; without it this part is skipped;
-4. where the reference's time goes: each of its passes over the whole score
-   matrix (scale, max, subtract, exp, sum, divide) and its two products,
-   timed alone with plain numpy; and the same elementwise passes over one
-   cache-sized tile, repeated until they have covered as many scores;
+4. the passes of the formula as written: each of its passes over the whole
+   score matrix (scale, max, subtract, exp, sum, divide) and its two
+   products, timed alone with plain numpy; and the same elementwise passes
+   over one cache-sized tile, repeated until they have covered as many scores;
 5. the tile-size curve: blocked attention with tiles from 32 x 32 to the
    whole matrix, against the same floor, beside the tile chosen from the cache,
    each on its shift-free path and on its shifted path (``always_shift``):
@@ -173,9 +173,9 @@ def _heads(shape: tuple[int, ...]) -> int:
 
 
 def elementwise_passes(raw: np.ndarray, factor: np.float32) -> dict[str, Callable[[], object]]:
-    """The reference's passes between its two products, each alone, on ``raw`` scores.
+    """The formula's passes between its two products, each alone, on ``raw`` scores.
 
-    Each pass reads the array it would read in the reference (the raw
+    Each pass reads the array it would read in the formula (the raw
     scores, the scaled ones, the shifted ones or the exponentials), prepared
     once, and writes into a buffer of the same size: no pass changes its
     own input, so every round times the same work on the same values.
@@ -197,10 +197,10 @@ def elementwise_passes(raw: np.ndarray, factor: np.float32) -> dict[str, Callabl
 
 
 def measure_passes(shape: tuple[int, ...], repeats: int) -> dict:
-    """Where the reference's time goes, pass by pass, and the same passes in cache.
+    """The formula's passes over the whole score matrix, and the same passes in cache.
 
     ``whole``: each pass over the whole score matrix (heads x n x n), as the
-    reference makes it. ``tiled``: the same pass over one tile of the size
+    formula writes it. ``tiled``: the same pass over one tile of the size
     blocked attention chooses from the cache, repeated until it has covered
     as many scores, so the two columns compare the same work. (Each pass
     writes a buffer beside its input, so the tiled passes use two tiles of
@@ -430,7 +430,7 @@ def print_table(results: dict) -> None:
     passes = results["passes"]
     caches = ", ".join(f"{key} {val / 2**10:.0f} KiB" for key, val in results["machine"]["caches"].items()) or "unknown"
     print(
-        f"\n4. the reference's passes over its {passes['score_matrix_bytes'] / 2**20:.0f} MiB score matrix, "
+        f"\n4. the formula's passes over its {passes['score_matrix_bytes'] / 2**20:.0f} MiB score matrix, "
         f"and the same passes over {passes['tiles_per_matrix']} tiles of {passes['tile_bytes'] / 2**10:.0f} KiB "
         f"(caches: {caches})"
     )
