@@ -15,12 +15,14 @@ with like:
 3. where PyTorch is installed, ``torch.nn.functional.scaled_dot_product_attention``
    on the CPU on the same inputs, side by side. PyTorch is optional and not
    a dependency of the course; without it this part is skipped;
-4. where the reference's time goes: each of its passes over the whole score
-   matrix (scale, max, subtract, exp, sum, divide) and its two products,
-   timed alone with plain numpy; and the same elementwise passes over one
-   cache-sized tile, repeated until they have covered as many scores;
+4. the passes of the formula as written: each of its passes over the whole
+   score matrix (scale, max, subtract, exp, sum, divide) and its two
+   products, timed alone with plain numpy; and the same elementwise passes
+   over one cache-sized tile, repeated until they have covered as many scores;
 5. the tile-size curve: blocked attention with tiles from 32 x 32 to the
-   whole matrix, against the same floor, beside the tile chosen from the cache.
+   whole matrix, against the same floor, beside the tile chosen from the cache,
+   each on its shift-free path and on its shifted path (``always_shift``):
+   the size of the tile and the number of passes per tile, measured apart.
 
 The machine's processor and cache sizes are recorded with the results.
 
@@ -80,6 +82,7 @@ D = 64
 IMPLS = ("reference", "blocked", "torch")
 CURVE_SIDES = (32, 64, 128, 256, 512, 1024)
 PASSES = ("scale", "max", "subtract", "exp", "sum", "divide")
+PATHS = {"shift_free": False, "shifted": True}  # blocked attention's two paths: name -> always_shift
 
 
 def make_inputs(shape: tuple[int, ...], seed: int = 0) -> tuple[np.ndarray, ...]:
@@ -170,9 +173,9 @@ def _heads(shape: tuple[int, ...]) -> int:
 
 
 def elementwise_passes(raw: np.ndarray, factor: np.float32) -> dict[str, Callable[[], object]]:
-    """The reference's passes between its two products, each alone, on ``raw`` scores.
+    """The formula's passes between its two products, each alone, on ``raw`` scores.
 
-    Each pass reads the array it would read in the reference (the raw
+    Each pass reads the array it would read in the formula (the raw
     scores, the scaled ones, the shifted ones or the exponentials), prepared
     once, and writes into a buffer of the same size: no pass changes its
     own input, so every round times the same work on the same values.
@@ -194,10 +197,10 @@ def elementwise_passes(raw: np.ndarray, factor: np.float32) -> dict[str, Callabl
 
 
 def measure_passes(shape: tuple[int, ...], repeats: int) -> dict:
-    """Where the reference's time goes, pass by pass, and the same passes in cache.
+    """The formula's passes over the whole score matrix, and the same passes in cache.
 
     ``whole``: each pass over the whole score matrix (heads x n x n), as the
-    reference makes it. ``tiled``: the same pass over one tile of the size
+    formula writes it. ``tiled``: the same pass over one tile of the size
     blocked attention chooses from the cache, repeated until it has covered
     as many scores, so the two columns compare the same work. (Each pass
     writes a buffer beside its input, so the tiled passes use two tiles of
@@ -237,29 +240,42 @@ def measure_passes(shape: tuple[int, ...], repeats: int) -> dict:
 
 
 def measure_tile_curve(shape: tuple[int, ...], repeats: int, sides: tuple[int, ...]) -> dict:
-    """Blocked attention's time for tiles of several sides, against the floor."""
+    """Blocked attention's time for tiles of several sides, against the floor.
+
+    Each tile is timed twice: on the shift-free path (one elementwise pass
+    per tile, ``exp``; the path these inputs take) and on the shifted path
+    (``always_shift=True``: maximum, subtraction, ``exp`` and sum per tile,
+    and the rescaling), so that the effect of the tile's size and the effect
+    of the number of passes can be told apart.
+    """
     q, k, v = make_inputs(shape)
     kt = np.swapaxes(k, -1, -2)
     p = lib.softmax(q @ kt * np.float32(1 / np.sqrt(shape[-1])))
     calls: dict[str, Callable[[], object]] = {"qk_matmul": lambda: q @ kt, "pv_matmul": lambda: p @ v}
-    calls["chosen"] = lambda: lib.blocked_attention(q, k, v)
-    for side in sides:
-        calls[str(side)] = functools.partial(lib.blocked_attention, q, k, v, block_size=side)
+    names = ("chosen", *map(str, sides))
+    for name in names:
+        side = None if name == "chosen" else int(name)
+        for path, always_shift in PATHS.items():
+            calls[f"{name}/{path}"] = functools.partial(
+                lib.blocked_attention, q, k, v, block_size=side, always_shift=always_shift
+            )
     seconds = best_times(calls, repeats, "tile sizes")
     floor = seconds["qk_matmul"] + seconds["pv_matmul"]
     n, d, heads = shape[-2], shape[-1], _heads(shape)
     points = []
-    for name in ("chosen", *map(str, sides)):
+    for name in names:
         tile = lib.tiles.choose_tile(n, n, d, d, 4, heads=heads, side=None if name == "chosen" else int(name))
-        points.append(
-            {
-                "side": name,
-                "tile": tile._asdict(),
-                "tile_bytes": tile.heads * tile.rows * tile.cols * 4,
-                "seconds": seconds[name],
-                "ratio_to_matmul_floor": seconds[name] / floor,
+        point: dict[str, Any] = {
+            "side": name,
+            "tile": tile._asdict(),
+            "tile_bytes": tile.heads * tile.rows * tile.cols * 4,
+        }
+        for path in PATHS:
+            point[path] = {
+                "seconds": seconds[f"{name}/{path}"],
+                "ratio_to_matmul_floor": seconds[f"{name}/{path}"] / floor,
             }
-        )
+        points.append(point)
     return {"shape": list(shape), "matmul_floor_seconds": floor, "points": points}
 
 
@@ -414,7 +430,7 @@ def print_table(results: dict) -> None:
     passes = results["passes"]
     caches = ", ".join(f"{key} {val / 2**10:.0f} KiB" for key, val in results["machine"]["caches"].items()) or "unknown"
     print(
-        f"\n4. the reference's passes over its {passes['score_matrix_bytes'] / 2**20:.0f} MiB score matrix, "
+        f"\n4. the formula's passes over its {passes['score_matrix_bytes'] / 2**20:.0f} MiB score matrix, "
         f"and the same passes over {passes['tiles_per_matrix']} tiles of {passes['tile_bytes'] / 2**10:.0f} KiB "
         f"(caches: {caches})"
     )
@@ -425,13 +441,14 @@ def print_table(results: dict) -> None:
         whole, tiled = passes["seconds"]["whole"][name], passes["seconds"]["tiled"][name]
         print(f"   {name:12s}{whole * 1e3:10.1f}{tiled * 1e3:10.1f}")
     curve = results["tile_curve"]
-    print("\n5. blocked attention against the tile side (same shape, same floor)")
-    print(f"   {'side':8s}{'tile':>16s}{'KiB':>9s}{'ms':>9s}{'x floor':>9s}")
+    print("\n5. blocked attention against the tile side (same shape, same floor), on both paths")
+    print(f"   {'side':8s}{'tile':>16s}{'KiB':>9s}{'shift-free':>12s}{'shifted':>10s}  (x floor)")
     for point in curve["points"]:
         tile = point["tile"]
         print(
             f"   {point['side']:8s}{tile['heads']:>5d} x {tile['rows']:>4d} x {tile['cols']:<4d}"
-            f"{point['tile_bytes'] / 2**10:9.0f}{point['seconds'] * 1e3:9.1f}{point['ratio_to_matmul_floor']:9.2f}"
+            f"{point['tile_bytes'] / 2**10:9.0f}{point['shift_free']['ratio_to_matmul_floor']:12.2f}"
+            f"{point['shifted']['ratio_to_matmul_floor']:10.2f}"
         )
     print()
     if results["machine"]["torch"] is None:

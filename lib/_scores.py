@@ -8,6 +8,8 @@ them into softmax weights. Their arguments are already checked (see
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 __all__ = [
@@ -16,6 +18,7 @@ __all__ = [
     "overflow_error",
     "scaled_scores_of_checked",
     "scores_cannot_overflow",
+    "shift_free",
     "softmax_of_checked",
 ]
 
@@ -108,3 +111,33 @@ def softmax_of_checked(arr: np.ndarray, axis: int, *, overwrite: bool) -> np.nda
     total[total == 0] = 1
     weights /= total
     return weights
+
+
+def shift_free(qa: np.ndarray, ka: np.ndarray, va: np.ndarray, factor: float, mask: np.ndarray | None) -> bool:
+    """True when the scores' ``exp`` needs no shift: no overflow, no underflow.
+
+    By the Cauchy-Schwarz inequality every score obeys
+    ``|score| <= B = |factor| * max_i |q_i| * max_j |k_j|``. When
+    ``B <= log(largest float) / 2``, ``exp(score)`` lies between ``exp(-B)``
+    and ``exp(B)``: far from both overflow and the subnormal range, with
+    full relative precision. The sums are bounded too: the row sums by
+    ``n_k * exp(B)`` and the weighted sums of values by
+    ``n_k * exp(B) * max|v|``, which must stay below the largest float.
+    A float mask may add anything to the scores, so it always takes the
+    shifted path; a boolean or causal mask only writes ``-inf``, whose
+    ``exp`` is an exact 0.
+    """
+    if mask is not None and mask.dtype != np.bool_:
+        return False
+    dtype = np.result_type(qa, ka, va)
+    log_max = math.log(float(np.finfo(dtype).max))
+    with np.errstate(over="ignore", invalid="ignore"):
+        # Squared row norms in the inputs' own dtype: n numbers, no copy of
+        # Q or K; an overflow gives inf, and the bound then fails as it should.
+        top_q = float(np.sqrt(np.einsum("...d,...d->...", qa, qa).max()))
+        top_k = float(np.sqrt(np.einsum("...d,...d->...", ka, ka).max()))
+        top_v = max(float(va.max()), -float(va.min()))  # max|v| without a copy of V
+    bound = abs(factor) * top_q * top_k
+    if not (np.isfinite(bound) and np.isfinite(top_v)):
+        return False
+    return bound <= log_max / 2 and bound + math.log(ka.shape[-2]) + math.log(max(top_v, 1.0)) <= log_max - 2

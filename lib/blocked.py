@@ -35,7 +35,6 @@ shifted path.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -43,6 +42,7 @@ import numpy as np
 
 from ._checks import as_float_array, as_int, broadcast_batch, check_mask, check_qk, check_scale, check_v
 from ._scores import apply_mask, check_no_overflow, scores_cannot_overflow
+from ._scores import shift_free as _shift_free
 from .attention import scaled_dot_product_attention
 from .tiles import Tile, choose_tile
 
@@ -161,6 +161,7 @@ def blocked_attention(
     is_causal: bool = False,
     scale: float | None = None,
     block_size: int | None = None,
+    always_shift: bool = False,
 ) -> np.ndarray:
     """Scaled dot-product attention without the full score matrix.
 
@@ -182,6 +183,10 @@ def blocked_attention(
         chosen from the processor's cache (:func:`lib.tiles.choose_tile`),
         so that every pass over it runs in the cache. Either way, several
         batch entries share a step when their tiles together fit the cache.
+    always_shift : bool
+        Take the shifted path (running maximum, four passes per tile) even
+        when a bound proves the shift unneeded; the result is the same up to
+        rounding. For measuring what the shift costs.
 
     Returns
     -------
@@ -226,7 +231,7 @@ def blocked_attention(
         is_causal,
         tile,
         checked=not scores_cannot_overflow(qa, ka, factor),
-        shift_free=_shift_free(qa, ka, va, factor, mask),
+        shift_free=not always_shift and _shift_free(qa, ka, va, factor, mask),
         shapes=(qa.shape, ka.shape),
         refuse=lambda: scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, scale=scale),
     )
@@ -337,36 +342,6 @@ class _HeadStep(NamedTuple):
             total = acc[..., d_v:]
             total[total == 0] = 1  # a query that saw no permitted key: output 0
             np.divide(acc[..., :d_v], total, out=out[..., i0:i1, :])
-
-
-def _shift_free(qa: np.ndarray, ka: np.ndarray, va: np.ndarray, factor: float, mask: np.ndarray | None) -> bool:
-    """True when the scores' ``exp`` needs no shift: no overflow, no underflow.
-
-    By the Cauchy-Schwarz inequality every score obeys
-    ``|score| <= B = |factor| * max_i |q_i| * max_j |k_j|``. When
-    ``B <= log(largest float) / 2``, ``exp(score)`` lies between ``exp(-B)``
-    and ``exp(B)``: far from both overflow and the subnormal range, with
-    full relative precision. The sums are bounded too: the row sums by
-    ``n_k * exp(B)`` and the weighted sums of values by
-    ``n_k * exp(B) * max|v|``, which must stay below the largest float.
-    A float mask may add anything to the scores, so it always takes the
-    shifted path; a boolean or causal mask only writes ``-inf``, whose
-    ``exp`` is an exact 0.
-    """
-    if mask is not None and mask.dtype != np.bool_:
-        return False
-    dtype = np.result_type(qa, ka, va)
-    log_max = math.log(float(np.finfo(dtype).max))
-    with np.errstate(over="ignore", invalid="ignore"):
-        # Squared row norms in the inputs' own dtype: n numbers, no copy of
-        # Q or K; an overflow gives inf, and the bound then fails as it should.
-        top_q = float(np.sqrt(np.einsum("...d,...d->...", qa, qa).max()))
-        top_k = float(np.sqrt(np.einsum("...d,...d->...", ka, ka).max()))
-        top_v = max(float(va.max()), -float(va.min()))  # max|v| without a copy of V
-    bound = abs(factor) * top_q * top_k
-    if not (np.isfinite(bound) and np.isfinite(top_v)):
-        return False
-    return bound <= log_max / 2 and bound + math.log(ka.shape[-2]) + math.log(max(top_v, 1.0)) <= log_max - 2
 
 
 def _scaled(q_block: np.ndarray, factor: float, checked: bool) -> np.ndarray:

@@ -8,17 +8,24 @@ from __future__ import annotations
 import math
 
 
-def naive_attention(q, k, v, allowed=None, scale=None):
+def naive_attention(q, k, v, allowed=None, scale=None, added=None):
     """Rows of q attend over rows of k/v; allowed[i][j] False forbids a pair.
 
-    Returns (output rows, weight rows) as nested lists of floats.
+    ``added[i][j]`` (optional) is added to the scaled score of pair (i, j), a
+    float mask; -inf forbids the pair. Returns (output rows, weight rows) as
+    nested lists of floats.
     """
     d_k = len(q[0])
     scale = 1.0 / math.sqrt(d_k) if scale is None else scale
     outputs, weights = [], []
     for i, qi in enumerate(q):
-        permitted = [j for j in range(len(k)) if allowed is None or allowed[i][j]]
-        logits = {j: scale * sum(a * b for a, b in zip(qi, k[j])) for j in permitted}
+        permitted = [
+            j
+            for j in range(len(k))
+            if (allowed is None or allowed[i][j]) and (added is None or added[i][j] != -math.inf)
+        ]
+        shift = [0.0] * len(k) if added is None else added[i]
+        logits = {j: scale * sum(a * b for a, b in zip(qi, k[j])) + shift[j] for j in permitted}
         top = max(logits.values(), default=0.0)
         exps = {j: math.exp(s - top) for j, s in logits.items()}
         total = sum(exps.values())

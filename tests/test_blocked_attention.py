@@ -130,6 +130,27 @@ def test_ordinary_inputs_take_the_shift_free_path(monkeypatch, causal):
     assert taken
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_always_shift_takes_the_shifted_path_with_the_same_output(monkeypatch, causal):
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.standard_normal((2, 100, 16)).astype(np.float32) for _ in range(3))
+    taken = []
+    real = lib.blocked._HeadStep._run_shift_free
+
+    def recording(self, *args):
+        taken.append(True)
+        return real(self, *args)
+
+    monkeypatch.setattr(lib.blocked._HeadStep, "_run_shift_free", recording)
+    shifted = lib.blocked_attention(q, k, v, is_causal=causal, block_size=32, always_shift=True)
+    assert not taken
+    free = lib.blocked_attention(q, k, v, is_causal=causal, block_size=32)
+    assert taken
+    want = lib.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    np.testing.assert_allclose(shifted, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(free, want, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_the_shift_free_path_is_taken_exactly_when_the_bound_allows(dtype):
     # Cauchy-Schwarz: |q.k| * scale <= |q| |k| * scale. Scores of one query
