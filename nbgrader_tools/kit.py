@@ -110,27 +110,26 @@ def pinned_requirements() -> list[str]:
     the constraints have one.
     """
     pins = _constraints()
-    roots = [Requirement(line.split("#", 1)[0].strip()) for line in KIT_IN.read_text(encoding="utf-8").splitlines()]
-    roots = [r for r in roots if r.name]
+    names = [line.split("#", 1)[0].strip() for line in KIT_IN.read_text(encoding="utf-8").splitlines()]
+    roots = [Requirement(name) for name in names if name]
     lines: dict[str, str] = {}
-    todo = list(roots)
+    done: set[tuple[str, str]] = set()  # (name, extra) already walked
+    todo: list[tuple[Requirement, str]] = [(r, "") for r in roots]
     while todo:
-        req = todo.pop()
+        req, extra = todo.pop()
         name = canonicalize_name(req.name)
-        marker = str(req.marker) if req.marker else ""
-        if "extra" in marker:
-            continue
-        if marker and not req.marker.evaluate():  # type: ignore[union-attr]
-            if name not in lines:
+        if req.marker and not req.marker.evaluate({"extra": extra}):
+            if "extra" not in str(req.marker) and name not in lines:  # another platform's dependency
                 pin = f"=={pins[name]}" if name in pins else ""
-                lines[name] = f"{name}{pin}; {marker}"
-            continue
-        if name in lines and ";" not in lines[name]:
+                lines[name] = f"{name}{pin}; {req.marker}"
             continue
         if name not in pins:
             raise RuntimeError(f"{name} (needed by the kit) has no pin in {CONSTRAINTS.relative_to(REPO)}")
         lines[name] = f"{name}=={pins[name]}"
-        todo += [Requirement(r) for r in metadata.requires(name) or []]
+        for wanted in ("", *sorted(req.extras)):
+            if (name, wanted) not in done:
+                done.add((name, wanted))
+                todo += [(Requirement(r), wanted) for r in metadata.requires(name) or []]
     return [lines[n] for n in sorted(lines)]
 
 
