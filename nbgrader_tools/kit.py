@@ -92,7 +92,7 @@ def fingerprint() -> str:
 
 
 def _constraints() -> dict[str, str]:
-    pins = {}
+    pins: dict[str, str] = {}
     for line in CONSTRAINTS.read_text(encoding="utf-8").splitlines():
         line = line.split("#", 1)[0].strip()
         if "==" in line:

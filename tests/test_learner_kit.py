@@ -163,3 +163,32 @@ def test_the_kit_alone_runs_every_homework_and_its_check_before_submit(kit_dir, 
         total = sum(c.points for c in __import__("grading").checks_for(assignment))
         assert f"Check before you submit ({assignment}): {total:g} of {total:g} points" in report, report
         assert sum(o.count("passed:") for o in outputs) >= 1, outputs
+
+
+def test_the_welcome_page_and_every_homework_page_offer_the_kit_with_its_install_lines():
+    import html
+    import re
+
+    from built_book import HTML, built_page
+
+    pages = ["chapters/00_welcome.html"] + [f"exercises/{a}/{a}.html" for a in subs.ASSIGNMENTS]
+    for page in pages:
+        text = built_page(page)
+        targets = {
+            (HTML / page).parent.joinpath(href).resolve() for href in re.findall(r'href="([^"]*kit/[^"]+)"', text)
+        }
+        names = {p.name for p in targets}
+        assert {kit.wheel_name(), kit.REQUIREMENTS, kit.HOMEWORK_ZIP} <= names, (page, names)
+        assert all(p.is_file() and p.parent == (HTML / "kit").resolve() for p in targets), (page, targets)
+        plain = html.unescape(re.sub(r"<[^>]+>", "", text))
+        for line in kit.install_lines():
+            assert line in plain, (page, line)
+
+
+def test_the_in_browser_jupyter_loads_the_kits_own_wheel():
+    from built_book import HTML, built_page
+
+    built_page("index.html")
+    shipped = HTML / "lite" / "static" / "pyodide" / kit.wheel_name()
+    assert shipped.is_file(), "the in-browser Jupyter ships no course wheel: run ./course build"
+    assert shipped.read_bytes() == (HTML / "kit" / kit.wheel_name()).read_bytes()
