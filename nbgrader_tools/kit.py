@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -183,6 +184,8 @@ def build_wheel(out: Path) -> Path:
                 str(src),
             ],
             check=True,
+            # the same sources give the same wheel, byte for byte (zip dates from this epoch)
+            env={**os.environ, "SOURCE_DATE_EPOCH": "315532800"},
         )
         (wheel,) = dist.glob("*.whl")
         target = out / wheel_name()
