@@ -20,9 +20,16 @@ def _free_port() -> int:
 def test_serve_prints_its_address_and_serves_the_site():
     built_page("index.html")
     port = _free_port()
-    proc = subprocess.Popen(
-        [str(ROOT / "course"), "serve", "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    with subprocess.Popen(
+        [str(ROOT / "course"), "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    ) as proc:
+        _serve_and_fetch(proc, port)
+
+
+def _serve_and_fetch(proc: subprocess.Popen, port: int) -> None:
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
