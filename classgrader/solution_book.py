@@ -6,7 +6,9 @@ of the learners' book (``_toc.yml`` does not list it and ``_config.yml``
 excludes ``solutions/``); an instructor publishes it when they choose, e.g.
 after the deadline of the last homework it covers.
 
-One page per assignment, put together from two files:
+It opens with the instructors' guide (``solution_book/instructors.md``: the
+commands of a term, the grading in detail, hidden tests included), then has
+one page per assignment, put together from two files:
 
 - ``solutions/<assignment>/<assignment>.ipynb``, nbgrader's instructor
   source: its cells are shown as they are (one home for the solution code),
@@ -169,13 +171,17 @@ def stage(out: Path, names: list[str] | None = None) -> Path:
     for name in names:
         nbformat.write(page(name), src / f"{name}.ipynb")
     shutil.copy(BOOK / "intro.md", src / "intro.md")
+    shutil.copy(BOOK / "instructors.md", src / "instructors.md")
     config = yaml.safe_load((BOOK / "_config.yml").read_text())
     config.setdefault("sphinx", {}).setdefault("local_extensions", {})["offline_site"] = str(REPO / "_ext")
     (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
     toc = {
         "format": "jb-book",
         "root": "intro",
-        "parts": [{"caption": "Solutions", "chapters": [{"file": name} for name in names]}],
+        "parts": [
+            {"caption": "Instructors", "chapters": [{"file": "instructors"}]},
+            {"caption": "Solutions", "chapters": [{"file": name} for name in names]},
+        ],
     }
     (src / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
     return src

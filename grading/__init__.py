@@ -130,7 +130,7 @@ Adding an assignment (e.g. hw10)
    report then apply by themselves.
 2. Add ``"hw10"`` to :data:`~grading.registry.MODULES`.
 3. ``solutions/hw10_<name>/hw10_<name>.ipynb``: copy an existing notebook's
-   structure (see ``appendix/instructors.md``): a locked task statement that
+   structure (see ``solution_book/instructors.md``): a locked task statement that
    links its chapter, a locked setup cell (imports), answer cells with
    ``### BEGIN SOLUTION`` / ``### END SOLUTION``, and one locked test cell per
    check whose ``grade_id`` is the check id and whose points are the check's
@@ -144,7 +144,7 @@ Adding an assignment (e.g. hw10)
    submissions and at least three usual mistakes, each with the points and
    message words it must get (see the README there), plus
    ``calls_reference.py``, which earns nothing; add the mistakes to the
-   points-per-mistake table of ``appendix/instructors.md``, independent
+   points-per-mistake table of ``solution_book/instructors.md``, independent
    correct implementations to ``IMPLEMENTATIONS`` in
    ``tests/test_homework_tolerances.py``, and list the notebook in
    ``_toc.yml``. The tests in ``tests/test_homework_*.py`` and

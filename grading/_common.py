@@ -14,6 +14,7 @@ import numpy as np
 
 from .compare import RTOL, Mismatch, Partial, check_form, compare_arrays, notes_of, reference, value_of
 from .plain import case_inputs
+from .rules import DTYPE, DTYPE_SHARE, IN_PLACE, MUTATION_SHARE
 
 DTYPES = (np.float64, np.float32)
 BATCHES = ((), (3,), (2, 2))
@@ -69,12 +70,6 @@ def describe_inputs(**arrays: np.ndarray) -> str:
     return ", ".join(parts) + f", {'/'.join(dtypes)}"
 
 
-#: Share of a case that a result earns when its values are right but its
-#: dtype is not (float64 for float32 input): the dtype is a small share.
-DTYPE_SHARE = 0.25
-#: Share of a case lost when the learner's function changed an input array in
-#: place (a caller would find its data overwritten).
-MUTATION_SHARE = 0.25
 #: Share of a case lost when only the edge case is wrong (the rows with
 #: nothing permitted: an all -inf row of logits, a fully masked query).
 EDGE_SHARE = 0.5
@@ -147,10 +142,7 @@ def judge_each(cases: list[dict], results: list[dict], judge_one: Callable[..., 
                         pass
                     else:
                         share = DTYPE_SHARE
-                        problem = (
-                            f"{problem}. Every value is right: only the dtype is wrong "
-                            f"(this case earns {DTYPE_SHARE:.0%} of its share)"
-                        )
+                        problem = f"{problem}. Every value is right: only the dtype is wrong. {DTYPE.statement}"
         except Mismatch as exc:
             share, problem = getattr(exc, "fraction", 0.0), str(exc)
         mutated = record.get("mutated") if isinstance(record, dict) else None
@@ -158,9 +150,7 @@ def judge_each(cases: list[dict], results: list[dict], judge_one: Callable[..., 
             share = max(0.0, share - MUTATION_SHARE)
             what = ", ".join(map(str, mutated[:3]))
             problem = ((problem + "; also, ") if problem else "") + (
-                f"{case['call']} changed its input ({what}) in place, e.g. with -= or an assignment "
-                "into it: a function must leave its inputs as they were (work on a copy, "
-                "or write x = x - m instead of x -= m)"
+                f"{case['call']} changed its input ({what}) in place. {IN_PLACE.statement}"
             )
         earned += share
         full += problem is None

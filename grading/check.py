@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .compare import Verdict, decide, score_of
+from .rules import DTYPE, IN_PLACE, OWN_CODE, Rule
 from .run import run_cases
 
 __all__ = ["Assignment", "Check"]
@@ -43,6 +44,9 @@ class Check:
     description: str
     cases: Cases = field(repr=False)
     judge: Judge = field(repr=False)
+    #: The rules that cost points which this check can apply (:mod:`grading.rules`); the
+    #: notebook states each of them, and the feedback repeats its statement.
+    rules: tuple[Rule, ...] = (OWN_CODE, IN_PLACE, DTYPE)
     #: Seed of the visible checks (fixed, so the learner sees the same cases each time).
     default_seed: int = 0
 
@@ -90,14 +94,31 @@ class Assignment:
         judge: Judge,
         description: str,
         hidden: bool | None = None,
+        rules: Sequence[Rule] | None = None,
     ) -> Check:
-        """Add a check; ids ending in ``_hidden`` are hidden checks."""
+        """Add a check; ids ending in ``_hidden`` are hidden checks.
+
+        Every check can apply :data:`~grading.rules.OWN_CODE` (a call into the
+        reference earns nothing: :func:`grading.compare.decide`). ``rules`` names
+        the others its judge can apply; by default those of
+        :func:`grading._common.judge_each`, :data:`~grading.rules.IN_PLACE` and
+        :data:`~grading.rules.DTYPE`, which apply when the cases pass arrays (in
+        place) and float32 arrays (dtype)."""
         hidden = id.endswith("_hidden") if hidden is None else hidden
         if id in self.checks:
             raise ValueError(f"{self.name} already has a check {id!r}")
-        check = Check(self.name, id, tuple(functions), float(points), hidden, description, cases, judge)
+        applied = (OWN_CODE,) + tuple((IN_PLACE, DTYPE) if rules is None else rules)
+        check = Check(self.name, id, tuple(functions), float(points), hidden, description, cases, judge, rules=applied)
         self.checks[id] = check
         return check
+
+    def rules(self) -> list[Rule]:
+        """The rules that any check of this assignment can apply, each once, in the order first met."""
+        found: dict[str, Rule] = {}
+        for check in self.checks.values():
+            for rule in check.rules:
+                found.setdefault(rule.id, rule)
+        return list(found.values())
 
     def get(self, check_id: str) -> Check:
         """One check by id (= the test cell's grade_id)."""

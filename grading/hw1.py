@@ -14,6 +14,7 @@ from .check import Assignment
 from .compare import Mismatch, compare_arrays, reference
 from .notebook import export
 from .plain import make_case
+from .rules import IN_PLACE, NO_LOOP
 
 A = Assignment("hw1_dot_product_scores", chapter="chapters/02_raw_dot_product_scores.md")
 
@@ -77,7 +78,7 @@ def _judge_no_loop(cases: list[dict], results: list[dict]) -> str:
         raise Mismatch(
             f"scores_vectorized runs {_lines(small)} of Python for 3 tokens but {_lines(large)} for 40 tokens: it "
             "loops over the tokens. Compute all the scores with one matrix product instead "
-            "(x @ x.T, or x @ np.swapaxes(x, -1, -2) to allow batch dimensions)."
+            f"(x @ x.T, or x @ np.swapaxes(x, -1, -2) to allow batch dimensions). {NO_LOOP.statement}"
         )
     return (
         f"scores_vectorized runs {_lines(small)} of Python for 3 tokens and {_lines(large)} for 40: no loop over tokens"
@@ -126,6 +127,7 @@ A.add(
     points=2,
     cases=_no_loop_cases,
     judge=_judge_no_loop,
+    rules=(IN_PLACE, NO_LOOP),
     description="scores_vectorized runs no Python loop over the tokens",
 )
 

@@ -199,6 +199,7 @@ A.add(
     cases=_score_cases((16,), N_SCORES),
     judge=_judge_scores,
     description="20 000 scores for d_k = 16: shape, mean about 0, variance about 16, reproducible",
+    rules=(),  # the inputs are a generator and sizes: no array to change, no dtype to keep
 )
 A.add(
     "sample_scores_hidden",
@@ -207,6 +208,7 @@ A.add(
     cases=_score_cases((1, 4, 64), N_SCORES),
     judge=_judge_scores,
     description="d_k = 1, 4 and 64: mean and variance within 7 standard deviations",
+    rules=(),  # the inputs are a generator and sizes: no array to change, no dtype to keep
 )
 A.add(
     "score_variance",
@@ -215,6 +217,7 @@ A.add(
     cases=_variance_cases((16,), N_VARIANCE),
     judge=_judge_variance,
     description="d_k = 16: about 16 unscaled and 1 scaled, reproducible",
+    rules=(),  # the inputs are a generator and sizes: no array to change, no dtype to keep
 )
 A.add(
     "score_variance_hidden",
@@ -223,6 +226,7 @@ A.add(
     cases=_variance_cases((1, 2, 9, 25, 64), N_VARIANCE),
     judge=_judge_variance,
     description="d_k from 1 to 64: both estimates within 7 standard deviations",
+    rules=(),  # the inputs are a generator and sizes: no array to change, no dtype to keep
 )
 
 export(A, globals())

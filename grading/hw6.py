@@ -17,6 +17,7 @@ from .check import Assignment
 from .compare import Mismatch, compare_arrays, reference
 from .notebook import export
 from .plain import make_case
+from .rules import IN_PLACE
 
 A = Assignment("hw6_causal_masking", chapter="chapters/06_causal_masking.md")
 
@@ -164,6 +165,7 @@ A.add(
     cases=_mask_visible,
     judge=_judge_mask,
     description="4x4, 2x5 and 5x2 causal masks (top-left aligned, dtype bool)",
+    rules=(),  # the inputs are sizes: no array to change, no dtype to keep
 )
 A.add(
     "causal_mask_hidden",
@@ -172,6 +174,7 @@ A.add(
     cases=_mask_hidden,
     judge=_judge_mask,
     description="random sizes, including 1x1 and empty masks",
+    rules=(),  # the inputs are sizes: no array to change, no dtype to keep
 )
 A.add(
     "masked_attention",
@@ -196,6 +199,7 @@ A.add(
     cases=_leak_cases,
     judge=_judge_leak,
     description="with a causal mask, changing future keys and values never changes an earlier output",
+    rules=(IN_PLACE,),  # float64 inputs only: no dtype to keep
 )
 
 export(A, globals())

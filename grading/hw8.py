@@ -46,6 +46,7 @@ from .check import Assignment
 from .compare import Mismatch, Partial, check_form, compare_arrays, describe, reference
 from .notebook import export
 from .plain import make_case
+from .rules import DTYPE, IN_PLACE, NO_CONCATENATE
 
 A = Assignment("hw8_online_softmax", chapter="chapters/08_online_softmax.md")
 
@@ -352,13 +353,11 @@ def _attention_without_rescale(q: np.ndarray, blocks: list) -> np.ndarray:
     return acc / np.where(l == 0, 1, l)
 
 
-#: The rule the statement gives for blocked_attention.
+#: The feedback of a blocked_attention that concatenates the blocks.
 CONCATENATE_RULE = (
-    "blocked_attention calls np.concatenate (np.stack, np.vstack, np.hstack and np.append call it too). "
-    "The exercise says: never concatenate the blocks. The point of attention over blocks is that the "
-    "whole key matrix never exists at once: keep a running maximum m, sum l and weighted sum of values "
-    "per query, and update them block by block. This check earns no points until the blocks are "
-    "processed one at a time."
+    "blocked_attention calls np.concatenate. The point of attention over blocks is that the whole key "
+    "matrix never exists at once; this check earns no points until the blocks are processed one at a "
+    f"time. {NO_CONCATENATE.statement}"
 )
 
 
@@ -461,6 +460,7 @@ A.add(
     points=1,
     cases=_attention_visible,
     judge=_judge_attention,
+    rules=(IN_PLACE, DTYPE, NO_CONCATENATE),
     description="the example sentence without and with a causal mask; a float32 case with masked blocks",
 )
 A.add(
@@ -469,6 +469,7 @@ A.add(
     points=2,
     cases=_attention_hidden,
     judge=_judge_attention,
+    rules=(IN_PLACE, DTYPE, NO_CONCATENATE),
     description="random sizes, block sizes and masks, queries with no permitted key, float32 and float64",
 )
 

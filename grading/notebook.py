@@ -83,7 +83,7 @@ def check_before_submit(
 
     It does nothing while a grader runs the notebook (``nbgrader
     autograde`` or the class grader), and says so when the reference
-    ``lib`` cannot be imported (the notebook is not in the course folder).
+    ``lib`` cannot be imported (the learner kit is not installed).
     """
     if os.environ.get(ENV_SEED) or autograde_location() is not None:
         print("Check before you submit: skipped while the homework is graded.")
@@ -96,9 +96,9 @@ def check_before_submit(
     if lib_missing:
         print(
             "Check before you submit: the checks compare your functions with the course's reference "
-            "implementation (the `lib` package), which cannot be imported here. Open this notebook from "
-            "the course folder (`./course lab`, see the welcome page) and run this cell again. Nothing "
-            "was checked."
+            "implementation (the `lib` package), which cannot be imported here. Install the course's "
+            "learner kit (see Start here at the top of this notebook) or use Run in the browser, then "
+            "run this cell again. Nothing was checked."
         )
         return {}
     seed = secrets.randbits(31) if seed is None else int(seed)

@@ -11,6 +11,13 @@
 ``nbgrader_tools/scratch_course.py``
     nbgrader run in a scratch course folder: release, submit, autograde,
     feedback, the gradebook's scores, and regenerating ``exercises/``.
+``nbgrader_tools/generated.py``
+    The cells every source notebook shares, written from one source each:
+    *Start here* (template ``solutions/start_here.md``) and *Rules that cost
+    points* (from :mod:`grading.rules` and the checks' declarations).
+``nbgrader_tools/kit.py``
+    The learner kit (course wheel, pinned requirements, homework zip, hub
+    image recipe) written into the built site: ``./course kit``.
 ``python -m nbgrader_tools release [ASSIGNMENT ...]``
     Regenerates ``exercises/`` from ``solutions/`` (see :mod:`nbgrader_tools.__main__`).
 

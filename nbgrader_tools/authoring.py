@@ -15,6 +15,8 @@ import nbformat
 from grading import ASSIGNMENTS, checks_for
 
 from .cells import SELF_CHECK_ID, nbgrader_meta, self_check_source
+from .generated import GENERATED
+from .generated import problems as generated_problems
 
 
 def problems(path: str | Path, assignment: str) -> list[str]:
@@ -23,7 +25,8 @@ def problems(path: str | Path, assignment: str) -> list[str]:
     Every check has exactly one test cell with its id as ``grade_id``, its
     points, locked, calling it (with ``hidden=True`` inside a hidden-tests
     region exactly when the check is hidden); every code cell is either
-    locked or an answer cell; the first cell is a locked statement that links
+    locked or an answer cell; the generated cells (:mod:`nbgrader_tools.generated`)
+    are current, and the first other cell is a locked statement that links
     the assignment's chapter.
     """
     nb = nbformat.read(str(path), as_version=4)
@@ -44,12 +47,16 @@ def problems(path: str | Path, assignment: str) -> list[str]:
             found.append(f"{where}: a code cell that is neither locked nor an answer cell")
         if meta.get("solution") and "### BEGIN SOLUTION" not in cell.source:
             found.append(f"{where}: answer cell without a ### BEGIN SOLUTION region")
-    first = nb.cells[0] if nb.cells else None
+    found += generated_problems(nb, assignment)
+    statements = [c for c in nb.cells if nbgrader_meta(c).get("grade_id") not in GENERATED]
+    first = statements[0] if statements else None
     chapter = Path(module.A.chapter).name
     if first is None or first.cell_type != "markdown" or chapter not in first.source:
-        found.append(f"the first cell must be a markdown statement that links {module.A.chapter}")
+        found.append(
+            f"the first cell after the generated ones must be a markdown statement that links {module.A.chapter}"
+        )
     elif not nbgrader_meta(first).get("locked"):
-        found.append("the first cell (the statement) must be locked")
+        found.append("the statement must be locked")
     for check in checks_for(assignment):
         if check.id not in tests:
             found.append(f"no test cell with grade_id {check.id!r}")

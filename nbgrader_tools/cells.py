@@ -85,8 +85,8 @@ def self_check_source(short: str) -> str:
 try:
     from grading import {short}
 except ImportError:
-    print("The checks come with the course: open this notebook from the course folder "
-          "(./course lab, see the welcome page) and run this cell again. Nothing was checked.")
+    print("The checks come with the course's learner kit: install it (see Start here at the top "
+          "of this notebook) or use Run in the browser, then run this cell again. Nothing was checked.")
 else:
     {short}.check_before_submit(globals())"""
 

@@ -151,8 +151,13 @@ def scores(root: Path, assignment: str, notebook: str | None = None) -> dict[str
 
 
 def release(assignments: list[str] | None = None) -> list[Path]:
-    """Regenerate ``exercises/<assignment>/`` from ``solutions/`` (in a scratch course)."""
+    """Regenerate ``exercises/<assignment>/`` from ``solutions/`` (in a scratch course), after
+    writing the source notebooks' generated cells (:func:`nbgrader_tools.generated.sync`)."""
     names = assignments or sorted(p.name for p in (REPO / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
+    from .generated import sync
+
+    for name in names:
+        sync(REPO / "solutions" / name / f"{name}.ipynb", name)
     written = []
     with tempfile.TemporaryDirectory() as tmp:
         root = make_course(Path(tmp), names)

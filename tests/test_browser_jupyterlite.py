@@ -23,6 +23,7 @@ import nbformat
 import pytest
 from browser import HTML, ROOT, SESSION, PageLog
 
+import grading
 from nbgrader_tools.cells import nbgrader_meta
 
 # How long the in-browser kernel may take at most before the test gives up
@@ -273,6 +274,10 @@ def test_homework_visible_tests_fail_blank_and_pass_with_the_solution_in_the_bro
         bad = [f"{o['ename']}: {o['evalue']}" for o in cells[index]["outputs"] if o.get("output_type") == "error"]
         assert not bad, f"{assignment}: with the solution, test cell {grade_id} fails in the browser: {bad}"
     assert not errors(cells), f"{assignment}: errors with the solution: {errors(cells)}"
+    # the check before submitting, the last cell, runs in the browser too and gives full marks
+    report = "".join(o.get("text", "") for o in cells[-1]["outputs"] if o.get("output_type") == "stream")
+    total = sum(c.points for c in grading.checks_for(assignment))
+    assert f"Check before you submit ({assignment}): {total:g} of {total:g} points" in report, report
     assert_stayed_home(log)
 
 

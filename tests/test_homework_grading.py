@@ -603,7 +603,7 @@ def test_the_released_check_cell_degrades_where_grading_cannot_be_imported(tmp_p
     source = "".join(last["source"]) if isinstance(last["source"], list) else last["source"]
     done = subprocess.run([sys.executable, "-I", "-S", "-c", source], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0 and done.stderr == ""
-    assert "open this notebook from the course folder" in done.stdout and "Nothing was checked" in done.stdout
+    assert "install it (see Start here" in done.stdout and "Nothing was checked" in done.stdout
 
 
 def test_the_released_notebook_runs_its_check_cell_in_the_course_folder(tmp_path):
@@ -642,7 +642,7 @@ def test_the_released_notebook_runs_its_check_cell_in_the_course_folder(tmp_path
 
 
 def _mistake_table() -> list[dict]:
-    text = (subs.REPO / "appendix" / "instructors.md").read_text()
+    text = (subs.REPO / "solution_book" / "instructors.md").read_text()
     section = text[text.index("## Points in proportion to the mistake") :]
     section = section[: section.index("\n## ", 5)]
     rows = []

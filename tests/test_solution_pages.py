@@ -169,3 +169,27 @@ def test_the_learners_book_neither_includes_nor_links_to_the_solutions(book):
         for phrase in distinctive:
             assert phrase not in text, (page, phrase)
     assert solution_pages == {f"{name}.html" for name in ASSIGNMENTS}
+
+
+def test_the_instructors_page_table_of_penalties_is_right(book):
+    """Each row of the worked table on the built instructors' page (in the solutions book), recomputed
+    with plain datetime arithmetic: deadline 23:59 in Berlin, 1 point (10% of 10) per started day,
+    15 min grace, cap 5."""
+    import datetime as dt
+    import math
+
+    from classgrader import late
+
+    utc, berlin = dt.UTC, late.zone("Europe/Berlin")
+    page = (book / "instructors.html").read_text(encoding="utf-8")
+    table = page[page.index("final score of a 10/10") :]
+    rows = re.findall(r"<tr><td><code>([^<]+)</code></td><td>([^<]*)</td><td>([^<]+)</td><td>([^<]+)</td></tr>", table)
+    assert len(rows) == 6
+    deadline = dt.datetime(2026, 3, 1, 23, 59, tzinfo=berlin)
+    for stamp, words, penalty, final in rows:
+        date, time, zone_name = html.unescape(stamp).split(" ")
+        when = dt.datetime.fromisoformat(f"{date} {time}").replace(tzinfo=utc if zone_name == "UTC" else berlin)
+        minutes_late = (when - deadline).total_seconds() / 60
+        expected = 0 if minutes_late <= 15 else min(math.ceil(minutes_late / (24 * 60)) * 1.0, 5.0)
+        assert float(penalty) == expected, (stamp, words)
+        assert float(final) == 10 - expected, stamp

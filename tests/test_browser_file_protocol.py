@@ -1,0 +1,54 @@
+"""The built site opened from files (file://), as a learner with a copied folder would.
+
+The pages work; "Run in the browser" cannot (JupyterLite needs HTTP), so it
+shows a message with the command that serves the folder instead of a blank
+page. Every request that is not a file of the site is blocked.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from browser import HTML, VIEWPORT, BookBrowser
+from built_book import built_page
+
+HOMEWORK_PAGE = "exercises/hw2_stable_softmax/hw2_stable_softmax.html"
+
+
+@pytest.fixture
+def file_context(book_browser: BookBrowser):
+    context = book_browser.browser.new_context(viewport=VIEWPORT)
+    blocked: list[str] = []
+
+    def route(r: Any) -> None:
+        if r.request.url.startswith(HTML.as_uri() + "/") or r.request.url.startswith(("data:", "blob:")):
+            r.continue_()
+        else:
+            blocked.append(r.request.url)
+            r.abort("blockedbyclient")
+
+    context.route("**/*", route)
+    context.blocked = blocked
+    try:
+        yield context
+    finally:
+        context.close()
+
+
+def test_run_in_the_browser_from_a_file_says_how_to_serve_the_folder(file_context):
+    built_page(HOMEWORK_PAGE)
+    page = file_context.new_page()
+    page.goto((HTML / HOMEWORK_PAGE).as_uri(), wait_until="load")
+    assert page.url.startswith("file://")
+    button = page.locator("a[href*='lite/notebooks/index.html']").first
+    button.click()
+    message = page.locator("#lite-needs-http")
+    message.wait_for(state="visible", timeout=10_000)
+    text = message.inner_text()
+    assert page.url.startswith("file://") and "lite/" not in page.url, page.url
+    assert f'python3 -m http.server --bind 127.0.0.1 --directory "{HTML}" 8000' in text, text
+    assert f"http://127.0.0.1:8000/{HOMEWORK_PAGE}" in text, text
+    assert "needs the site served over HTTP" in text
+    page.get_by_role("button", name="Close").click()
+    assert message.count() == 0

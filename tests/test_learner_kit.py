@@ -1,0 +1,194 @@
+"""The learner kit: what it holds, that it is rebuilt only when its inputs change, and that
+it alone runs every homework's visible tests and check before submitting.
+
+The last test installs the kit, and nothing else, into a fresh virtual
+environment (PyPI or the machine's wheel cache serve the pinned
+requirements), and runs each released notebook, its answers taken from
+``solutions/``, from a folder outside the repository with nbclient inside
+that environment. The repository is never on ``sys.path`` there: the kernel
+reports where ``lib`` and ``grading`` were imported from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import textwrap
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+from fixtures.homework import submissions as subs
+
+from nbgrader_tools import kit
+from nbgrader_tools.cells import nbgrader_meta
+
+
+@pytest.fixture(scope="module")
+def kit_dir(tmp_path_factory) -> Path:
+    return kit.build(tmp_path_factory.mktemp("site"))
+
+
+def test_the_wheel_holds_exactly_lib_teaching_and_grading(kit_dir):
+    with zipfile.ZipFile(kit_dir / kit.wheel_name()) as zf:
+        tops = {name.split("/", 1)[0] for name in zf.namelist()}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"lib", "teaching", "grading"}
+    assert len([t for t in tops if t.endswith(".dist-info")]) == 1
+
+
+def test_the_requirements_are_pinned_to_the_course_versions(kit_dir):
+    constraints = {}
+    for line in (subs.REPO / "requirements" / "constraints.txt").read_text().splitlines():
+        if "==" in line and not line.startswith("#"):
+            name, version = line.split("==")
+            constraints[name.lower().replace("_", "-")] = version.strip()
+    lines = [
+        line
+        for line in (kit_dir / kit.REQUIREMENTS).read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    names = set()
+    for line in lines:
+        spec = line.split(";", 1)[0].strip()
+        name, _, version = spec.partition("==")
+        names.add(name)
+        if ";" not in line:
+            assert version == constraints[name], line
+    assert {"numpy", "ipykernel", "jupyterlab", "nbclient"} <= names
+
+
+def test_the_homework_zip_is_the_release(kit_dir):
+    with zipfile.ZipFile(kit_dir / kit.HOMEWORK_ZIP) as zf:
+        members = {name: zf.read(name) for name in zf.namelist()}
+    expected = {
+        str(p.relative_to(subs.REPO / "exercises")): p.read_bytes()
+        for p in (subs.REPO / "exercises").rglob("*")
+        if p.is_file()
+    }
+    assert members == expected
+    assert len([m for m in members if m.endswith(".ipynb")]) == len(subs.ASSIGNMENTS)
+
+
+def test_nothing_is_rebuilt_when_the_inputs_are_unchanged(kit_dir, capsys):
+    before = {p.name: p.stat().st_mtime_ns for p in kit_dir.iterdir()}
+    kit.build(kit_dir.parent)
+    assert "up to date" in capsys.readouterr().out
+    assert {p.name: p.stat().st_mtime_ns for p in kit_dir.iterdir()} == before
+
+
+def _answered(release: dict, assignment: str) -> dict:
+    """The release with its answer cells replaced by the source notebook's, and a last cell
+    that says where the course's packages were imported from."""
+    answers = {
+        nbgrader_meta(c)["grade_id"]: "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        for c in subs.source_notebook(assignment)["cells"]
+        if nbgrader_meta(c).get("solution")
+    }
+    for cell in release["cells"]:
+        grade_id = nbgrader_meta(cell).get("grade_id")
+        if grade_id in answers:
+            cell["source"] = answers[grade_id]
+    release["cells"].append(
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "execution_count": None,
+            "outputs": [],
+            "source": "import grading, lib\nprint('FROM', lib.__file__, grading.__file__)",
+        }
+    )
+    return release
+
+
+RUNNER = textwrap.dedent(
+    """
+    import json, sys
+    import nbformat
+    from nbclient import NotebookClient
+
+    path = sys.argv[1]
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": "."}}).execute()
+    out = []
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            out.append("".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream"))
+    print(json.dumps(out))
+    """
+)
+
+
+def test_the_kit_alone_runs_every_homework_and_its_check_before_submit(kit_dir, tmp_path):
+    venv = tmp_path / "venv"
+    work = tmp_path / "work"  # outside the repository
+    work.mkdir()
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    # The hub image's own install lines, run as they stand (in the kit's folder, as its WORKDIR).
+    lines = (kit_dir / kit.DOCKERFILE).read_text().splitlines()
+    steps = [shlex.split(line[4:]) for line in lines if line.startswith("RUN ")]
+    steps = [step for step in steps if step[:4] == ["python", "-m", "pip", "install"]]
+    assert len(steps) == 2
+    started = time.monotonic()
+    for step in steps:
+        subprocess.run(
+            [str(python), *step[1:], "--quiet", "--disable-pip-version-check"], check=True, cwd=kit_dir, env=env
+        )
+    print(f"kit installed in {time.monotonic() - started:.0f} s")
+    with zipfile.ZipFile(kit_dir / kit.HOMEWORK_ZIP) as zf:
+        zf.extractall(work)
+    (work / "run.py").write_text(RUNNER)
+    for assignment in subs.ASSIGNMENTS:
+        path = work / assignment / f"{assignment}.ipynb"
+        path.write_text(json.dumps(_answered(json.loads(path.read_text()), assignment)))
+        done = subprocess.run(
+            [str(python), str(work / "run.py"), path.name],
+            cwd=path.parent,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, (assignment, done.stderr[-3000:])
+        outputs = json.loads(done.stdout.strip().splitlines()[-1])
+        where = outputs[-1].split()
+        assert where[0] == "FROM" and all(Path(p).is_relative_to(venv) for p in where[1:]), where
+        assert not any(Path(p).is_relative_to(subs.REPO) for p in where[1:]), where
+        report = outputs[-2]
+        total = sum(c.points for c in __import__("grading").checks_for(assignment))
+        assert f"Check before you submit ({assignment}): {total:g} of {total:g} points" in report, report
+        assert sum(o.count("passed:") for o in outputs) >= 1, outputs
+
+
+def test_the_welcome_page_and_every_homework_page_offer_the_kit_with_its_install_lines():
+    import html
+    import re
+
+    from built_book import HTML, built_page
+
+    pages = ["chapters/00_welcome.html"] + [f"exercises/{a}/{a}.html" for a in subs.ASSIGNMENTS]
+    for page in pages:
+        text = built_page(page)
+        targets = {
+            (HTML / page).parent.joinpath(href).resolve() for href in re.findall(r'href="([^"]*kit/[^"]+)"', text)
+        }
+        names = {p.name for p in targets}
+        assert {kit.wheel_name(), kit.REQUIREMENTS, kit.HOMEWORK_ZIP} <= names, (page, names)
+        assert all(p.is_file() and p.parent == (HTML / "kit").resolve() for p in targets), (page, targets)
+        plain = html.unescape(re.sub(r"<[^>]+>", "", text))
+        for line in kit.install_lines():
+            assert line in plain, (page, line)
+
+
+def test_the_in_browser_jupyter_loads_the_kits_own_wheel():
+    from built_book import HTML, built_page
+
+    built_page("index.html")
+    shipped = HTML / "lite" / "static" / "pyodide" / kit.wheel_name()
+    assert shipped.is_file(), "the in-browser Jupyter ships no course wheel: run ./course build"
+    assert shipped.read_bytes() == (HTML / "kit" / kit.wheel_name()).read_bytes()
