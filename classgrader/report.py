@@ -32,6 +32,7 @@ from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from nbgrader_tools.cells import nbgrader_meta
+from nbgrader_tools.generated import START_HERE_ID
 
 from . import late
 from .records import STATUSES, CellResult, Result
@@ -230,7 +231,11 @@ def render(result: Result, nb: nbformat.NotebookNode | None, *, base_url: str | 
         from_release = bool(meta) and not meta.get("solution")
         parts.append('<div class="cell">')
         if cell.cell_type == "markdown":
-            parts.append(_render_markdown(cell.source, from_release, base_url))
+            source = cell.source
+            if meta.get("grade_id") == START_HERE_ID:
+                # Where to work and how to hand in was for before the deadline; the title stays.
+                source = source.split("\n", 1)[0]
+            parts.append(_render_markdown(source, from_release, base_url))
         elif cell.cell_type == "code":
             parts.append(f"<pre><code>{_esc(cell.source)}</code></pre>")
             for out in cell.get("outputs", []):

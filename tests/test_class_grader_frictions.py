@@ -237,3 +237,9 @@ def test_an_endless_loop_is_explained_in_the_learners_terms(graded):
     assert "was still running when its time ran out" in page and "loop that never ends" in page
     assert re.search(r"cell \d+ was still running", page), "the message names the cell"
     assert "Kernel, Interrupt" in page
+
+
+def test_the_feedback_page_keeps_the_title_but_not_the_start_here_instructions():
+    page = page_for(result("a", "graded", 1))
+    assert re.search(r"<h1>Homework 2\b", page)
+    assert "Where to work" not in page and "kit/" not in page and "Hand it in" not in page
