@@ -1,7 +1,7 @@
 """A Transformer block around the attention heads: LayerNorm, the position-wise
 feed-forward layer, the residual connections, in the pre-LN or post-LN order.
 
-Pre-LN (GPT-2 and most later models)::
+Pre-LN (as in GPT-2)::
 
     h   = x + MultiHead(LayerNorm_1(x))
     out = h + FFN(LayerNorm_2(h))

@@ -84,7 +84,9 @@ def naive_block(x, w, n_heads, norm="pre", causal=False, eps=1e-5):
         for head in range(n_heads):
             cols = range(head * width, (head + 1) * width)
             out, _ = naive_attention(
-                [[r[c] for c in cols] for r in q], [[r[c] for c in cols] for r in k], [[r[c] for c in cols] for r in v],
+                [[r[c] for c in cols] for r in q],
+                [[r[c] for c in cols] for r in k],
+                [[r[c] for c in cols] for r in v],
                 allowed,
             )
             for i in range(n):

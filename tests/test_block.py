@@ -123,9 +123,7 @@ def test_block_batches_over_leading_axes():
 
 def test_pre_ln_block_with_silent_sub_layers_is_the_identity():
     """The residual path: when W_O, W_2 and b_2 are 0 the sub-layers add nothing."""
-    w = dataclasses.replace(
-        drawn_weights(8, 16, seed=3), w_o=np.zeros((8, 8)), w_2=np.zeros((16, 8)), b_2=np.zeros(8)
-    )
+    w = dataclasses.replace(drawn_weights(8, 16, seed=3), w_o=np.zeros((8, 8)), w_2=np.zeros((16, 8)), b_2=np.zeros(8))
     x = np.random.default_rng(4).normal(size=(6, 8))
     np.testing.assert_array_equal(lib.transformer_block(x, w, 2), x)
     # post-LN normalises even then: the output is LayerNorm applied twice, not x
@@ -221,7 +219,11 @@ def test_random_block_weights_statistics():
             ValueError,
             "norm must be 'pre' or 'post'; got 'Pre'",
         ),
-        (lambda: lib.transformer_block(np.zeros(8), lib.random_block_weights(8, 16), 2), ValueError, r"\(\.\.\., n, d_model\)"),
+        (
+            lambda: lib.transformer_block(np.zeros(8), lib.random_block_weights(8, 16), 2),
+            ValueError,
+            r"\(\.\.\., n, d_model\)",
+        ),
         (lambda: lib.random_block_weights(8, 0), ValueError, "d_ff must be 1 or more"),
         (lambda: lib.random_block_weights(8.0, 16), TypeError, "d_model must be an integer"),
     ],
