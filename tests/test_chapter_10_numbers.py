@@ -253,3 +253,16 @@ def test_claims_register_quotes_the_page_and_names_real_tests_or_sources():
             assert re.search(rf"^def {name}\(", (root / path).read_text(encoding="utf-8"), re.M), row["id"]
         else:
             assert re.search(r"@\w+\{" + re.escape(row["source"]) + ",", bib) and row["where"], row["id"]
+
+
+def test_stretch_explorer_claims(x, weights):
+    """ "at c = 20 four rows have one weight above 0.98, and the two rows of "the" split
+    theirs"; "With the LayerNorm on, the weights stay the same (to the two decimals shown)"."""
+    rows = x.tolist()
+    stretched = head0_largest([[20 * v for v in r] for r in rows], weights)
+    assert sum(m > 0.98 for m in stretched) == 4
+    assert max(stretched[0], stretched[4]) < 0.51
+    base = head0_largest([layer_norm_row(r) for r in rows], weights)
+    for c in (1, 2, 5, 10, 20):
+        normed = head0_largest([layer_norm_row([c * v for v in r]) for r in rows], weights)
+        assert [round(v, 2) for v in normed] == [round(v, 2) for v in base], c
