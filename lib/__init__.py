@@ -18,6 +18,7 @@ online_softmax, online_softmax_steps    softmax from a running max and sum over 
 split_heads, merge_heads, multi_head_attention
 seed_toy_example, example_sentence, example_projections, SENTENCE    shared example inputs
 softmax_backward, attention_backward    gradients through the softmax and through attention
+layer_norm, feed_forward, transformer_block, BlockWeights, random_block_weights    the block around the heads
 
 Submodules imported by name: ``lib.handbuilt`` (heads built by hand) and
 ``lib.tiny_lm`` (chapter 11's two-layer attention-only language model, its
@@ -26,6 +27,7 @@ training, and ``python -m lib.tiny_lm train``).
 
 from .attention import attend_one_query, scaled_dot_product_attention, scaled_scores
 from .backward import attention_backward, softmax_backward
+from .block import BlockWeights, feed_forward, layer_norm, random_block_weights, transformer_block
 from .blocked import blocked_attention, online_softmax, online_softmax_steps
 from .examples import SENTENCE, example_projections, example_sentence, seed_toy_example
 from .masks import causal_mask
@@ -35,6 +37,7 @@ from .scores import dot_product_scores
 from .softmax import softmax
 
 __all__ = [
+    "BlockWeights",
     "SENTENCE",
     "attend_one_query",
     "attention_backward",
@@ -43,15 +46,19 @@ __all__ = [
     "dot_product_scores",
     "example_projections",
     "example_sentence",
+    "feed_forward",
+    "layer_norm",
     "merge_heads",
     "multi_head_attention",
     "online_softmax",
     "online_softmax_steps",
     "project_qkv",
+    "random_block_weights",
     "scaled_dot_product_attention",
     "scaled_scores",
     "seed_toy_example",
     "softmax",
     "softmax_backward",
     "split_heads",
+    "transformer_block",
 ]

@@ -45,3 +45,65 @@ def softmax(z):
 def dot(a, b):
     """Dot product of two lists of floats."""
     return sum(x * y for x, y in zip(a, b))
+
+
+def matmul(a, b):
+    """Product of two matrices given as lists of rows."""
+    return [[sum(a[i][t] * b[t][j] for t in range(len(b))) for j in range(len(b[0]))] for i in range(len(a))]
+
+
+def layer_norm_row(row, gain=None, bias=None, eps=1e-5):
+    """One token vector normalised to mean 0 and (divide-by-d) variance 1, then gain and bias."""
+    d = len(row)
+    mean = sum(row) / d
+    var = sum((v - mean) ** 2 for v in row) / d
+    out = [(v - mean) / math.sqrt(var + eps) for v in row]
+    if gain is not None:
+        out = [o * g for o, g in zip(out, gain)]
+    if bias is not None:
+        out = [o + b for o, b in zip(out, bias)]
+    return out
+
+
+def feed_forward_row(row, w_1, b_1, w_2, b_2):
+    """max(0, row W_1 + b_1) W_2 + b_2 for one token, with plain loops."""
+    hidden = [max(0.0, sum(row[t] * w_1[t][j] for t in range(len(row))) + b_1[j]) for j in range(len(b_1))]
+    return [sum(hidden[t] * w_2[t][j] for t in range(len(hidden))) + b_2[j] for j in range(len(b_2))]
+
+
+def naive_block(x, w, n_heads, norm="pre", causal=False, eps=1e-5):
+    """One Transformer block on the rows of x (lists); ``w`` maps the names of
+    lib.BlockWeights' fields to nested lists. Pre-LN or post-LN."""
+    n, d = len(x), len(x[0])
+    width = d // n_heads
+    allowed = [[j <= i for j in range(n)] for i in range(n)] if causal else None
+
+    def attend(rows):
+        q, k, v = matmul(rows, w["w_q"]), matmul(rows, w["w_k"]), matmul(rows, w["w_v"])
+        concat = [[] for _ in range(n)]
+        for head in range(n_heads):
+            cols = range(head * width, (head + 1) * width)
+            out, _ = naive_attention(
+                [[r[c] for c in cols] for r in q],
+                [[r[c] for c in cols] for r in k],
+                [[r[c] for c in cols] for r in v],
+                allowed,
+            )
+            for i in range(n):
+                concat[i].extend(out[i])
+        return matmul(concat, w["w_o"])
+
+    def ffn(rows):
+        return [feed_forward_row(r, w["w_1"], w["b_1"], w["w_2"], w["b_2"]) for r in rows]
+
+    def ln(rows, which):
+        return [layer_norm_row(r, w[f"gain_{which}"], w[f"bias_{which}"], eps) for r in rows]
+
+    def add(a, b):
+        return [[p + q for p, q in zip(ra, rb)] for ra, rb in zip(a, b)]
+
+    if norm == "pre":
+        h = add(x, attend(ln(x, 1)))
+        return add(h, ffn(ln(h, 2)))
+    h = ln(add(x, attend(x)), 1)
+    return ln(add(h, ffn(h)), 2)

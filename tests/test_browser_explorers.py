@@ -40,6 +40,7 @@ PAGES = {
     "ch6-mask": "chapters/06_causal_masking",
     "ch7-head": "chapters/07_multi_head_preview",
     "ch8-steps": "chapters/08_online_softmax",
+    "ch10-stretch": "chapters/10_attention_in_its_block",
 }
 
 
@@ -167,6 +168,19 @@ def check_steps(ns: dict[str, Any], setting: dict[str, Any], alt: str) -> None:
     assert np.allclose(so_far, np.exp(row[:seen] - m) / total, atol=0.006), alt
 
 
+def check_stretch_stream(ns: dict[str, Any], setting: dict[str, Any], alt: str) -> None:
+    x = setting["c"] * ns["x"]
+    if setting["normalised"]:
+        centred = x - x.mean(axis=1, keepdims=True)
+        x = centred / np.sqrt((centred**2).mean(axis=1, keepdims=True) + 1e-5)
+    w = ns["weights"]
+    s = (x @ w.w_q[:, :4]) @ (x @ w.w_k[:, :4]).T / 2.0  # head 0: the first d_k = 4 columns
+    largest = [softmax(row).max() for row in s]
+    shown = numbers(alt.split("query:")[1])
+    assert len(shown) == 6 and all(near(str(v), m, 2) for v, m in zip(shown, largest)), alt
+    assert f"c = {setting['c']}." in alt
+
+
 CHECKS: dict[str, Callable[[dict[str, Any], dict[str, Any], str], None]] = {
     "ch3-blend": check_blend,
     "ch5-width": check_width,
@@ -174,6 +188,7 @@ CHECKS: dict[str, Callable[[dict[str, Any], dict[str, Any], str], None]] = {
     "ch6-mask": check_mask,
     "ch7-head": check_head,
     "ch8-steps": check_steps,
+    "ch10-stretch": check_stretch_stream,
 }
 
 
