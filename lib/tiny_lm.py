@@ -32,7 +32,7 @@ import argparse
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -418,6 +418,10 @@ def load(path: Path) -> tuple[Config, TrainResult]:
     return cfg, result
 
 
+#: The settings of :class:`Config` that the command line can change (the depth stays the chapter's two layers).
+CLI_SETTINGS = tuple(f.name for f in fields(Config) if f.name != "n_layers")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``python -m lib.tiny_lm train --out FILE [--steps N] [--seed S] ...``."""
     parser = argparse.ArgumentParser(prog="python -m lib.tiny_lm", description=__doc__.split("\n\n")[0])
@@ -426,39 +430,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     tr.add_argument("--out", type=Path, required=True, help="the .npz file to write (refuses to overwrite)")
     tr.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     defaults = Config()
-    for name in (
-        "vocab",
-        "half",
-        "min_half",
-        "d_model",
-        "n_heads",
-        "d_head",
-        "batch",
-        "steps",
-        "seed",
-        "snapshot_every",
-    ):
-        tr.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(defaults, name))
-    for name in ("lr", "pos_std"):
-        tr.add_argument(f"--{name.replace('_', '-')}", type=float, default=getattr(defaults, name))
+    for name in CLI_SETTINGS:
+        default = getattr(defaults, name)
+        tr.add_argument(f"--{name.replace('_', '-')}", type=type(default), default=default)
     args = parser.parse_args(argv)
     if args.out.exists() and not args.force:
         parser.error(f"{args.out} exists; pass --force to overwrite it")
-    names = (
-        "vocab",
-        "half",
-        "min_half",
-        "d_model",
-        "n_heads",
-        "d_head",
-        "batch",
-        "steps",
-        "seed",
-        "snapshot_every",
-        "lr",
-        "pos_std",
-    )
-    cfg = Config(**{name: getattr(args, name) for name in names})
+    cfg = Config(**{name: getattr(args, name) for name in CLI_SETTINGS})
     result = train(cfg, progress=True)
     save(result, cfg, args.out)
     held_out = make_batch(np.random.default_rng([cfg.seed, 2]), 1000, cfg.half, cfg.vocab, cfg.min_half)
