@@ -43,7 +43,7 @@ def is_configured(course: Path) -> bool:
     return isinstance(named, str) and bool(named)
 
 
-def _private_folder(folder: Path) -> None:
+def _private_folder(folder: Path) -> list[Path]:
     """Make ``folder`` and its missing parents, each readable by its owner only (mode 700)."""
     missing = []
     while not folder.exists():
@@ -52,6 +52,7 @@ def _private_folder(folder: Path) -> None:
     for path in reversed(missing):
         path.mkdir(mode=0o700)
         os.chmod(path, 0o700)  # mkdir's mode is masked by the umask
+    return missing
 
 
 def config_value(path: Path) -> str:
@@ -76,9 +77,10 @@ def ensure_secret(course: Path, course_id: str) -> str | None:
     if path.exists() or path.is_symlink():
         made = f"used the existing course secret file {path} (never overwritten)"
     else:
-        _private_folder(path.parent)
+        folders = _private_folder(path.parent)
         seeds.new_secret_file(path)
-        made = f"made a new course secret in {path} (mode 600, in a folder of mode 700, outside the course folder)"
+        where = ", in new folders of mode 700" if folders else ""
+        made = f"made a new course secret in {path} (mode 600{where}, outside the course folder)"
     value = config_value(path)
     line = f"c.CourseGrading.secret_file = {value!r}"
     config = course / seeds.CONFIG
