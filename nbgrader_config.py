@@ -22,12 +22,14 @@ c.ExportPlugin.to = "nbgrader_export.csv"
 
 # The course secret that seeds each learner's hidden tests (grading/seeds.py):
 # seed = HMAC-SHA256(secret, assignment + student), used alike by `nbgrader
-# autograde` (the hidden test cells) and `./course grade`. Make one with
+# autograde` (the hidden test cells) and `./course grade`. There is no public
+# default: with none configured, the first `./course grade` makes one in
+# ~/.config/sdpa-course/<course id>/grading-secret (mode 600) and appends its
+# c.CourseGrading.secret_file line at the end of this file. To choose the place
+# yourself, make one with
 #   python -m grading.seeds new-secret ~/.config/sdpa-course/grading-secret
 # and name it here (never in the repository, a release or exercises/):
 # c.CourseGrading.secret_file = "~/.config/sdpa-course/grading-secret"
-# Without it the course id is the secret: scores are reproducible, but the
-# hidden inputs are predictable to anyone who reads grading/seeds.py.
 
 # Feedback must not show the hidden tests: nbgrader's feedback is made from the
 # autograded notebook, where autograde has put them back, so clear them again.

@@ -47,6 +47,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run from a checkout without installing the course
+# Every benchmark grades with a course secret of its own (grading/seeds.py), so that no run makes
+# one in the instructor's home or names it in this repository's nbgrader_config.py.
+os.environ.setdefault("COURSE_GRADING_SECRET", "benchmark-secret")
 
 from nbgrader_tools import scratch_course  # noqa: E402
 from sample_submissions import Builder  # noqa: E402

@@ -172,7 +172,10 @@ def read_roster(path: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
-    from .runner import grade_class
+    from grading import seeds
+
+    from . import secret
+    from .runner import course_id_of, grade_class
 
     if args.assignment not in known_assignments(args.course):
         print(f"classgrader: {unknown_message(args.course, args.assignment)}", file=sys.stderr)
@@ -205,6 +208,14 @@ def main(argv: list[str] | None = None) -> int:
     except lms_export.MappingError as exc:
         print(f"classgrader: {exc}", file=sys.stderr)
         return 2
+
+    try:
+        made = secret.ensure_secret(args.course, course_id_of(args.course))
+    except (OSError, seeds.SecretMissing) as exc:
+        print(f"classgrader: the course secret: {exc}", file=sys.stderr)
+        return 2
+    if made:
+        print(made, file=sys.stderr)
 
     settings = Settings(
         limits=sandbox.Limits(wall_seconds=args.timeout, memory_bytes=_size(args.memory)),

@@ -168,8 +168,6 @@ def grade_class(
     workers = max(1, workers or os.cpu_count() or 1)
     info: AssignmentInfo = load_assignment(course, assignment)
     policy = late_policy if late_policy is not None else late.policy_for(course, assignment)
-    if info.secret_source.startswith("the default"):
-        log(f"classgrader: hidden-test seeds come from {info.secret_source}")
     paths = Paths(out, assignment, Path(info.notebook).stem)
     out.mkdir(parents=True, exist_ok=True)
     db_url = gradebook.normalise_url(db_url or gradebook.sqlite_url(out / "gradebook.db"))

@@ -18,10 +18,12 @@ Looked for, in order:
    ``nbgrader_config.py`` (relative to the course folder, ``~`` allowed).
    A file that is named but missing or empty is an error with a message
    saying how to make one (``python -m grading.seeds new-secret PATH``);
-3. nothing configured: the documented default for a single-instructor course,
-   the course id (``c.CourseDirectory.course_id``). Scores are still
-   reproducible, but anyone who reads this rule can compute the hidden inputs;
-   the class grader says so in its log.
+3. nothing configured: an error (:class:`SecretMissing`) saying how to make
+   one. There is no public default: a seed anyone could compute from the
+   course id would make the hidden inputs predictable. The first
+   ``./course grade`` makes the secret (:mod:`classgrader.secret`) in a
+   private file outside the course folder and names it in
+   ``nbgrader_config.py``, so that ``nbgrader autograde`` reads it too.
 
 The secret file must never be committed, released or put in ``exercises/``
 (``.gitignore`` lists ``grading-secret*``).
@@ -75,8 +77,8 @@ def _config(course: Path) -> dict:
 def course_secret(course: Path) -> tuple[bytes, str]:
     """``(secret, where it came from)`` for the course folder ``course``.
 
-    Raises :class:`SecretMissing` when a secret file is configured but cannot
-    be read.
+    Raises :class:`SecretMissing` when no secret is configured, or when the
+    configured file cannot be read.
     """
     env = os.environ.get(ENV_SECRET)
     if env:
@@ -99,11 +101,12 @@ def course_secret(course: Path) -> tuple[bytes, str]:
                 f"the course secret file {path} is empty; make one with: python -m grading.seeds new-secret {path}"
             )
         return text.encode(), f"the file {path}"
-    course_id = config.get("CourseDirectory", {}).get("course_id")
-    course_id = course_id if isinstance(course_id, str) and course_id else "default_course"
-    return course_id.encode(), (
-        f"the default (the course id {course_id!r}): set c.CourseGrading.secret_file in "
-        f"{CONFIG} to keep the hidden inputs unpredictable"
+    raise SecretMissing(
+        f"no course secret is configured for {Path(course)}, so the hidden tests have no seed. "
+        "Run ./course grade once (it makes a private secret file and names it in "
+        f"{CONFIG}), or make one with: python -m grading.seeds new-secret "
+        f"~/.config/sdpa-course/<course id>/grading-secret and add the line "
+        f'c.CourseGrading.secret_file = "<that path>" to {CONFIG}, or set {ENV_SECRET}'
     )
 
 
@@ -138,16 +141,26 @@ def hidden_seed(assignment: str) -> int:
     return secrets.randbits(31)
 
 
+def new_secret_file(path: Path) -> None:
+    """Write a fresh random secret to a new file ``path``, readable by its owner only (mode 600).
+
+    Raises :class:`FileExistsError` if ``path`` exists: an existing secret is
+    never overwritten, since a regrade needs the same one.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        os.fchmod(fh.fileno(), 0o600)
+        fh.write(secrets.token_hex(32) + "\n")
+
+
 def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "new-secret":
         path = Path(os.path.expanduser(argv[1]))
         if path.exists():
             print(f"{path} exists; not overwritten (regrades need the same secret)", file=sys.stderr)
             return 1
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(secrets.token_hex(32) + "\n")
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        new_secret_file(path)
         print(
             f"wrote a new course secret to {path}; name it in nbgrader_config.py: "
             f"c.CourseGrading.secret_file = {str(path)!r}"

@@ -705,8 +705,8 @@ def test_the_course_secret_comes_from_the_file_the_config_names(tmp_path, monkey
     monkeypatch.delenv(seeds.ENV_SECRET, raising=False)
     config = tmp_path / "nbgrader_config.py"
     config.write_text('c = get_config()\nc.CourseDirectory.course_id = "demo"\n')
-    secret, where = seeds.course_secret(tmp_path)
-    assert secret == b"demo" and "default" in where  # documented default: the course id
+    with pytest.raises(seeds.SecretMissing, match="no course secret is configured"):
+        seeds.course_secret(tmp_path)  # no public default: never the course id
     config.write_text(config.read_text() + 'c.CourseGrading.secret_file = "private/secret.txt"\n')
     with pytest.raises(seeds.SecretMissing, match=r"python -m grading.seeds new-secret .*secret.txt"):
         seeds.course_secret(tmp_path)
