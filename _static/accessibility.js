@@ -1,5 +1,5 @@
 // Accessibility repairs for markup the book does not write itself: the quizzes
-// (jupyterquiz), the theme's search button and Sphinx's bibliography. Each
+// (jupyterquiz), the flashcards (jupytercards), the theme's search button and Sphinx's bibliography. Each
 // repair is small and idempotent; it runs once MathJax has typeset the page
 // (quiz answers may be only math) and again whenever the page changes
 // (quizzes and cards build their markup with scripts). Checked by axe-core in
@@ -30,6 +30,28 @@
           }
         }
       });
+    // A flashcard's check mark ("I know this card": it leaves the deck) and
+    // cross ("not yet": it comes back later) are bare icons that act on a
+    // click: make each a named button, with the same words as a tooltip,
+    // that the keyboard can reach and press.
+    document.querySelectorAll(".flashcardKnown, .flashcardNotKnown").forEach(function (icon) {
+      if (icon.getAttribute("role") === "button") return;
+      var known = icon.classList.contains("flashcardKnown");
+      var name = known ? "I know this card: take it out of the deck" : "Not yet: keep this card in the deck";
+      icon.setAttribute("role", "button");
+      icon.setAttribute("tabindex", "0");
+      icon.setAttribute("aria-label", name);
+      icon.setAttribute("title", name);
+      icon.querySelectorAll("svg").forEach(function (svg) { svg.setAttribute("aria-hidden", "true"); });
+      icon.addEventListener("keydown", function (event) {
+        if (event.key === "Enter" || event.key === " ") {
+          // The deck itself turns the card on Enter: this key is the icon's.
+          event.preventDefault();
+          event.stopPropagation();
+          icon.click();
+        }
+      });
+    });
     // The theme's search button shows "Search Ctrl+K" but is named "Search":
     // let its visible text be its name.
     document.querySelectorAll(".search-button-field[aria-label]").forEach(function (button) {

@@ -8,11 +8,25 @@ rendering wrong.
 
 from __future__ import annotations
 
+import copy
+import html
 import json
+import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["load_quiz", "load_cards", "show_quiz", "show_cards", "QUESTION_TYPES", "QUIZ_DISPLAY"]
+__all__ = [
+    "load_quiz",
+    "load_cards",
+    "prepare_quiz",
+    "prepare_cards",
+    "markdown_html",
+    "precision_note",
+    "show_quiz",
+    "show_cards",
+    "QUESTION_TYPES",
+    "QUIZ_DISPLAY",
+]
 
 QUESTION_TYPES = ("multiple_choice", "many_choice", "numeric")
 
@@ -107,6 +121,90 @@ def load_cards(path: str | Path) -> list[dict]:
     return data
 
 
+# The widgets put text into the page as HTML and turn $...$ into MathJax, but
+# read no Markdown. The conversion is a small one written here, not a Markdown
+# library: the chapters also run in the in-browser Python (JupyterLite), which
+# holds only the wheels the site locks (_ext/lite_build.py).
+_PROTECTED = re.compile(
+    r"`(?P<code>[^`]+)`"  # a code span: its text shown as written
+    r"|(?P<math>\$\$.+?\$\$|(?<!\\)\$(?:\\.|[^$\\])+\$)",  # $$...$$ or $...$, left to MathJax
+    re.DOTALL,
+)
+_STRONG = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*", re.DOTALL)
+_EM = re.compile(r"(?<![*\w])\*(?=[^\s*])([^*]+?)(?<=[^\s*])\*(?![*\w])")
+_SLOT = re.compile(r"\x00(\d+)\x00")
+
+
+def markdown_html(text: str) -> str:
+    """Quiz or card text, written in a little Markdown, as HTML.
+
+    ``**bold**`` becomes ``<strong>``, ``*italic*`` ``<em>`` (an asterisk
+    inside a word, or with a space after it, stays as written), and a
+    `` `code span` `` ``<code>``. Math between ``$`` or ``$$`` is kept as it
+    is for MathJax (HTML-escaped, which MathJax reads back as the same text);
+    everything else is plain text, HTML-escaped. Underscores are not
+    emphasis: they stand in names such as d_model.
+
+    >>> markdown_html("What is a **logit**, and *why* `z**2`? $a * b < c$")
+    'What is a <strong>logit</strong>, and <em>why</em> <code>z**2</code>? $a * b &lt; c$'
+    """
+    kept: list[str] = []
+
+    def keep(match: re.Match[str]) -> str:
+        if match["code"] is not None:
+            # A $ inside code is no math delimiter: hide it from the widgets' $-scan.
+            kept.append("<code>" + html.escape(match["code"], quote=False).replace("$", "&#36;") + "</code>")
+        else:
+            kept.append(html.escape(match["math"], quote=False))
+        return f"\x00{len(kept) - 1}\x00"
+
+    out = html.escape(_PROTECTED.sub(keep, text), quote=False)
+    out = _STRONG.sub(r"<strong>\1</strong>", out)
+    out = _EM.sub(r"<em>\1</em>", out)
+    return _SLOT.sub(lambda m: kept[int(m[1])], out)
+
+
+def precision_note(question: dict) -> str:
+    """What a numeric question that rounds the reader's answer says about it.
+
+    jupyterquiz rounds the answer typed to the question's ``precision``
+    significant digits before comparing; without saying so, 0.73 is
+    "incorrect" where 0.731 was wanted.
+
+    >>> precision_note({"type": "numeric", "precision": 3})
+    '(3 significant digits)'
+    >>> precision_note({"type": "numeric", "precision": 1}), precision_note({"type": "numeric"})
+    ('(1 significant digit)', '')
+    """
+    digits = question.get("precision") if question.get("type") == "numeric" else None
+    if not digits:
+        return ""
+    return f"({digits} significant digit{'' if digits == 1 else 's'})"
+
+
+def prepare_quiz(questions: list[dict]) -> list[dict]:
+    """The questions as the quiz shows them: Markdown turned into HTML, and each
+    numeric question that rounds saying how many significant digits it wants
+    (unless its text already says so). The input is not changed."""
+    shown = copy.deepcopy(questions)
+    for q in shown:
+        note = precision_note(q)
+        text = markdown_html(q["question"])
+        if note and note.lower() not in q["question"].lower():
+            text = f"{text.rstrip()} {note}"
+        q["question"] = text
+        for a in q["answers"]:
+            for key in ("answer", "feedback"):
+                if isinstance(a.get(key), str):
+                    a[key] = markdown_html(a[key])
+    return shown
+
+
+def prepare_cards(cards: list[dict]) -> list[dict]:
+    """The cards as the deck shows them: Markdown turned into HTML. The input is not changed."""
+    return [{**card, "front": markdown_html(card["front"]), "back": markdown_html(card["back"])} for card in cards]
+
+
 #: How every quiz is displayed: questions in file order, the options of each
 #: multiple-choice question in a fresh random order on every page load, so the
 #: position of the right answer teaches nothing.
@@ -114,16 +212,18 @@ QUIZ_DISPLAY: dict[str, Any] = {"shuffle_questions": False, "shuffle_answers": T
 
 
 def show_quiz(path: str | Path, **options: Any) -> None:
-    """Check the quiz file, then display it with :data:`QUIZ_DISPLAY` (answers shuffled)."""
+    """Check the quiz file, then display it (see :func:`prepare_quiz`) with
+    :data:`QUIZ_DISPLAY` (answers shuffled)."""
     from jupyterquiz import display_quiz
 
-    display_quiz(load_quiz(path), **{**QUIZ_DISPLAY, "colors": QUIZ_COLORS, **options})
+    display_quiz(prepare_quiz(load_quiz(path)), **{**QUIZ_DISPLAY, "colors": QUIZ_COLORS, **options})
 
 
 def show_cards(path: str | Path, **options: Any) -> None:
-    """Check the flashcard file, then display the deck."""
+    """Check the flashcard file, then display the deck (see :func:`prepare_cards`)."""
     from jupytercards import display_flashcards
 
     display_flashcards(
-        load_cards(path), **{"front_colors": CARD_FRONT_COLORS, "back_colors": CARD_BACK_COLORS, **options}
+        prepare_cards(load_cards(path)),
+        **{"front_colors": CARD_FRONT_COLORS, "back_colors": CARD_BACK_COLORS, **options},
     )

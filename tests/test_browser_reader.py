@@ -22,6 +22,8 @@ import pytest
 import yaml
 from browser import HTML, RAW_TEX_JS, ROOT, SCREENSHOTS, VIEWPORT, read_json
 
+from teaching.study import markdown_html
+
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
 
@@ -93,7 +95,8 @@ def answer(page, quiz_id: str, which: str) -> tuple[str, str]:
 def test_quiz_gives_feedback_for_a_right_and_a_wrong_answer(open_page):
     path, question, right, wrong = quiz_question()
     page, log = open_page(path)
-    quiz_id = page.evaluate(MARK_ANSWERS_JS, [right["feedback"], wrong["feedback"]])
+    # The page holds the feedback as teaching.study hands it to the quiz: Markdown made HTML.
+    quiz_id = page.evaluate(MARK_ANSWERS_JS, [markdown_html(right["feedback"]), markdown_html(wrong["feedback"])])
     assert quiz_id, f"{path}: the question {question['question'][:60]!r} is not on the page"
 
     cls, text = answer(page, quiz_id, "wrong")
@@ -345,7 +348,8 @@ def test_screenshots_of_math_a_quiz_and_a_heatmap(open_page):
 
     path, _, right, wrong = quiz_question()
     page, log = open_page(path)
-    quiz_id = page.evaluate(MARK_ANSWERS_JS, [right["feedback"], wrong["feedback"]])
+    # The page holds the feedback as teaching.study hands it to the quiz: Markdown made HTML.
+    quiz_id = page.evaluate(MARK_ANSWERS_JS, [markdown_html(right["feedback"]), markdown_html(wrong["feedback"])])
     answer(page, quiz_id, "right")
     shoot(page, page.locator(f"#quizWrap{quiz_id}"), "quiz.png")
     assert not log.problems(), log.problems()

@@ -1,11 +1,13 @@
 """Every quiz and flashcard file of the book is well-formed, and the checker
-catches the mistakes it exists to catch.
+catches the mistakes it exists to catch. What the widgets show has its
+Markdown turned into HTML and states the precision a numeric answer needs.
 
 Every chapter's quiz (``chapters/*.quiz.json``) also has at least 8 questions,
 repeats no question of another chapter, spreads the position of its right
 answers, and is displayed with its answers shuffled.
 """
 
+import html
 import json
 import math
 import re
@@ -15,7 +17,15 @@ from pathlib import Path
 import pytest
 from built_book import built_page
 
-from teaching.study import StudyDataError, load_cards, load_quiz, show_quiz
+from teaching.study import (
+    StudyDataError,
+    load_cards,
+    load_quiz,
+    markdown_html,
+    prepare_cards,
+    prepare_quiz,
+    show_quiz,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 QUIZZES = sorted(ROOT.glob("chapters/*.quiz.json"))
@@ -178,8 +188,101 @@ def test_built_chapter_shows_the_current_quiz_file(path):
     questions. This catches such a stale page."""
     shown = quizzes_on_page(built_page(f"chapters/{path.name.removesuffix('.quiz.json')}.html"))
     assert shown, f"{path.name}: the built chapter embeds no quiz"
-    assert load_quiz(path) in shown, (
+    assert prepare_quiz(load_quiz(path)) in shown, (
         f"the built page shows another version of {path.name}: rebuild it "
         "from scratch (remove _build/), or touch the chapter's .md and remove its entry from _build/.jupyter_cache "
         "(`jcache cache -p _build/.jupyter_cache remove ID`)"
     )
+
+
+# --------------------------------------------------------------------------- what the widgets show
+
+
+@pytest.mark.parametrize(
+    "text, html",
+    [
+        ("What is a **logit**?", "What is a <strong>logit</strong>?"),
+        ("With -1e9 *added* to it", "With -1e9 <em>added</em> to it"),
+        ("In numpy: `axis=-1`.", "In numpy: <code>axis=-1</code>."),
+        ("**the score $e_{ij}$** here", "<strong>the score $e_{ij}$</strong> here"),
+        # Math, code and asterisks that are no emphasis stay as written.
+        ("$a * b * c$ and $$x^**$$", "$a * b * c$ and $$x^**$$"),
+        ("`x**2` costs `$5`", "<code>x**2</code> costs <code>&#36;5</code>"),
+        ("2 * 3 * 4, a*b*c, d_model and d_k", "2 * 3 * 4, a*b*c, d_model and d_k"),
+        # Text is text: a < or & is shown, not read as HTML.
+        ("a < b & c", "a &lt; b &amp; c"),
+        ("$a < b$", "$a &lt; b$"),
+    ],
+)
+def test_markdown_html(text, html):
+    assert markdown_html(text) == html
+
+
+def shown_texts() -> list[tuple[str, str]]:
+    """(file name, text) for every text the quizzes and decks show, as prepared for the widgets."""
+    texts = []
+    for path in QUIZZES:
+        for q in prepare_quiz(load_quiz(path)):
+            texts.append((path.name, q["question"]))
+            texts += [(path.name, a[key]) for a in q["answers"] for key in ("answer", "feedback") if key in a]
+    for path in DECKS:
+        texts += [(path.name, card[side]) for card in prepare_cards(load_cards(path)) for side in ("front", "back")]
+    return texts
+
+
+MATH = re.compile(r"\$\$.+?\$\$|\$(?:\\.|[^$\\])+\$", re.DOTALL)
+CODE = re.compile(r"<code>.*?</code>", re.DOTALL)
+RAW_EMPHASIS = re.compile(r"(?<![*\w])\*[^\s*][^*]*?\*(?![*\w])")
+
+
+def raw_markdown(text: str) -> list[str]:
+    """What Markdown a reader would see as typed in a shown text (math and code aside)."""
+    seen = html.unescape(re.sub(r"<[^>]+>", "", CODE.sub(" ", MATH.sub(" ", text))))
+    return [mark for mark in ("**", "`") if mark in seen] + RAW_EMPHASIS.findall(seen)
+
+
+def test_no_quiz_or_card_text_shows_raw_markdown():
+    raw = [(name, text[:80], found) for name, text in shown_texts() if (found := raw_markdown(text))]
+    assert not raw, raw
+    # The files do write Markdown, so the check above is not vacuous.
+    written = [t for path in QUIZZES + DECKS for t in re.findall(r"\*\*\w+|`\w", path.read_text(encoding="utf-8"))]
+    assert written
+
+
+def test_raw_markdown_check_sees_each_mark():
+    assert raw_markdown("a **b** c") == ["**"] and raw_markdown("a `b` c") == ["`"]
+    assert raw_markdown("a *b* c") == ["*b*"]
+    assert raw_markdown("$a **b** c$ and <code>`x`</code>") == []
+
+
+SIGNIFICANT = re.compile(r"\((\d+) significant digits?\)")
+
+
+def numeric_with_precision(path: Path) -> list[dict]:
+    return [q for q in load_quiz(path) if q["type"] == "numeric" and "precision" in q]
+
+
+@pytest.mark.parametrize("path", QUIZZES, ids=lambda p: p.name)
+def test_numeric_questions_state_the_precision_they_round_to(path):
+    for q, shown in zip(load_quiz(path), prepare_quiz(load_quiz(path)), strict=True):
+        if q not in numeric_with_precision(path):
+            continue
+        text = shown["question"]
+        stated = [int(n) for n in SIGNIFICANT.findall(text)]
+        assert stated == [q["precision"]], f"{path.name}: {text!r} states {stated}, rounds to {q['precision']}"
+
+
+def test_the_book_has_numeric_questions_that_round():
+    assert sum(len(numeric_with_precision(p)) for p in QUIZZES) >= 10
+
+
+@pytest.mark.parametrize("path", QUIZ_CHAPTERS, ids=lambda p: p.name)
+def test_built_chapter_quiz_states_precision_and_shows_no_raw_markdown(path):
+    shown = quizzes_on_page(built_page(f"chapters/{path.name.removesuffix('.quiz.json')}.html"))
+    assert shown, f"{path.name}: the built chapter embeds no quiz"
+    questions = [q for quiz in shown for q in quiz]
+    for q in questions:
+        if q["type"] == "numeric" and "precision" in q:
+            assert [int(n) for n in SIGNIFICANT.findall(q["question"])] == [q["precision"]], q["question"]
+        texts = [q["question"]] + [a[k] for a in q["answers"] for k in ("answer", "feedback") if k in a]
+        assert not [t for t in texts if raw_markdown(t)], [t[:80] for t in texts if raw_markdown(t)]

@@ -1,0 +1,154 @@
+"""The quizzes, the flashcards and the search box as a reader meets them, in headless Chromium.
+
+The flashcards' check mark and cross are named buttons with a tooltip that the
+keyboard can press, and "Next >" stays on one line; quiz text shows its
+Markdown rendered (no ``**`` or backticks) and a numeric question that rounds
+says to how many significant digits; a page shows one search box, on a laptop
+and on a phone. Expected texts come from the quiz and card files.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from browser import ROOT, read_json
+
+CHAPTERS = ROOT / "chapters"
+PHONE = {"width": 390, "height": 844}
+LAPTOP = {"width": 1280, "height": 900}
+
+
+def chapter_with(suffix: str, pattern: str = "") -> str:
+    """The first chapter page whose ``<chapter><suffix>`` file exists (and contains the pattern)."""
+    for source in sorted(CHAPTERS.glob(f"*{suffix}")):
+        if re.search(pattern, source.read_text(encoding="utf-8")):
+            return f"chapters/{source.name.removesuffix(suffix)}.html"
+    pytest.fail(f"no chapter has a {suffix} file matching {pattern!r}")
+
+
+def open_at(book_browser, path: str, viewport: dict):
+    context = book_browser.new_context()
+    context.set_default_timeout(15_000)
+    page, log = book_browser.open(context, path)
+    page.set_viewport_size(viewport)
+    return context, page, log
+
+
+# --------------------------------------------------------------------------- flashcards
+
+
+def test_flashcard_marks_are_named_buttons_with_tooltips(open_page):
+    page, log = open_page(chapter_with(".cards.json"))
+    deck = page.locator(".flip-container").first
+    deck.scroll_into_view_if_needed()
+    card = deck.locator(".flipper.frontcard")
+    names = {}
+    for mark in ("flashcardKnown", "flashcardNotKnown"):
+        icon = card.locator(f".{mark}")
+        icon.wait_for(state="attached")
+        page.wait_for_function(f"() => document.querySelector('.{mark}').getAttribute('role') === 'button'")
+        name = icon.get_attribute("aria-label") or ""
+        assert len(name.split()) >= 2, f"{mark}: aria-label {name!r}"
+        assert icon.get_attribute("title") == name, f"{mark}: the tooltip says something else than the name"
+        assert icon.get_attribute("tabindex") == "0", f"{mark} cannot be reached with the keyboard"
+        names[mark] = name
+    assert names["flashcardKnown"] != names["flashcardNotKnown"]
+
+    # Enter on the focused cross does what a click does: the next card comes in.
+    first = card.get_attribute("data-seq-num")
+    card.locator(".flashcardNotKnown").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        "(seq) => { const c = document.querySelector('.flip-container .flipper.frontcard');"
+        " return c && c.dataset.seqNum !== seq; }",
+        arg=first,
+    )
+    assert not log.problems(), log.problems()
+
+
+LINES_OF_NEXT_JS = """
+() => {
+  const next = document.querySelector('.next');
+  const range = document.createRange();
+  range.selectNodeContents(next);
+  const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+  return [next.textContent.trim(), tops.size];
+}
+"""
+
+
+@pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_flashcards_next_stays_on_one_line(book_browser, viewport):
+    context, page, log = open_at(book_browser, chapter_with(".cards.json"), viewport)
+    try:
+        deck = page.locator(".flip-container").first
+        deck.scroll_into_view_if_needed()
+        deck.click()
+        page.wait_for_function("() => document.querySelector('.next').textContent.includes('Next')")
+        text, lines = page.evaluate(LINES_OF_NEXT_JS)
+        assert text == "Next >" and lines == 1, f"{text!r} is drawn on {lines} lines"
+        assert not log.problems(), log.problems()
+    finally:
+        context.close()
+
+
+# --------------------------------------------------------------------------- quiz
+
+
+def bold_words(question: str) -> list[str]:
+    return re.findall(r"\*\*([^*]+)\*\*", question)
+
+
+QUIZ_TEXT_JS = """
+() => [...document.querySelectorAll('.Quiz')].map((q) => ({
+  text: q.querySelector('[id^=quizQn]').innerText,
+  strong: [...q.querySelectorAll('[id^=quizQn] strong')].map((s) => s.textContent),
+}))
+"""
+
+
+def test_quiz_shows_markdown_rendered_and_the_precision_wanted(open_page):
+    path = chapter_with(".quiz.json", r"\*\*\w")
+    questions = read_json(CHAPTERS / path.removeprefix("chapters/").replace(".html", ".quiz.json"))
+    page, log = open_page(path)
+    page.wait_for_selector(".Quiz")
+    shown = page.evaluate(QUIZ_TEXT_JS)
+    assert len(shown) == len(questions)
+    for q in shown:
+        assert "**" not in q["text"] and "`" not in q["text"], q["text"]
+    bold = {w for question in questions for w in bold_words(question["question"])}
+    assert bold and bold <= {w for q in shown for w in q["strong"]}, "a **word** of the quiz is not shown in bold"
+
+    rounding = [q for q in questions if q["type"] == "numeric" and "precision" in q]
+    assert rounding, f"{path}: no numeric question rounds the answer"
+    for question in rounding:
+        start = " ".join(re.split(r"\$", question["question"])[0].split())
+        texts = [" ".join(q["text"].split()) for q in shown if " ".join(q["text"].split()).startswith(start)]
+        assert texts, f"{path}: {start!r} is not on the page"
+        digits = question["precision"]
+        wanted = f"({digits} significant digit{'s' if digits > 1 else ''})"
+        assert texts[0].endswith(wanted), f"{texts[0]!r} does not end with {wanted!r}"
+    assert not log.problems(), log.problems()
+
+
+# --------------------------------------------------------------------------- search
+
+
+VISIBLE_SEARCH_JS = """
+() => [...document.querySelectorAll('.search-button__button')].filter((b) => {
+  const r = b.getBoundingClientRect();
+  return r.width > 0 && r.height > 0 && getComputedStyle(b).visibility !== 'hidden';
+}).length
+"""
+
+
+@pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_a_page_shows_one_search_box(book_browser, viewport):
+    context, page, log = open_at(book_browser, chapter_with(".quiz.json"), viewport)
+    try:
+        page.wait_for_timeout(300)  # the theme lays out its header for the new width
+        assert page.evaluate(VISIBLE_SEARCH_JS) == 1
+        assert not log.problems(), log.problems()
+    finally:
+        context.close()
