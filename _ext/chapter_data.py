@@ -127,7 +127,7 @@ def on_get_outdated(
     stale, new = stale_pages(sources, Path(app.srcdir), cache_dir)
     app.chapter_data_hashes = new  # type: ignore[attr-defined]
     for docname in stale:
-        logger.info(f"chapter_data: {docname} reads a changed data file; it runs again")
+        logger.info(f"chapter_data: {docname}: its data files are not those of its cached run; it runs again")
     return stale
 
 

@@ -18,8 +18,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
+sys.path.insert(0, str(ROOT / ".ci"))
 import lite_build  # noqa: E402
 from chapter_data import data_files, fingerprint, stale_pages  # noqa: E402
+from check_nothing_rebuilt import what_ran  # noqa: E402
 
 
 def write(path: Path, text: str) -> Path:
@@ -204,3 +206,22 @@ def test_the_lite_build_is_skipped_only_when_inputs_and_output_are_the_last_buil
     assert lite_build.up_to_date(stamp, "abc", output)
     (output / "jupyter-lite.json").unlink()  # gone
     assert not lite_build.up_to_date(stamp, "abc", output)
+
+
+QUIET_LOG = (
+    "reading sources...\nUsing cached notebook: ID=3\n"
+    "lite: unchanged (inputs sha256 0123); no JupyterLite content rebuilt\n"
+)
+
+
+def test_the_ci_check_passes_a_build_that_ran_nothing():
+    assert what_ran(QUIET_LOG, {3: "/b/chapters/a.md"}, {3: "/b/chapters/a.md"}) == []
+
+
+def test_the_ci_check_names_what_ran():
+    log = "/b/chapters/c.md: Executing notebook using local CWD [mystnb]\nlite: 21 notebooks in lite (54 MB, 9 s)\n"
+    problems = what_ran(log, {3: "/b/chapters/a.md"}, {3: "/b/chapters/a.md", 4: "/b/chapters/c.md"})
+    assert len(problems) == 3
+    assert problems[0] == "executed and cached: /b/chapters/c.md"
+    assert "c.md: Executing notebook" in problems[1]
+    assert "JupyterLite" in problems[2]
