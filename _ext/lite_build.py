@@ -29,9 +29,14 @@ run it in the browser with no server and no internet. What goes in:
 
 Fetching from PyPI is switched off in the kernel (``disablePyPIFallback``), the
 browser extensions are only the Pyodide kernel and the widget manager (not the
-desktop's JupyterLab extensions), and the build starts from an empty work
-folder each time, so no stale ``.jupyterlite.doit.db`` can point the kernel
-elsewhere.
+desktop's JupyterLab extensions), and a build starts from an empty work
+folder, so no stale ``.jupyterlite.doit.db`` can point the kernel elsewhere.
+
+Only what changed is built: the contents of every input (the course wheel, the
+chapters, homework and data files, the pins, the Pyodide lock, this script and
+the JupyterLite versions) are hashed, and when neither they nor the built
+``lite/`` folder changed since the last build, it prints ``lite: unchanged``
+and builds nothing.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
+import importlib.metadata
 import json
 import re
 import shutil
@@ -53,6 +59,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PINS = ROOT / "requirements" / "lite.txt"
 CACHE = ROOT / ".lite-cache"
 WORK = ROOT / "_build" / "lite-work"
+# What the last build was made from (written last, once the build succeeded).
+STAMP = WORK / "built-from.json"
 NPM_PYODIDE = ROOT / "_ext" / "node_modules" / "pyodide"
 PYODIDE_VERSION = "0.27.7"
 # The Pyodide runtime files served to the browser (the rest of the npm package
@@ -264,12 +272,16 @@ def wheel_entry(path: Path, name: str, version: str, imports: list[str], depends
     }
 
 
-def build_course_wheel(target: Path, site: Path) -> dict:
+def course_wheel(site: Path) -> Path:
     """The learner kit's course wheel (``nbgrader_tools.kit``: lib, teaching, grading and
-    nothing else), made into the site if needed, copied into target; returns its lock entry."""
+    nothing else), made into the site if needed."""
     from nbgrader_tools import kit
 
-    wheel = kit.build(site) / kit.wheel_name()
+    return kit.build(site) / kit.wheel_name()
+
+
+def stage_course_wheel(target: Path, wheel: Path) -> dict:
+    """The course wheel copied into target; returns its lock entry."""
     shutil.copy2(wheel, target / wheel.name)
     name, imports, depends = COURSE_PACKAGE
     version = wheel.name.split("-")[1]
@@ -399,25 +411,79 @@ def check_output(output: Path) -> None:
             raise LiteBuildError(f"{output}/jupyter-lite.json: a wheel index outside the site: {url}")
 
 
-def build(site: Path) -> None:
+def input_files(root: Path = ROOT) -> list[Path]:
+    """Every file whose contents shape the built JupyterLite, but the course wheel."""
+    here = Path(__file__).resolve().parent
+    files = [
+        root / PINS.relative_to(ROOT),
+        root / NPM_PYODIDE.relative_to(ROOT) / "package.json",
+        root / NPM_PYODIDE.relative_to(ROOT) / "pyodide-lock.json",
+        here / "lite_build.py",
+        here / "offline_site.py",
+        *(root / rel for rel in DATA_FILES),
+    ]
+    chapters, exercises = root / "chapters", root / "exercises"
+    files += sorted([*chapters.glob("*.md"), *chapters.glob("*.json"), *chapters.glob("*.npz")])
+    files += sorted(exercises.glob("*/*.ipynb"))
+    return files
+
+
+def inputs_digest(files: list[Path], wheel: Path) -> str:
+    """One sha256 over the inputs' names and contents and the JupyterLite versions."""
+    digest = hashlib.sha256()
+    for dist in ("jupyterlite-core", "jupyterlite-pyodide-kernel"):
+        digest.update(f"{dist}=={importlib.metadata.version(dist)}\0".encode())
+    for path in [*files, wheel]:
+        digest.update(path.as_posix().encode() + b"\0")
+        digest.update(sha256_of(path).encode() if path.is_file() else b"missing")
+    return digest.hexdigest()
+
+
+def output_digest(output: Path) -> str | None:
+    """A sha256 over the built folder's file names and sizes; None when it is not there."""
+    if not (output / "jupyter-lite.json").is_file():
+        return None
+    digest = hashlib.sha256()
+    for path in sorted(p for p in output.rglob("*") if p.is_file()):
+        digest.update(f"{path.relative_to(output).as_posix()}\0{path.stat().st_size}\0".encode())
+    return digest.hexdigest()
+
+
+def up_to_date(stamp: Path, inputs: str, output: Path) -> bool:
+    """Whether ``output`` was built from ``inputs`` and is unchanged since (per ``stamp``)."""
+    try:
+        last = json.loads(stamp.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return False
+    built = output_digest(output)
+    return built is not None and last == {"inputs": inputs, "output": built}
+
+
+def build(site: Path) -> bool:
+    """Build ``<site>/lite``; False when it was up to date and nothing was built."""
     started = time.monotonic()
     if not (site / "index.html").is_file():
         raise LiteBuildError(f"{site}/index.html does not exist: build the book first")
     pins = read_pins()
     wheels = fetch_pinned(pins)
     lock = official_lock()
+    wheel = course_wheel(site)
+    inputs = inputs_digest(input_files(), wheel)
+    output = site / "lite"
+    if up_to_date(STAMP, inputs, output):
+        print(f"lite: unchanged (inputs sha256 {inputs[:12]}); no JupyterLite content rebuilt")
+        return False
     if WORK.exists():
         shutil.rmtree(WORK)  # with any stale .jupyterlite.doit.db in it
     WORK.mkdir(parents=True)
     pyodide_dir = WORK / "static" / "pyodide"
     packages = stage_pyodide(pyodide_dir, wheels[CARRIER], lock)
     packages.update(stage_extras(pyodide_dir, wheels, pins))
-    packages[COURSE_PACKAGE[0]] = build_course_wheel(pyodide_dir, site)
+    packages[COURSE_PACKAGE[0]] = stage_course_wheel(pyodide_dir, wheel)
     (pyodide_dir / "pyodide-lock.json").write_text(
         json.dumps({"info": lock["info"], "packages": packages}, indent=1, sort_keys=True), encoding="utf-8"
     )
     notebooks = stage_contents(WORK / "contents")
-    output = site / "lite"
     if output.exists():
         shutil.rmtree(output)
     write_config(WORK, output, wheels[WIDGETS_FRONTEND.lower()])
@@ -432,12 +498,14 @@ def build(site: Path) -> None:
         sys.stderr.write(result.stdout[-5000:] + result.stderr[-5000:])
         raise LiteBuildError(f"jupyter lite build failed (exit {result.returncode}); its output is above")
     check_output(output)
+    STAMP.write_text(json.dumps({"inputs": inputs, "output": output_digest(output)}), encoding="utf-8")
     size = sum(p.stat().st_size for p in output.rglob("*") if p.is_file())
     print(
         f"lite: {len(notebooks)} notebooks and {len(packages)} Python packages in "
         f"{output.relative_to(ROOT) if output.is_relative_to(ROOT) else output} "
         f"({size / 1e6:.0f} MB, {time.monotonic() - started:.0f} s)"
     )
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,227 @@
+"""A rebuild does only what changed.
+
+- ``_ext/chapter_data.py``: a chapter runs again when a data file it reads
+  changes (and not when nothing changed), tested on its own and on a small
+  MyST-NB book built with the execution cache in a temporary folder.
+- ``_ext/lite_build.py``: the JupyterLite step is skipped exactly when its
+  inputs and its built folder are those of the last build.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "_ext"))
+sys.path.insert(0, str(ROOT / ".ci"))
+import lite_build  # noqa: E402
+from chapter_data import data_files, fingerprint, stale_pages  # noqa: E402
+from check_nothing_rebuilt import what_ran  # noqa: E402
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_data_files_are_the_quoted_relative_paths_to_existing_files_inside_the_book(tmp_path):
+    book = tmp_path / "book"
+    quiz = write(book / "chapters" / "a.quiz.json", "[]")
+    results = write(book / "results" / "r.json", "{}")
+    write(tmp_path / "outside.json", "{}")
+    chapter = write(
+        book / "chapters" / "a.md",
+        'show_quiz("a.quiz.json")\n'
+        "data = Path('../results/r.json').read_text()\n"
+        'load("missing.npz")\n'
+        'open("../../outside.json")\n'
+        "see results/r.json and `a.quiz.json` in the text\n",
+    )
+    assert data_files(chapter, book) == sorted([quiz, results])
+
+
+def test_the_chapters_data_files_are_found():
+    chapters = ROOT / "chapters"
+    eight = {p.relative_to(ROOT).as_posix() for p in data_files(chapters / "08_online_softmax.md", ROOT)}
+    assert eight == {
+        "chapters/08_online_softmax.quiz.json",
+        "chapters/08_online_softmax.cards.json",
+        "benchmarks/results/attention_speed_memory.json",
+    }
+    eleven = {p.name for p in data_files(chapters / "11_a_tiny_model_that_reads.md", ROOT)}
+    assert {"tiny_lm.npz", "11_a_tiny_model_that_reads.quiz.json"} <= eleven
+
+
+def test_the_fingerprint_follows_contents_not_modification_times(tmp_path):
+    data = write(tmp_path / "d.json", "[1]")
+    first = fingerprint([data], tmp_path)
+    data.write_text("[1]", encoding="utf-8")  # rewritten, same bytes
+    assert fingerprint([data], tmp_path) == first
+    data.write_text("[2]", encoding="utf-8")
+    assert fingerprint([data], tmp_path) != first
+
+
+def test_a_page_is_stale_only_when_its_data_changed(tmp_path):
+    write(tmp_path / "d.json", "[1]")
+    page = write(tmp_path / "p.md", 'read("d.json")\n')
+    plain = write(tmp_path / "q.md", "no data here\n")
+    cache = tmp_path / "cache"
+    stale, hashes = stale_pages({"p": page, "q": plain}, tmp_path, cache)
+    assert stale == [] and list(hashes) == ["p"]  # first build: no record to doubt
+    cache.mkdir()
+    (cache / "chapter_data.json").write_text(json.dumps(hashes), encoding="utf-8")
+    assert stale_pages({"p": page, "q": plain}, tmp_path, cache)[0] == []
+    write(tmp_path / "d.json", "[2]")
+    assert stale_pages({"p": page, "q": plain}, tmp_path, cache)[0] == ["p"]
+
+
+PAGE = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+    format_version: 0.13
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+# A chapter
+
+```{code-cell} ipython3
+from pathlib import Path
+print("data says", Path("data.txt").read_text())
+```
+"""
+
+
+def build(src: Path, out: Path) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-W", str(src), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout + done.stderr
+
+
+@pytest.fixture
+def small_book(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A one-page MyST notebook that prints a file beside it, with the execution cache and chapter_data."""
+    src = tmp_path / "src"
+    write(src / "index.md", PAGE)
+    write(src / "data.txt", "first")
+    cache = tmp_path / "cache"
+    write(
+        src / "conf.py",
+        "import sys\n"
+        f"sys.path.insert(0, {str(ROOT / '_ext')!r})\n"
+        "extensions = ['myst_nb', 'chapter_data']\n"
+        "nb_execution_mode = 'cache'\n"
+        f"nb_execution_cache_path = {str(cache)!r}\n",
+    )
+    return src, tmp_path / "html", cache
+
+
+def records(cache: Path) -> set[tuple[int, str]]:
+    """The execution cache's records, each as its id and creation time."""
+    from jupyter_cache import get_cache
+
+    return {(record.pk, record.created.isoformat()) for record in get_cache(str(cache)).list_cache_records()}
+
+
+def test_the_small_book_runs_again_when_its_data_changes_and_only_then(small_book):
+    src, out, cache = small_book
+    assert "Executing notebook" in build(src, out)
+    assert "data says first" in (out / "index.html").read_text(encoding="utf-8")
+    made = records(cache)
+    assert len(made) == 1
+
+    log = build(src, out)  # nothing changed
+    assert "Executing notebook" not in log and records(cache) == made
+
+    (src / "data.txt").write_text("first", encoding="utf-8")  # same bytes, new time
+    log = build(src, out)
+    assert "Executing notebook" not in log and records(cache) == made
+
+    (src / "data.txt").write_text("second", encoding="utf-8")
+    assert "Executing notebook" in build(src, out)
+    html = (out / "index.html").read_text(encoding="utf-8")
+    assert "data says second" in html and "data says first" not in html
+    assert len(records(cache)) == 1 and records(cache).isdisjoint(made)
+
+
+def fake_course(root: Path) -> Path:
+    """The files lite_build hashes, in a temporary course folder; returns the course wheel."""
+    write(root / "requirements" / "lite.txt", "pins\n")
+    write(root / "_ext" / "node_modules" / "pyodide" / "package.json", "{}")
+    write(root / "_ext" / "node_modules" / "pyodide" / "pyodide-lock.json", "{}")
+    for rel in lite_build.DATA_FILES:
+        write(root / rel, "{}")
+    write(root / "chapters" / "01_a.md", "# A\n")
+    write(root / "chapters" / "01_a.quiz.json", "[]")
+    write(root / "exercises" / "hw1" / "hw1.ipynb", "{}")
+    return write(root / "kit" / "course-1.0-py3-none-any.whl", "wheel")
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["chapters/01_a.md", "chapters/01_a.quiz.json", "exercises/hw1/hw1.ipynb", "requirements/lite.txt", "kit"],
+)
+def test_the_lite_inputs_digest_changes_with_each_input(tmp_path, change):
+    wheel = fake_course(tmp_path)
+    before = lite_build.inputs_digest(lite_build.input_files(tmp_path), wheel)
+    assert lite_build.inputs_digest(lite_build.input_files(tmp_path), wheel) == before
+    target = wheel if change == "kit" else tmp_path / change
+    target.write_text(target.read_text(encoding="utf-8") + " changed", encoding="utf-8")
+    assert lite_build.inputs_digest(lite_build.input_files(tmp_path), wheel) != before
+
+
+def test_a_new_chapter_changes_the_lite_inputs_digest(tmp_path):
+    wheel = fake_course(tmp_path)
+    before = lite_build.inputs_digest(lite_build.input_files(tmp_path), wheel)
+    write(tmp_path / "chapters" / "02_b.md", "# B\n")
+    assert lite_build.inputs_digest(lite_build.input_files(tmp_path), wheel) != before
+
+
+def test_the_lite_build_is_skipped_only_when_inputs_and_output_are_the_last_builds(tmp_path):
+    output = tmp_path / "lite"
+    stamp = tmp_path / "built-from.json"
+    assert not lite_build.up_to_date(stamp, "abc", output)  # never built
+    write(output / "jupyter-lite.json", "{}")
+    write(output / "files" / "chapters" / "01_a.ipynb", "{}")
+    stamp.write_text(json.dumps({"inputs": "abc", "output": lite_build.output_digest(output)}), encoding="utf-8")
+    assert lite_build.up_to_date(stamp, "abc", output)
+    assert not lite_build.up_to_date(stamp, "abd", output)  # an input changed
+    write(output / "files" / "chapters" / "01_a.ipynb", "{} ")  # the built folder was altered
+    assert not lite_build.up_to_date(stamp, "abc", output)
+    (output / "files" / "chapters" / "01_a.ipynb").write_text("{}", encoding="utf-8")
+    assert lite_build.up_to_date(stamp, "abc", output)
+    (output / "jupyter-lite.json").unlink()  # gone
+    assert not lite_build.up_to_date(stamp, "abc", output)
+
+
+QUIET_LOG = (
+    "reading sources...\nUsing cached notebook: ID=3\n"
+    "lite: unchanged (inputs sha256 0123); no JupyterLite content rebuilt\n"
+)
+
+
+def test_the_ci_check_passes_a_build_that_ran_nothing():
+    assert what_ran(QUIET_LOG, {3: "/b/chapters/a.md"}, {3: "/b/chapters/a.md"}) == []
+
+
+def test_the_ci_check_names_what_ran():
+    log = "/b/chapters/c.md: Executing notebook using local CWD [mystnb]\nlite: 21 notebooks in lite (54 MB, 9 s)\n"
+    problems = what_ran(log, {3: "/b/chapters/a.md"}, {3: "/b/chapters/a.md", 4: "/b/chapters/c.md"})
+    assert len(problems) == 3
+    assert problems[0] == "executed and cached: /b/chapters/c.md"
+    assert "c.md: Executing notebook" in problems[1]
+    assert "JupyterLite" in problems[2]
