@@ -114,38 +114,36 @@ def test_the_shifted_path_equals_the_reference_where_the_shift_free_one_would_ru
         )
 
 
+@pytest.fixture
+def shift_free_calls(monkeypatch) -> list[bool]:
+    """One entry for every tile that blocked attention runs on its shift-free path."""
+    taken: list[bool] = []
+    real = lib.blocked._HeadStep._run_shift_free
+
+    def recording(self, *args):
+        taken.append(True)
+        return real(self, *args)
+
+    monkeypatch.setattr(lib.blocked._HeadStep, "_run_shift_free", recording)
+    return taken
+
+
 @pytest.mark.parametrize("causal", [False, True])
-def test_ordinary_inputs_take_the_shift_free_path(monkeypatch, causal):
+def test_ordinary_inputs_take_the_shift_free_path(shift_free_calls, causal):
     rng = np.random.default_rng(3)
     q, k, v = (rng.standard_normal((2, 300, 64)).astype(np.float32) for _ in range(3))
-    taken = []
-    real = lib.blocked._HeadStep._run_shift_free
-
-    def recording(self, *args):
-        taken.append(True)
-        return real(self, *args)
-
-    monkeypatch.setattr(lib.blocked._HeadStep, "_run_shift_free", recording)
     assert_same_as_reference(q, k, v, is_causal=causal, block_size=64)
-    assert taken
+    assert shift_free_calls
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_always_shift_takes_the_shifted_path_with_the_same_output(monkeypatch, causal):
+def test_always_shift_takes_the_shifted_path_with_the_same_output(shift_free_calls, causal):
     rng = np.random.default_rng(4)
     q, k, v = (rng.standard_normal((2, 100, 16)).astype(np.float32) for _ in range(3))
-    taken = []
-    real = lib.blocked._HeadStep._run_shift_free
-
-    def recording(self, *args):
-        taken.append(True)
-        return real(self, *args)
-
-    monkeypatch.setattr(lib.blocked._HeadStep, "_run_shift_free", recording)
     shifted = lib.blocked_attention(q, k, v, is_causal=causal, block_size=32, always_shift=True)
-    assert not taken
+    assert not shift_free_calls
     free = lib.blocked_attention(q, k, v, is_causal=causal, block_size=32)
-    assert taken
+    assert shift_free_calls
     want = lib.scaled_dot_product_attention(q, k, v, is_causal=causal)
     np.testing.assert_allclose(shifted, want, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(free, want, rtol=1e-5, atol=1e-5)
