@@ -21,6 +21,7 @@ from sphinx.errors import ExtensionError
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
 from launch_links import launch_settings, placeholder  # noqa: E402
+from myst_page import myst_page  # noqa: E402
 
 HTML = ROOT / "_build" / "html"
 PLACEHOLDER_LINK = re.compile(r'href="[^"]*(example-org|example\.org|example\.com)[^"]*"')
@@ -90,23 +91,7 @@ def test_built_book_links_to_no_placeholder():
     assert not offenders, "\n".join(offenders[:10])
 
 
-PAGE = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-    format_version: 0.13
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-# A chapter
-
-```{code-cell} ipython3
-print(1 + 1)
-```
-"""
+PAGE = myst_page("A chapter", "print(1 + 1)")
 
 
 def build_small_book(tmp_path: Path, repository_url: str) -> str:

@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT / ".ci"))
 import lite_build  # noqa: E402
 from chapter_data import data_files, fingerprint, stale_pages  # noqa: E402
 from check_nothing_rebuilt import what_ran  # noqa: E402
+from myst_page import myst_page  # noqa: E402
 
 
 def write(path: Path, text: str) -> Path:
@@ -81,24 +82,7 @@ def test_a_page_is_stale_only_when_its_data_changed(tmp_path):
     assert stale_pages({"p": page, "q": plain}, tmp_path, cache)[0] == ["p"]
 
 
-PAGE = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-    format_version: 0.13
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-# A chapter
-
-```{code-cell} ipython3
-from pathlib import Path
-print("data says", Path("data.txt").read_text())
-```
-"""
+PAGE = myst_page("A chapter", 'from pathlib import Path\nprint("data says", Path("data.txt").read_text())')
 
 
 def build(src: Path, out: Path) -> str:
