@@ -73,12 +73,12 @@ function courseTexToText(tex) {
   text = text.replace(/\\(?:operatorname|mathrm|mathbf|mathbb|mathcal|text|textrm|mathit|boldsymbol)\s*\{([^{}]*)\}/g, "$1");
   text = text.replace(/\\(?:left|right|big|Big|bigg|Bigg)\b\s*/g, "");
   text = text.replace(/\\(?:tilde|widetilde|hat|widehat|bar|overline|vec)\b\s*/g, "");
+  text = text.replace(/\\\\(\[[^\]]*\])?/g, "; ");
   text = text.replace(/\\(?:qquad|quad|,|;|:|!| )/g, " ");
-  text = text.replace(/\\\\/g, "; ");
   text = text.replace(/\\[()[\]]/g, " ");
   text = text.replace(/\\([A-Za-z]+|[{}%$_#])/g, (_, name) => COURSE_TEX_SYMBOLS[name] ?? "");
   text = text.replace(/[{}]/g, "").replace(/&/g, " ");
-  return text.replace(/\^ᵀ/g, "ᵀ").replace(/\s+/g, " ").trim();
+  return text.replace(/\^ᵀ/g, "ᵀ").replace(/\\/g, " ").replace(/\s+/g, " ").trim();
 }
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -89,7 +89,7 @@ document.addEventListener("DOMContentLoaded", () => {
   // quizzes), so that a summary is the prose around the word.
   Search.htmlToText = (htmlString, anchor) => {
     const page = new DOMParser().parseFromString(htmlString, "text/html");
-    page.querySelectorAll(".cell_input, .cell_output, .onlyprint, nav, .bd-sidebar-secondary, .prev-next-area")
+    page.querySelectorAll(".cell_input, .cell_output, details.hide > summary, .onlyprint, nav, .bd-sidebar-secondary, .prev-next-area")
       .forEach((el) => el.remove());
     page.querySelectorAll(".math").forEach((el) => {
       el.replaceWith(page.createTextNode(` ${courseTexToText(el.textContent)} `));

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 
-# A TeX command as it would show through a summary: a backslash and a name (\mathrm, \top)
-# or a backslash and a delimiter (\( \) \[ \]).
-TEX_COMMAND = re.compile(r"\\(?:[A-Za-z]+|[()\[\]{}])")
+# TeX as it would show through a summary: a command (\mathrm, \top), a delimiter
+# (\( \[), a line break (\\) or a spacing command (\, \ ). The book's prose has no
+# backslash of its own, so a summary has none at all.
+TEX_COMMAND = re.compile(r"\\")
 
 ALL_SUMMARIES_JS = """
 () => {
