@@ -32,6 +32,8 @@ from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
+from sphinx.transforms import SphinxTransform
+from sphinx.util.index_entries import split_index_msg
 from sphinx.util.nodes import make_id
 
 SEARCH_JS = Path(__file__).with_name("search_results.js")
@@ -48,24 +50,57 @@ def _defined_term(strong: nodes.strong) -> str | None:
     return str(xref["reftarget"])
 
 
-def index_where_terms_are_taught(app: Sphinx, doctree: nodes.document) -> None:
+class IndexWhereTermsAreTaught(SphinxTransform):
     """A main index entry for each glossary term a page introduces in bold,
-    anchored at the paragraph (or list item, table cell...) that holds it."""
-    seen: set[str] = set()
-    for strong in list(doctree.findall(nodes.strong)):
-        term = _defined_term(strong)
-        if term is None or term.lower() in seen:
-            continue
-        seen.add(term.lower())
-        block = strong.parent
-        while block is not None and not isinstance(block, nodes.TextElement | nodes.Body):
-            block = block.parent
-        if block is None:
-            continue
-        target_id = make_id(app.env, doctree, "taught", term)
-        block["ids"].append(target_id)
-        index = addnodes.index(entries=[("single", term, target_id, "main", None)], inline=True)
-        strong.parent.insert(strong.parent.index(strong), index)
+    anchored at the paragraph (or list item, table cell...) that holds it.
+
+    It runs before Sphinx's own collection of index entries (``SphinxDomains``,
+    priority 850), so the general index lists these entries too.
+    """
+
+    default_priority = 800
+
+    def apply(self, **kwargs: Any) -> None:
+        seen: set[str] = set()
+        for strong in list(self.document.findall(nodes.strong)):
+            term = _defined_term(strong)
+            if term is None or term.lower() in seen:
+                continue
+            block = strong.parent
+            while block is not None and not isinstance(block, nodes.TextElement | nodes.Body):
+                block = block.parent
+            if block is None:
+                continue
+            seen.add(term.lower())
+            target_id = make_id(self.env, self.document, "taught", term)
+            block["ids"].append(target_id)
+            self.document.note_explicit_target(block)
+            index = addnodes.index(entries=[("single", term, target_id, "main", None)], inline=True)
+            strong.parent.insert(strong.parent.index(strong), index)
+
+
+def keep_index_entries_of_unchanged_pages(app: Sphinx, env: BuildEnvironment) -> None:
+    """The search index's index entries of every page, from the general index's.
+
+    Sphinx 7.4 gives the search index a page's index entries only when it
+    writes the page, after it has saved the environment, and does not read
+    them back from the previous ``searchindex.js``: after an incremental build
+    the search would know only the entries of the pages it rewrote (and rank
+    "logit" as if no page taught it). Filling them here, before the environment
+    is saved, keeps them for every page; a rewritten page gets the same entries.
+    """
+    search_entries = getattr(env, "_search_index_index_entries", None)
+    if search_entries is None:
+        return
+    for docname, entries in env.domains["index"].entries.items():
+        found: set[tuple[str, str, str]] = set()
+        for entry_type, value, target_id, main, _key in entries:
+            try:
+                words = split_index_msg(entry_type, value)
+            except ValueError:
+                continue
+            found |= {(word, target_id or "", main) for word in words}
+        search_entries[docname] = sorted(found)
 
 
 def reading_order(env: BuildEnvironment) -> list[str]:
@@ -92,6 +127,7 @@ def add_search_script(app: Sphinx, pagename: str, templatename: str, context: di
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    app.connect("doctree-read", index_where_terms_are_taught)
+    app.add_transform(IndexWhereTermsAreTaught)
+    app.connect("env-updated", keep_index_entries_of_unchanged_pages)
     app.connect("html-page-context", add_search_script)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
