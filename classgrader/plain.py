@@ -30,7 +30,8 @@ THREAT_MODEL = (
     "`nbgrader autograde` runs them, so the learner's code can reach them (redefine assert helpers, patch "
     "the modules the tests use, or print a forged number). What still holds: every test cell is the "
     "instructor's source version, hidden tests included (an edited, duplicated or deleted test cell is "
-    "detected by its nbgrader grade_id and the release's checksums, reported, and replaced); the notebook "
+    "detected by its nbgrader grade_id and by comparing its text with the release, reported, and replaced); "
+    "the notebook "
     "runs in the sandbox (no network, no files but its own, an unprivileged user) within the time and "
     "memory limits; manually graded cells are left for the formgrader. The course's own assignments do not "
     "have this weakness: their checks compare plain results outside the learner's process"
@@ -97,9 +98,10 @@ def read_notebooks(course: Path, name: str) -> list[PlainNotebook]:
             if not meta.get("grade") or not gid:
                 continue
             if gid in owner:
+                where = f"twice in {nb_name}" if owner[gid] == nb_name else f"in both {owner[gid]} and {nb_name}"
                 raise SetupError(
-                    f"grade_id {gid!r} is in both {owner[gid]} and {nb_name}: give each graded cell of "
-                    f"{name} an id of its own (nbgrader's Create Assignment toolbar, 'ID')"
+                    f"grade_id {gid!r} is {where}: give each graded cell of {name} an ID of its own "
+                    "(nbgrader's Create Assignment toolbar, 'ID')"
                 )
             owner[gid] = nb_name
             grade_cells[gid] = float(meta.get("points", 0) or 0)

@@ -210,8 +210,10 @@ def _test_score(
     cell.outputs = [nbformat.from_dict(o) for o in outs]
     try:
         score, _ = determine_grade(cell)
-    except (ValueError, KeyError) as exc:  # a value above the points: nbgrader's autograde stops on it
-        return CellResult(points=points, score=0.0, passed=False, message=f"the cell's value is not a score: {exc}")
+    except (ValueError, KeyError) as exc:  # a value above the points: nbgrader raises
+        return CellResult(
+            points=points, score=0.0, passed=False, message=f"scored 0: the test cell's value is not a score ({exc})"
+        )
     score = float(score or 0.0)
     if event.get("status") == "timeout":
         message = cell_timeout_text(f"test cell {cell.metadata.nbgrader['grade_id']!r}", limits)
