@@ -2,9 +2,9 @@
 
 Each notebook goes through the same stages as a course assignment's: its cells
 are lined up with the release (:func:`classgrader.notebooks.match`: test cells
-edited, duplicated or deleted are reported and replaced), it runs in the
-submission's sandbox (:class:`classgrader.sandbox.Session`, one process per
-notebook, as nbgrader gives each notebook a kernel of its own) with every test
+edited, duplicated or deleted are reported and replaced), it runs in a
+sandbox of its own (:class:`classgrader.sandbox.Session`, as nbgrader gives
+each notebook a kernel of its own) with every test
 cell in the instructor's source version (hidden tests back in place) and the
 release's data files beside it. Each test cell is then scored by nbgrader's
 own :func:`nbgrader.utils.determine_grade` on the outputs the cell produced,
@@ -129,32 +129,31 @@ def _run(
     slot: int,
     registry: sandbox.Registry | None,
 ) -> None:
-    """Run each readable notebook, test cells in the instructor's version, in one sandbox of the submission."""
-    with sandbox.Session(
-        package_files("lib", info.lib_dir),
-        settings.limits,
-        uid=settings.uid_base + slot,
-        # The instructor's data files win over the learner's copies of them.
-        extra_files={**sub.extra_files, **info.data_files},
-        sandboxed=settings.sandboxed,
-        registry=registry,
-        mode=settings.sandbox_mode,
-    ) as session:
-        for part in parts:
-            if part.plan is None:
-                continue
-            cells = []
-            for c in job_cells(part.plan):
-                if c["role"] == "test":
-                    c = JobCell(
-                        n=c["n"], source=part.spec.tests[c["grade_id"] or ""], role="test", grade_id=c["grade_id"]
-                    )
-                cells.append(c)
+    """Run each readable notebook, test cells in the instructor's version, each in a sandbox of its own
+    (as nbgrader gives each notebook its own kernel: one that overruns its time costs the others nothing)."""
+    for part in parts:
+        if part.plan is None:
+            continue
+        cells = []
+        for c in job_cells(part.plan):
+            if c["role"] == "test":
+                c = JobCell(n=c["n"], source=part.spec.tests[c["grade_id"] or ""], role="test", grade_id=c["grade_id"])
+            cells.append(c)
+        with sandbox.Session(
+            package_files("lib", info.lib_dir),
+            settings.limits,
+            uid=settings.uid_base + slot,
+            # The instructor's data files win over the learner's copies of them.
+            extra_files={**sub.extra_files, **info.data_files},
+            sandboxed=settings.sandboxed,
+            registry=registry,
+            mode=settings.sandbox_mode,
+        ) as session:
             part.outcome = session.run(Job(mode="record", cells=cells, checks=[]))
-            start = next((e for e in part.outcome.events if e.get("event") == "start"), None)
-            if settings.sandboxed and start is not None and start.get("uid") == 0:
-                raise sandbox.SandboxUnavailable("a sandbox ran as root; refusing to grade with it")
-            part.events = {e.get("n"): cast(CellEvent, e) for e in part.outcome.events if e.get("event") == "cell"}
+        start = next((e for e in part.outcome.events if e.get("event") == "start"), None)
+        if settings.sandboxed and start is not None and start.get("uid") == 0:
+            raise sandbox.SandboxUnavailable("a sandbox ran as root; refusing to grade with it")
+        part.events = {e.get("n"): cast(CellEvent, e) for e in part.outcome.events if e.get("event") == "cell"}
 
 
 def _score(part: Notebook, limits: sandbox.Limits, *, renamed: bool | None) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 import nbformat
 
 from . import class_reports, gradebook, intake, late, lms_export, plain, report, sandbox
-from .assignment import AssignmentInfo, load_assignment, submission_key, submitted_bytes
+from .assignment import AssignmentInfo, SetupError, load_assignment, submission_key, submitted_bytes
 from .grade import Graded, Settings, grade
 from .records import Result, read_result, write_json_atomic, write_text_atomic
 
@@ -171,6 +171,10 @@ def grade_class(
     settings = settings or Settings()
     workers = max(1, workers or os.cpu_count() or 1)
     info: AssignmentInfo = load_assignment(course, assignment)
+    if info.plain and cluster is not None:
+        raise SetupError(
+            f"{assignment} is a plain nbgrader assignment: it is graded on this machine only (no --cluster)"
+        )
     policy = late_policy if late_policy is not None else late.policy_for(course, assignment)
     paths = Paths(out, assignment, Path(info.notebook).stem)
     out.mkdir(parents=True, exist_ok=True)

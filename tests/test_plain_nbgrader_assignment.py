@@ -259,3 +259,18 @@ def test_the_template_is_not_released_to_learners():
     """The template stays out of exercises/ (the learners' kit and site) until an instructor releases it."""
     assert (REPO / "solutions" / NAME / PART1).is_file()
     assert not (REPO / "exercises" / NAME).exists()
+
+
+@needs_sandbox
+def test_an_endless_loop_stops_its_own_notebook_only(tmp_path):
+    """A test cell that never ends is stopped at the time limit and scores 0; the other notebook is unharmed."""
+    course = released_course(tmp_path)
+    endless = "def fahrenheit(celsius):\n    while True:\n        pass"
+    make_submissions(course, {"endless": (RIGHT1 | {"fahrenheit": endless}, RIGHT2, (), {})})
+    out = tmp_path / "ours"
+    course_grade(course, out, "--timeout", "6")
+    result = json.loads((out / "reports" / NAME / "results" / "endless.json").read_text())
+    assert result["status"] == "timed_out"
+    scores = {gid: cell["score"] for gid, cell in result["cells"].items()}
+    assert scores == {"test_read_celsius": 1.0, "test_fahrenheit": 0.0, "test_mean": 1.0, "warmest_day": 0.0}
+    assert "still running when its time ran out" in result["cells"]["test_fahrenheit"]["message"]
