@@ -29,7 +29,7 @@ from nbgrader_tools.cells import nbgrader_meta
 from . import late, notebooks, report, sandbox
 from .intake import Submission
 from .plain import MANUAL, PlainNotebook
-from .record import cell_timeout_text, comments, outputs, sandbox_summary, status_of
+from .record import cell_timeout_text, comments, outputs, sandbox_summary, status_notes, status_of
 from .records import STATUSES, CellEvent, CellResult, Job, JobCell, Result, new_result
 from .run import Settings, _failure, job_cells, package_files
 
@@ -91,7 +91,7 @@ def grade(
     for part in parts:
         _score(part, settings.limits, renamed=sub.renamed if len(parts) == 1 else None)
     key = submission_key(info, None if sub.path is None else submitted_bytes(info, sub.path))
-    result = _result(info, sub, parts, key)
+    result = _result(info, sub, parts, key, settings.limits)
     if policy is not None:
         late.annotate(result, sub, policy)
     pages = {}
@@ -195,9 +195,7 @@ def _test_score(
 ) -> CellResult:
     """A test cell's score from its outputs, rebuilt as the kernel would send them, by nbgrader's rule."""
     if event is None:
-        return CellResult(
-            points=points, score=0.0, passed=False, message="not run: the notebook's process ended before this cell"
-        )
+        return CellResult(points=points, score=0.0, passed=False, message=_not_run(part, n, limits))
     outs: list[dict[str, Any]] = []
     if event.get("stderr"):
         outs.append(notebooks.stream_output("stderr", str(event["stderr"])))
@@ -227,12 +225,23 @@ def _test_score(
     return CellResult(points=points, score=round(score, 6), passed=score >= points, message=message)
 
 
+def _not_run(part: Notebook, n: int | None, limits: sandbox.Limits) -> str:
+    """Why a test cell has no score: stopped at the time limit while it ran, or before it, or the process died."""
+    outcome = part.outcome
+    if outcome is None or not outcome.timed_out:
+        return "not run: the notebook's process ended before this cell"
+    if any(e.get("event") == "cell_start" and e.get("n") == n for e in outcome.events):
+        where = "test cell" + (f" {part.plan.cells[n].grade_id!r}" if part.plan is not None and n is not None else "")
+        return cell_timeout_text(where, limits)
+    return "not run: the notebook was stopped at its time limit before this cell"
+
+
 def _verdict(part: Notebook, gid: str, n: int) -> str:
     c = part.cells[gid]
     return f"{report.cell_words(c)}. {c['message']}\n"
 
 
-def _result(info: AssignmentInfo, sub: Submission, parts: list[Notebook], key: str) -> Result:
+def _result(info: AssignmentInfo, sub: Submission, parts: list[Notebook], key: str, limits: sandbox.Limits) -> Result:
     """The submission's result: the cells of every notebook, the worst status, the notes."""
     statuses = [p.status for p in parts]
     if all(s == "missing" for s in statuses):
@@ -261,7 +270,7 @@ def _result(info: AssignmentInfo, sub: Submission, parts: list[Notebook], key: s
             result["comments"].update(comments(dataclasses.replace(info, release=part.spec.release), part.plan))
             if part.outcome is not None:
                 result["sandbox"] = sandbox_summary(part.outcome)
-        result["notes"].extend(_notes(part, len(parts) > 1))
+        result["notes"].extend(_notes(part, len(parts) > 1, limits))
     result["manual"] = [gid for gid, c in result["cells"].items() if c.get("score") is None]
     result["score"] = round(sum(c.get("score") or 0.0 for c in result["cells"].values()), 6)
     if len(parts) > 1:
@@ -270,15 +279,16 @@ def _result(info: AssignmentInfo, sub: Submission, parts: list[Notebook], key: s
     return result
 
 
-def _notes(part: Notebook, several: bool) -> list[str]:
+def _notes(part: Notebook, several: bool, limits: sandbox.Limits) -> list[str]:
     where = f"{part.spec.name}: " if several else ""
     notes = []
     if part.status == "missing" and several:
         notes.append(f"{part.spec.name} was not submitted: its cells score 0")
     if part.reason:
         notes.append(where + part.reason)
-    if part.plan is not None:
-        notes.extend(where + d for details in part.plan.repairs.values() for d in details)
+    if part.plan is not None and part.outcome is not None:  # where the run failed, what the matching repaired
+        said = status_notes(part.status, part.plan, part.outcome, part.events, {}, limits)
+        notes.extend(where + note for note in said)
     manual = [gid for gid, c in part.cells.items() if c.get("score") is None]
     if manual:
         notes.append(where + f"{', '.join(manual)}: {MANUAL}")
