@@ -157,16 +157,17 @@ def known_assignments(course: Path) -> list[str]:
 def unknown_message(course: Path, name: str) -> str:
     """Why ``name`` cannot be graded, naming the assignments that can (the likely ones first)."""
     known = known_assignments(course)
+    hint = ""
+    if (course / "solutions" / name).is_dir() and not (course / "exercises" / name).is_dir():
+        hint = f" It has a source but no release: run ./course release {name} first."
     if not known:
         return (
             f"no assignment {name!r}: {course / 'exercises'} holds no assignment with checks in grading/ "
-            "or with its instructor source in solutions/"
+            "or with its instructor source in solutions/." + hint
         )
     close = [k for k in known if k.startswith(name) or (name and name in k)]
     text = f"no assignment {name!r}" + (f"; did you mean {' or '.join(close)}?" if close else ".")
-    if (course / "solutions" / name).is_dir() and not (course / "exercises" / name).is_dir():
-        text += f" It has a source but no release: run ./course release {name} first."
-    return text + " Assignments that can be graded here: " + ", ".join(known)
+    return text + hint + " Assignments that can be graded here: " + ", ".join(known)
 
 
 def submitted_bytes(info: AssignmentInfo, path: Path) -> bytes:

@@ -25,7 +25,7 @@ import nbformat
 import pytest
 from test_class_grading import needs_sandbox
 
-from classgrader import gradebook, plain
+from classgrader import assignment, gradebook, plain
 from nbgrader_tools.cells import nbgrader_meta
 from nbgrader_tools.scratch_course import REPO, nbgrader_env, run_nbgrader
 
@@ -274,3 +274,31 @@ def test_an_endless_loop_stops_its_own_notebook_only(tmp_path):
     scores = {gid: cell["score"] for gid, cell in result["cells"].items()}
     assert scores == {"test_read_celsius": 1.0, "test_fahrenheit": 0.0, "test_mean": 1.0, "warmest_day": 0.0}
     assert "still running when its time ran out" in result["cells"]["test_fahrenheit"]["message"]
+
+
+def unreleased_copy(root: Path) -> Path:
+    """A course whose exercises/ holds the template's sources as they are (enough for reading, not grading)."""
+    course = root / "course"
+    shutil.copytree(REPO / "solutions" / NAME, course / "solutions" / NAME)
+    shutil.copytree(REPO / "solutions" / NAME, course / "exercises" / NAME)
+    return course
+
+
+def test_notebooks_that_share_a_cell_id_are_refused_by_name(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_GRADING_SECRET", SECRET)
+    course = unreleased_copy(tmp_path)
+    for folder in ("solutions", "exercises"):
+        shutil.copy(course / folder / NAME / PART1, course / folder / NAME / "part3_copy.ipynb")
+    with pytest.raises(assignment.SetupError, match="'read_celsius'|'test_read_celsius'") as caught:
+        assignment.load_assignment(course, NAME)
+    assert "part1_read_data.ipynb and part3_copy.ipynb" in str(caught.value)
+
+
+def test_a_data_folder_and_a_missing_release_get_clear_errors(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_GRADING_SECRET", SECRET)
+    course = unreleased_copy(tmp_path)
+    (course / "exercises" / NAME / "data").mkdir()
+    with pytest.raises(assignment.SetupError, match="put the assignment's data files next to its notebooks"):
+        assignment.load_assignment(course, NAME)
+    shutil.rmtree(course / "exercises" / NAME)
+    assert f"run ./course release {NAME} first" in assignment.unknown_message(course, NAME)
