@@ -27,15 +27,16 @@ from nbgrader_tools.cells import nbgrader_meta
 #: What grading a plain assignment guarantees and what it does not (the summary and the docs say it).
 THREAT_MODEL = (
     "plain nbgrader assignment: its test cells are asserts that run inside the learner's own process, as "
-    "`nbgrader autograde` runs them, so the learner's code can reach them (redefine assert helpers, patch "
-    "the modules the tests use, or print a forged number). What still holds: every test cell is the "
-    "instructor's source version, hidden tests included (an edited, duplicated or deleted test cell is "
-    "detected by its nbgrader grade_id and by comparing its text with the release, reported, and replaced); "
-    "the notebook "
-    "runs in the sandbox (no network, no files but its own, an unprivileged user) within the time and "
-    "memory limits; manually graded cells are left for the formgrader. The course's own assignments do not "
-    "have this weakness: their checks compare plain results outside the learner's process"
+    "`nbgrader autograde` runs them, so the learner's code can reach them (redefine a function the tests "
+    "call, patch a module they import, or end a test cell with a forged number). What still holds: every "
+    "test cell is the instructor's source version, hidden tests included (an edited, duplicated or deleted "
+    "test cell is detected by its nbgrader grade_id and by comparing its text with the release, reported, "
+    "and replaced); each notebook runs in the sandbox (no network, an unprivileged user, none of the "
+    "instructor's files: not the solutions, the gradebook or other submissions) within the time and memory "
+    "limits; manually graded cells are left for the formgrader. The course's own assignments do not have "
+    "this weakness: their checks compare plain results outside the learner's process"
 )
+
 
 #: Manually graded cells, as the result and the feedback name them.
 MANUAL = "needs manual grading (in nbgrader's formgrader)"
