@@ -278,6 +278,8 @@ def main(job_path: str) -> int:
     if shell.display_formatter is not None:
         shell.display_formatter.active_types = ["text/plain"]
 
+    record_mode = job.get("mode") == "record"  # only the nbgrader-style run needs a value's text/plain form
+
     def run_cell(cell: JobCell, until: float) -> None:
         if run_and_report(cell, until) != "ok":
             _forget_error(shell)  # here, once the cell's own frame (holding its result) has gone
@@ -300,7 +302,7 @@ def main(job_path: str) -> int:
                 _disarm()
             if type(result.result) in (int, float):  # a cell's value: nbgrader's partial credit
                 value = result.result
-            if result.result is not None:  # formatting runs the value's own __repr__: under the same alarm
+            if result.result is not None and record_mode:  # it runs the value's __repr__: under the same alarm
                 _alarm(until - time.monotonic())
                 try:
                     display = _plain_text(shell, result.result, cell_cap)
