@@ -25,7 +25,7 @@ import nbformat
 import pytest
 from test_class_grading import needs_sandbox
 
-from classgrader import assignment, gradebook, plain
+from classgrader import assignment, gradebook, intake, plain, plain_grade
 from nbgrader_tools.cells import nbgrader_meta
 from nbgrader_tools.scratch_course import REPO, nbgrader_env, run_nbgrader
 
@@ -302,3 +302,20 @@ def test_a_data_folder_and_a_missing_release_get_clear_errors(tmp_path, monkeypa
         assignment.load_assignment(course, NAME)
     shutil.rmtree(course / "exercises" / NAME)
     assert f"run ./course release {NAME} first" in assignment.unknown_message(course, NAME)
+
+
+def test_a_folder_per_student_keeps_each_students_notebooks_together(tmp_path, monkeypatch):
+    """Outside nbgrader's layout, a folder per student holding both notebooks (the guide's other layout)."""
+    monkeypatch.setenv("COURSE_GRADING_SECRET", SECRET)
+    info = assignment.load_assignment(unreleased_copy(tmp_path), NAME)
+    root = tmp_path / "export"
+    for student in ("ann", "ben"):
+        (root / student).mkdir(parents=True)
+        shutil.copy(REPO / "solutions" / NAME / PART1, root / student / PART1)
+    shutil.copy(REPO / "solutions" / NAME / PART2, root / "ann" / PART2)
+    subs = {s.student: s for s in intake.discover(root, NAME, info.notebook)}
+    assert plain_grade.submitted_notebooks(info, subs["ann"]) == {
+        PART1: root / "ann" / PART1,
+        PART2: root / "ann" / PART2,
+    }
+    assert plain_grade.submitted_notebooks(info, subs["ben"]) == {PART1: root / "ben" / PART1, PART2: None}
