@@ -245,6 +245,7 @@ def render(result: Result, nb: nbformat.NotebookNode | None, *, base_url: str | 
                     parts.append(
                         f'<pre class="out err">{_esc(out.get("ename", ""))}: {_esc(out.get("evalue", ""))}</pre>'
                     )
+        if cell.cell_type in ("code", "markdown"):  # a graded cell's points (a written answer's too)
             gid = meta.get("grade_id")
             if meta.get("grade") and gid in result["cells"]:
                 c = result["cells"][gid]
