@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import sys
 
+from .points import PointsError
 from .scratch_course import REPO, batch, release
 
 
@@ -24,7 +25,12 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] != "release":
         print(__doc__)
         return 2
-    for path in release(argv[1:] or None):
+    try:
+        written = release(argv[1:] or None)
+    except PointsError as exc:
+        print(f"course release: {exc}", file=sys.stderr)
+        return 1
+    for path in written:
         print(f"wrote {path.relative_to(REPO)}")
     return 0
 

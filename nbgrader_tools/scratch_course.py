@@ -152,12 +152,22 @@ def scores(root: Path, assignment: str, notebook: str | None = None) -> dict[str
 
 def release(assignments: list[str] | None = None) -> list[Path]:
     """Regenerate ``exercises/<assignment>/`` from ``solutions/`` (in a scratch course), after
-    writing the source notebooks' generated cells (:func:`nbgrader_tools.generated.sync`)."""
+    writing the source notebooks' generated cells (:func:`nbgrader_tools.generated.sync`) and
+    their points from ``grading/`` (:func:`nbgrader_tools.points.sync`, which raises
+    :class:`nbgrader_tools.points.PointsError` before anything is written when a number of
+    points in a statement is written by hand)."""
     names = assignments or sorted(p.name for p in (REPO / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
+    from . import points
     from .generated import sync
 
-    for name in names:
-        sync(REPO / "solutions" / name / f"{name}.ipynb", name)
+    sources = {name: REPO / "solutions" / name / f"{name}.ipynb" for name in names}
+    for name, path in sources.items():
+        # every notebook is checked before any is written: a refusal leaves all as they were
+        points.check(path, name, path.relative_to(REPO).as_posix())
+    for name, path in sources.items():
+        for change in points.sync(path, name, path.relative_to(REPO).as_posix()):
+            print(f"points from grading/: {change}")
+        sync(path, name)
     written = []
     with tempfile.TemporaryDirectory() as tmp:
         root = make_course(Path(tmp), names)
