@@ -100,18 +100,20 @@ def _marked(match: re.Match, points: dict[str, float], where: str) -> str:
     return f"{text} {word}{match.group('close')}<!-- points: {match.group('ids')} -->"
 
 
-def apply(nb: nbformat.NotebookNode, assignment: str, where: str) -> list[str]:
+def apply(nb: nbformat.NotebookNode, assignment: str, where: str, *, metadata: bool = True) -> list[str]:
     """Write the checks' points into ``nb`` (in place); return what changed, as sentences.
 
-    ``where`` names the notebook in messages. Raises :class:`PointsError`
-    for a number of points in a statement that no rule ties to the checks.
+    ``where`` names the notebook in messages; ``metadata=False`` leaves the
+    test cells' metadata alone (:func:`nbgrader_tools.authoring.problems`
+    reports it in its own words). Raises :class:`PointsError` for a number of
+    points in a statement that no rule ties to the checks.
     """
     points = {check.id: float(check.points) for check in checks_for(assignment)}
     changes: list[str] = []
     for cell in nb.cells:
         meta = nbgrader_meta(cell)
         grade_id = meta.get("grade_id")
-        if cell.cell_type == "code" and meta.get("grade") and grade_id in points:
+        if metadata and cell.cell_type == "code" and meta.get("grade") and grade_id in points:
             old = meta.get("points")
             if old is None or float(old) != points[grade_id]:
                 changes.append(f"{where}: test cell {grade_id!r}: {old} -> {_fmt(points[grade_id])} points")
@@ -147,11 +149,12 @@ def apply(nb: nbformat.NotebookNode, assignment: str, where: str) -> list[str]:
 
 
 def problems(nb: nbformat.NotebookNode, assignment: str, where: str = "the notebook") -> list[str]:
-    """What :func:`apply` would change or refuse in a copy of ``nb`` (empty when current)."""
+    """What :func:`apply` would change or refuse in the headings and prose of a copy of ``nb``
+    (empty when current); the test cells' metadata is :func:`nbgrader_tools.authoring.problems`'s."""
     import copy
 
     try:
-        changes = apply(copy.deepcopy(nb), assignment, where)
+        changes = apply(copy.deepcopy(nb), assignment, where, metadata=False)
     except PointsError as exc:
         return [str(exc)]
     return [f"{change} (stale: run ./course release)" for change in changes]
