@@ -53,6 +53,18 @@ def test_every_chapter_of_the_table_of_contents_has_its_map_entry():
     assert homework["chapters/01_self_attention"] == "exercises/hw2_stable_softmax/hw2_stable_softmax"
 
 
+def test_the_map_follows_a_reordered_table_of_contents_and_keeps_each_chapters_number():
+    entries = [
+        {"chapter": "01_a", "question": "a?", "homework": "hw1_a"},
+        {"chapter": "02_b", "question": "b?", "homework": "hw2_b"},
+        {"chapter": "10_c", "question": "c?"},
+    ]
+    toc = ["intro", "chapters/00_welcome", "chapters/10_c", "chapters/01_a", "exercises/hw2_b/hw2_b"]
+    assert map_rows(entries, toc) == [("10", "chapters/10_c", ""), ("1", "chapters/01_a", "")]
+    toc.append("chapters/02_b")
+    assert map_rows(entries, toc)[-1] == ("2", "chapters/02_b", "exercises/hw2_b/hw2_b")
+
+
 def test_a_chapter_without_a_map_entry_is_named():
     with pytest.raises(ValueError, match="chapters/03_new is in _toc.yml but has no entry"):
         map_rows([{"chapter": "01_a", "question": "q"}], ["intro", "chapters/01_a", "chapters/03_new"])
