@@ -33,7 +33,8 @@ def parser() -> argparse.ArgumentParser:
         "scored outside the learner's process, written to nbgrader's gradebook.",
         epilog="Each submission ends with one status: "
         + ", ".join(STATUSES)
-        + ". README.md (Grading a whole class) explains them, the accepted file names and the sandbox.",
+        + ". The instructors' guide (./course solutions: The class grader in detail) explains them, "
+        "the accepted file names and the sandbox.",
     )
     p.add_argument("assignment", help="assignment name, e.g. hw2_stable_softmax")
     p.add_argument(
@@ -74,8 +75,8 @@ def parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         default=None,
         help="grade on the workers of a running Dask scheduler, e.g. tcp://host:8786 (--workers does "
-        "not apply); this machine still writes the gradebook and every file. README.md "
-        "(Grading on a cluster) says how to provision workers",
+        "not apply); this machine still writes the gradebook and every file. The instructors' "
+        "guide (./course solutions: Grading on a cluster) says how to provision workers",
     )
     p.add_argument("--timeout", type=float, default=60.0, help="wall seconds per submission (default 60)")
     p.add_argument("--memory", default="2g", help="memory (address space) per submission, e.g. 1g, 512m (default 2g)")
@@ -123,7 +124,8 @@ def parser() -> argparse.ArgumentParser:
     a = p.add_argument_group(
         "after the deadline",
         "The late policy comes from c.LatePolicy in the course's nbgrader_config.py; these options override it "
-        "for one run. A time without a zone is taken in --timezone. README.md (After the deadline) has the rules.",
+        "for one run. A time without a zone is taken in --timezone. The instructors' guide "
+        "(./course solutions: The homework and its grading, After the deadline) has the rules.",
     )
     a.add_argument(
         "--deadline",

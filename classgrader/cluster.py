@@ -391,8 +391,8 @@ class Session:
                 f"refusing to grade: {len(refused)} of {len(seen)} workers differ from this machine, so they "
                 "could score differently:\n  "
                 + "\n  ".join(refused)
-                + "\nProvision every worker from the same course checkout and pins (README: Grading on a "
-                "cluster), then run again."
+                + "\nProvision every worker from the same course checkout and pins (the instructors' "
+                "guide, ./course solutions: Grading on a cluster), then run again."
             )
         self.expected = expected
 

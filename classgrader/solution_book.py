@@ -6,9 +6,10 @@ of the learners' book (``_toc.yml`` does not list it and ``_config.yml``
 excludes ``solutions/``); an instructor publishes it when they choose, e.g.
 after the deadline of the last homework it covers.
 
-It opens with the instructors' guide (``solution_book/instructors.md``: the
-commands of a term, the grading in detail, hidden tests included), then has
-one page per assignment, put together from two files:
+It opens with the instructors' guide (:data:`GUIDE`, pages in ``solution_book/``:
+the term step by step, the class grader, grading on a cluster, the grading of
+each assignment in detail, hidden tests included), then has one page per
+assignment, put together from two files:
 
 - ``solutions/<assignment>/<assignment>.ipynb``, nbgrader's instructor
   source: its cells are shown as they are (one home for the solution code),
@@ -48,6 +49,10 @@ MARKER = re.compile(r"^\s*<!--\s*after:\s*([A-Za-z0-9_.-]+)\s*-->\s*$", re.M)
 SOLUTION_LINE = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
 RELATIVE_LINK = re.compile(r"\[([^\]]+)\]\((?![a-z]+:|#)[^)]*\)")
 SEED = 2026  # the hidden checks' inputs on the pages: fixed, so that a rebuild shows the same
+#: The instructors' guide (``solution_book/<page>.md``), in the book's order. The pages on a
+#: plain nbgrader assignment of one's own (guide_own_assignment) and on JupyterHub (guide_hub)
+#: go after guide_term when they are merged.
+GUIDE = ("guide_term", "guide_grader", "guide_own_assignment", "guide_cluster", "instructors")
 
 
 class BookError(RuntimeError):
@@ -171,8 +176,8 @@ def stage(out: Path, names: list[str] | None = None) -> Path:
     for name in names:
         nbformat.write(page(name), src / f"{name}.ipynb")
     shutil.copy(BOOK / "intro.md", src / "intro.md")
-    shutil.copy(BOOK / "instructors.md", src / "instructors.md")
-    shutil.copy(BOOK / "guide_own_assignment.md", src / "guide_own_assignment.md")
+    for guide_page in GUIDE:
+        shutil.copy(BOOK / f"{guide_page}.md", src / f"{guide_page}.md")
     config = yaml.safe_load((BOOK / "_config.yml").read_text())
     config.setdefault("sphinx", {}).setdefault("local_extensions", {})["offline_site"] = str(REPO / "_ext")
     (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
@@ -180,7 +185,7 @@ def stage(out: Path, names: list[str] | None = None) -> Path:
         "format": "jb-book",
         "root": "intro",
         "parts": [
-            {"caption": "Instructors", "chapters": [{"file": "instructors"}, {"file": "guide_own_assignment"}]},
+            {"caption": "Instructors' guide", "chapters": [{"file": name} for name in GUIDE]},
             {"caption": "Solutions", "chapters": [{"file": name} for name in names]},
         ],
     }

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import sys
 
+from .points import PointsError
 from .scratch_course import REPO, batch, release
 
 
@@ -27,8 +28,11 @@ def main(argv: list[str]) -> int:
     try:
         written = release(argv[1:] or None)
     except FileNotFoundError as exc:
-        print(f"release: {exc}", file=sys.stderr)
+        print(f"course release: {exc}", file=sys.stderr)
         return 2
+    except PointsError as exc:
+        print(f"course release: {exc}", file=sys.stderr)
+        return 1
     for path in written:
         print(f"wrote {path.relative_to(REPO)}")
     return 0

@@ -17,6 +17,7 @@ from grading import ASSIGNMENTS, checks_for
 from .cells import SELF_CHECK_ID, nbgrader_meta, self_check_source
 from .generated import GENERATED
 from .generated import problems as generated_problems
+from .points import problems as points_problems
 
 
 def problems(path: str | Path, assignment: str) -> list[str]:
@@ -48,6 +49,7 @@ def problems(path: str | Path, assignment: str) -> list[str]:
         if meta.get("solution") and "### BEGIN SOLUTION" not in cell.source:
             found.append(f"{where}: answer cell without a ### BEGIN SOLUTION region")
     found += generated_problems(nb, assignment)
+    found += points_problems(nb, assignment, Path(path).name)
     statements = [c for c in nb.cells if nbgrader_meta(c).get("grade_id") not in GENERATED]
     first = statements[0] if statements else None
     chapter = Path(module.A.chapter).name

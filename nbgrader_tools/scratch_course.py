@@ -152,19 +152,32 @@ def scores(root: Path, assignment: str, notebook: str | None = None) -> dict[str
 
 def release(assignments: list[str] | None = None) -> list[Path]:
     """Regenerate ``exercises/<assignment>/`` from ``solutions/`` (in a scratch course), after
-    writing the source notebooks' generated cells (:func:`nbgrader_tools.generated.sync`).
+    writing the source notebooks' generated cells (:func:`nbgrader_tools.generated.sync`) and
+    their points from ``grading/`` (:func:`nbgrader_tools.points.sync`, which raises
+    :class:`nbgrader_tools.points.PointsError` before anything is written when a number of
+    points in a statement is written by hand).
 
     Without names, the course's homework: each folder holding ``<name>/<name>.ipynb``. A plain
     nbgrader assignment (:mod:`classgrader.plain`, e.g. the template ``hw_template_plain``) is
-    released only when named, so that a template never reaches the learners by itself."""
+    released only when named, so that a template never reaches the learners by itself; its
+    points are its own cells' metadata."""
     names = assignments or sorted(p.name for p in (REPO / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
+    from . import points
     from .generated import sync
 
     for name in names:
         if not (REPO / "solutions" / name).is_dir():
             raise FileNotFoundError(f"no assignment {name!r}: solutions/{name}/ does not exist")
-        if (REPO / "solutions" / name / f"{name}.ipynb").is_file():  # a course homework (a plain one has none)
-            sync(REPO / "solutions" / name / f"{name}.ipynb", name)
+    # a course homework has <name>/<name>.ipynb; a plain one has none and no points in grading/
+    sources = {name: REPO / "solutions" / name / f"{name}.ipynb" for name in names}
+    sources = {name: path for name, path in sources.items() if path.is_file()}
+    for name, path in sources.items():
+        # every notebook is checked before any is written: a refusal leaves all as they were
+        points.check(path, name, path.relative_to(REPO).as_posix())
+    for name, path in sources.items():
+        for change in points.sync(path, name, path.relative_to(REPO).as_posix()):
+            print(f"points from grading/: {change}")
+        sync(path, name)
     written = []
     with tempfile.TemporaryDirectory() as tmp:
         root = make_course(Path(tmp), names)

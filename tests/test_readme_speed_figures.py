@@ -1,11 +1,13 @@
-"""The README's class-grading speed figures are the committed benchmark results', not remembered ones.
+"""The instructors' guide's class-grading speed figures are the committed benchmark results', not
+remembered ones.
 
 ``benchmarks/class_grading_speed.py`` writes
-``benchmarks/results/class_grading_speed.json``; the README's **Speed**
-paragraph quotes it. Each quoted figure is recomputed here from that file's
+``benchmarks/results/class_grading_speed.json``; the **Speed** paragraph of
+``solution_book/guide_grader.md`` quotes it, and ``guide_cluster.md`` what the
+record run adds. Each quoted figure is recomputed here from that file's
 raw seconds (medians and per-round ratios), and what the record run adds
 from ``class_grading_profile.json``, so a re-run that is not copied into the
-README, or a figure typed wrong, fails.
+guide, or a figure typed wrong, fails.
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ import statistics
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+GRADER_PAGE = ROOT / "solution_book" / "guide_grader.md"
+CLUSTER_PAGE = ROOT / "solution_book" / "guide_cluster.md"
 RESULTS = json.loads((ROOT / "benchmarks" / "results" / "class_grading_speed.json").read_text())
 
 
 def speed_paragraph() -> str:
-    text = (ROOT / "README.md").read_text()
+    text = GRADER_PAGE.read_text()
     start = text.index("**Speed.** `benchmarks/class_grading_speed.py`")
-    return " ".join(text[start : text.index("\n\n", start)].split())
+    end = text.find("\n\n", start)
+    return " ".join(text[start : end if end != -1 else len(text)].split())
 
 
 def test_the_readme_quotes_the_medians_and_ratios_of_the_committed_run():
@@ -44,7 +49,7 @@ def test_the_readme_quotes_what_the_record_run_adds_from_the_committed_profile()
     stages = json.loads((ROOT / "benchmarks" / "results" / "class_grading_profile.json").read_text())["stages"]
     score = sum(s["ms_per_submission"] for s in stages if s["stage"].startswith("score run:"))
     record = sum(s["ms_per_submission"] for s in stages if s["stage"].startswith("record run:"))
-    text = " ".join((ROOT / "README.md").read_text().split())
+    text = " ".join(CLUSTER_PAGE.read_text().split())
     assert (
         f"the record run (on by default) adds about {round(100 * record / score, -1):.0f} % to the workers' part "
         f"(it shares the scoring run's sandbox and imports: {record:.0f} ms against {score:.0f} ms" in text
