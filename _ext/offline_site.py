@@ -21,6 +21,8 @@ copy the formulas would then show as raw TeX. This extension (listed under
   environment variable ``TEACHING_EXPLORERS=static`` that the kernels running
   the chapters inherit, to emit their static form: every setting drawn at
   build time and swapped by a few lines of JavaScript, no widget state.
+- The flashcard scheduler of the review page (npm ``ts-fsrs``, pinned the
+  same way) is copied to ``_static/study``.
 - Thebe is switched off: sphinx-thebe would write a CDN address for thebe on
   every page (Binder, Colab and JupyterHub launch buttons are plain links).
 - jupyterquiz and jupytercards inline a fallback that loads MathJax from a CDN
@@ -50,6 +52,13 @@ WIDGET_FILES: dict[str, list[str]] = {
     "requirejs": ["require.js"],
     "@jupyter-widgets/html-manager": ["dist/embed-amd.js"],
 }
+# npm package -> files served under _static/study: the flashcard scheduler
+# (FSRS) that the review page runs (loaded by _static/progress.js).
+STUDY_FILES: dict[str, list[str]] = {
+    "ts-fsrs": ["dist/index.umd.js"],
+}
+STUDY_NAMES = {"dist/index.umd.js": "ts-fsrs.umd.js"}
+
 # Fonts that embed-amd.js loads relative to its own address (Font Awesome icons).
 WIDGET_FONT_SUFFIXES = (".woff2", ".woff", ".ttf", ".eot", ".svg")
 
@@ -72,7 +81,7 @@ BODY_REWRITES: dict[str, str] = {
 
 def _locked_versions() -> dict[str, str]:
     lock = json.loads(LOCK.read_text(encoding="utf-8"))
-    return {name: lock["packages"][f"node_modules/{name}"]["version"] for name in WIDGET_FILES}
+    return {name: lock["packages"][f"node_modules/{name}"]["version"] for name in {**WIDGET_FILES, **STUDY_FILES}}
 
 
 def _installed_version(name: str) -> str | None:
@@ -116,6 +125,11 @@ def copy_widget_assets(app: Sphinx) -> None:
     for font in dist.iterdir():
         if font.suffix in WIDGET_FONT_SUFFIXES:
             shutil.copy2(font, target / font.name)
+    study = Path(app.outdir) / "_static" / "study"
+    study.mkdir(parents=True, exist_ok=True)
+    for package, files in STUDY_FILES.items():
+        for rel in files:
+            shutil.copy2(NODE_MODULES / package / rel, study / STUDY_NAMES.get(rel, Path(rel).name))
 
 
 def configure(app: Sphinx, config: Any) -> None:
