@@ -22,7 +22,8 @@ copy the formulas would then show as raw TeX. This extension (listed under
   the chapters inherit, to emit their static form: every setting drawn at
   build time and swapped by a few lines of JavaScript, no widget state.
 - The flashcard scheduler of the review page (npm ``ts-fsrs``, pinned the
-  same way) is copied to ``_static/study``.
+  same way) is copied to ``_static/study``, beside the catalogue of every
+  chapter's questions and cards that the progress and review pages read.
 - Thebe is switched off: sphinx-thebe would write a CDN address for thebe on
   every page (Binder, Colab and JupyterHub launch buttons are plain links).
 - jupyterquiz and jupytercards inline a fallback that loads MathJax from a CDN
@@ -130,6 +131,19 @@ def copy_widget_assets(app: Sphinx) -> None:
     for package, files in STUDY_FILES.items():
         for rel in files:
             shutil.copy2(NODE_MODULES / package / rel, study / STUDY_NAMES.get(rel, Path(rel).name))
+    write_study_catalog(Path(app.srcdir) / "chapters", study / "catalog.js")
+
+
+def write_study_catalog(chapters: Path, target: Path) -> None:
+    """Every chapter's question and card ids, and the cards' text, for the
+    progress and review pages (teaching.study.catalog_script). Written at
+    every build from the current files, so that no page shows an old deck."""
+    from teaching.study import StudyDataError, catalog_script
+
+    try:
+        target.write_text(catalog_script(chapters), encoding="utf-8")
+    except StudyDataError as err:
+        raise ExtensionError(f"offline_site: the study catalogue cannot be made: {err}") from None
 
 
 def configure(app: Sphinx, config: Any) -> None:

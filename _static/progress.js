@@ -4,8 +4,8 @@
 //
 // The pages say what they hold (teaching/study.py writes it): each quiz is
 // preceded by <script class="study-quiz-data"> (the chapter, and each question's
-// id and options); the progress and review pages carry <script
-// class="study-catalog"> (every chapter's question and card ids). Answers are
+// id and options); the progress and review pages read the catalogue of every
+// chapter's question and card ids (_static/study/catalog.js). Answers are
 // stored by question id and option text, never by position: the quiz shuffles
 // its options on every load.
 (function () {
@@ -222,7 +222,9 @@
       var wrap = event.target.closest && event.target.closest(".Quiz");
       setTimeout(function () { record(wrap); }, 0);
     });
-    container.addEventListener("keyup", function (event) {
+    // The quiz checks a typed answer on keypress and then takes the focus
+    // away (keyup reaches the page, not the field): listen to keypress too.
+    container.addEventListener("keypress", function (event) {
       if (event.key !== "Enter") return;
       var wrap = event.target.closest && event.target.closest(".Quiz");
       setTimeout(function () { record(wrap); }, 0);
@@ -238,10 +240,10 @@
 
   // ------------------------------------------------------------------ catalog
 
-  function catalogOf(root) {
-    var script = root.parentNode.querySelector("script.study-catalog") ||
-      document.querySelector("script.study-catalog");
-    return (script && readJSON(script)) || [];
+  // The catalogue of every chapter's questions and cards (_static/study/catalog.js,
+  // written at every build by _ext/offline_site.py).
+  function catalogOf() {
+    return window.STUDY_CATALOG || [];
   }
 
   function pageLink(root, entry) {
@@ -261,7 +263,7 @@
   // ------------------------------------------------------------------ progress page
 
   function renderProgress(root) {
-    var catalog = catalogOf(root);
+    var catalog = catalogOf();
     var state = load();
     var now = new Date();
     root.innerHTML = "";
@@ -365,10 +367,12 @@
 
   // ------------------------------------------------------------------ review page
 
-  function loadScheduler(then) {
-    if (window.FSRS) return then();
-    var script = el("script", { src: SCRIPT_FOLDER + "/study/ts-fsrs.umd.js" });
+  // A script of the site's _static/study folder (a script element, not a fetch:
+  // it works from file:// too).
+  function loadScript(name, then, failed) {
+    var script = el("script", { src: SCRIPT_FOLDER + "/study/" + name });
     script.onload = then;
+    script.onerror = failed;
     document.head.appendChild(script);
   }
 
@@ -416,7 +420,7 @@
   }
 
   function renderReview(root) {
-    var catalog = catalogOf(root);
+    var catalog = catalogOf();
     var scheduler = FSRS.fsrs(FSRS.generatorParameters());
     root.innerHTML = "";
     var counts = el("p", { class: "study-counts", role: "status", "aria-live": "polite" });
@@ -424,7 +428,10 @@
     root.appendChild(counts);
     root.appendChild(region);
 
+    var pending = null;
+
     function next() {
+      clearTimeout(pending);
       var state = load();
       var now = new Date();
       var queue = queueOf(catalog, state, now);
@@ -438,6 +445,10 @@
         region.appendChild(el("p", { class: "study-empty", text: upcoming
           ? "No card is due now. The next one is due in " + describeWait(now, upcoming) + " (" + upcoming.toLocaleString() + ")."
           : "No card is due now." }));
+        // A card coming back within the hour is asked again without a reload.
+        if (upcoming && upcoming - now < 3600 * 1000) {
+          pending = setTimeout(next, upcoming - now + 500);
+        }
         return;
       }
       var item = items[0];
@@ -456,6 +467,8 @@
         var back = el("div", { class: "study-back", html: item.card.back, tabindex: "-1" });
         region.appendChild(el("h2", { class: "study-card-heading", text: "Answer" }));
         region.appendChild(back);
+        // The focus goes to the answer (read next), then Tab reaches the ratings.
+        back.focus();
         var when = new Date();
         var preview = scheduler.repeat(card, when);
         var buttons = el("div", { class: "study-ratings", role: "group", "aria-label": "How well did you know it?" });
@@ -488,7 +501,7 @@
           buttons.appendChild(button);
         });
         region.appendChild(buttons);
-        typeset(back).then(function () { back.focus(); });
+        typeset(back);
       });
     }
     next();
@@ -498,11 +511,20 @@
 
   function start() {
     document.querySelectorAll("script.study-quiz-data").forEach(setUpQuiz);
-    document.querySelectorAll(".study-progress").forEach(renderProgress);
+    var progress = document.querySelectorAll(".study-progress");
     var review = document.querySelectorAll(".study-review");
-    if (review.length) {
-      loadScheduler(function () { review.forEach(renderReview); });
-    }
+    if (!progress.length && !review.length) return;
+    var failed = function () {
+      document.querySelectorAll(".study-needs-script").forEach(function (p) {
+        p.textContent = "This page's data (_static/study) could not be loaded: the site's copy is incomplete.";
+      });
+    };
+    loadScript("catalog.js", function () {
+      progress.forEach(renderProgress);
+      if (review.length) {
+        loadScript("ts-fsrs.umd.js", function () { review.forEach(renderReview); }, failed);
+      }
+    }, failed);
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

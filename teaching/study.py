@@ -29,8 +29,7 @@ __all__ = [
     "card_id",
     "chapter_title",
     "study_catalog",
-    "show_progress",
-    "show_review",
+    "catalog_script",
     "QUESTION_TYPES",
     "QUIZ_DISPLAY",
 ]
@@ -248,8 +247,8 @@ def show_cards(path: str | Path, **options: Any) -> None:
 #
 # The learner's progress lives in the browser only (_static/progress.js keeps it
 # in localStorage). The pages tell that script what they hold: each quiz is
-# preceded by a JSON description of its questions, and the progress and review
-# pages carry the catalogue of every chapter's questions and cards. Questions
+# preceded by a JSON description of its questions, and the site holds the
+# catalogue of every chapter's questions and cards (catalog_script). Questions
 # and cards are known by ids made from their text, never by position: the quiz
 # shuffles its options on every load, and a card added to a deck must not take
 # over another card's schedule.
@@ -351,35 +350,10 @@ def study_catalog(chapters: str | Path, with_text: bool = False) -> list[dict]:
     return catalog
 
 
-def _study_page(kind: str, catalog: list[dict], fallback: str) -> str:
-    return (
-        f'<div class="study-{kind} mathjax_process" data-root="..">'
-        f'<p class="study-needs-script">{html.escape(fallback)}</p></div>'
-        f'<script type="application/json" class="study-catalog">{_json_for_script(catalog)}</script>'
-    )
+def catalog_script(chapters: str | Path) -> str:
+    """The catalogue (with the cards' text) as a script for the site: ``window.STUDY_CATALOG = [...]``.
 
-
-def show_progress(chapters: str | Path) -> None:
-    """Display the "Your progress" table (filled in by _static/progress.js)."""
-    from IPython.display import HTML, display
-
-    display(
-        HTML(
-            _study_page(
-                "progress", study_catalog(chapters), "Your progress is shown here once the page's script has run."
-            )
-        )
-    )
-
-
-def show_review(chapters: str | Path) -> None:
-    """Display the flashcard review (run by _static/progress.js with ts-fsrs)."""
-    from IPython.display import HTML, display
-
-    display(
-        HTML(
-            _study_page(
-                "review", study_catalog(chapters, with_text=True), "The review starts once the page's script has run."
-            )
-        )
-    )
+    _ext/offline_site.py writes it to ``_static/study/catalog.js`` at every build, so
+    the progress and review pages always list the current questions and cards.
+    """
+    return f"window.STUDY_CATALOG = {_json_for_script(study_catalog(chapters, with_text=True))};\n"

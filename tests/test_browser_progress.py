@@ -80,11 +80,11 @@ def site(request, book_browser: BookBrowser) -> Iterator[Site]:
     if request.param == "file":
         context = request.getfixturevalue("file_context")
         made = Site("file", context, book_browser, outside=context.blocked)
-        context.set_default_timeout(15_000)
+        context.set_default_timeout(60_000)
         yield made
         return
     context = book_browser.new_context()
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(60_000)
     made = Site("http", context, book_browser)
     site_prefixes = (book_browser.server.origin + "/", "data:", "blob:")
     context.on("request", lambda r: None if r.url.startswith(site_prefixes) else made.outside.append(r.url))

@@ -23,9 +23,11 @@ import pytest
 from teaching.study import (
     StudyDataError,
     card_id,
+    catalog_script,
     chapter_title,
     load_cards,
     load_quiz,
+    prepare_cards,
     prepare_quiz,
     question_id,
     show_quiz,
@@ -171,3 +173,12 @@ def test_review_page_states_the_new_cards_a_day_of_the_script():
     assert per_day, "progress.js no longer sets NEW_CARDS_PER_DAY"
     page = " ".join((ROOT / "appendix" / "review.md").read_text(encoding="utf-8").split())
     assert f"up to **{per_day[1]} new cards a day**" in page
+
+
+def test_catalog_script_assigns_the_catalog_with_the_cards_text():
+    script = catalog_script(CHAPTERS)
+    prefix = "window.STUDY_CATALOG = "
+    assert script.startswith(prefix) and script.endswith(";\n")
+    assert json.loads(script[len(prefix) : -2]) == study_catalog(CHAPTERS, with_text=True)
+    first = load_cards(DECKS[0])[0]
+    assert json.loads(script[len(prefix) : -2])[0]["cards"][0]["back"] == prepare_cards([first])[0]["back"]
