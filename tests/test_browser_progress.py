@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import HTML, ROOT, SETTLE_JS, BookBrowser, describe_axe, record_axe, run_axe
+from browser import HTML, ROOT, SCREENSHOTS, SETTLE_JS, BookBrowser, describe_axe, record_axe, run_axe
 from built_book import built_page
 
 from teaching.study import card_id, load_cards, load_quiz, prepare_quiz, question_id
@@ -139,13 +139,13 @@ def test_quiz_answers_come_back_and_the_progress_page_counts_them(site):
     assert page.get_by_label("I have finished this chapter").is_checked()
 
     page = site.open(PROGRESS, page)
-    row = page.locator(f"tr[data-chapter={CHAPTER}]")
+    row = page.locator(f'tr[data-chapter="{CHAPTER}"]')
     assert row.locator(".study-answered").inner_text() == f"2 of {len(questions)}"
     assert row.locator(".study-right").inner_text() == "1"
     cards = load_cards(ROOT / "chapters" / f"{CHAPTER}.cards.json")
     assert row.locator(".study-new").inner_text() == f"{len(cards)} of {len(cards)}"
     assert row.locator("input[type=checkbox]").is_checked()
-    other = page.locator("tr[data-chapter=01_self_attention]")
+    other = page.locator('tr[data-chapter="01_self_attention"]')
     assert other.locator(".study-answered").inner_text().startswith("0 of ")
     assert not other.locator("input[type=checkbox]").is_checked()
     site.check()
@@ -319,8 +319,14 @@ def test_review_by_keyboard_and_no_serious_axe_violation(book_browser, scheme):
         assert page.evaluate("document.activeElement.classList.contains('study-back')")
         # The card's math is typeset, as on the rest of the page.
         page.wait_for_function("() => document.querySelector('.study-card mjx-container') !== null")
-        page.keyboard.press("Tab")
+        # Tab leads through the answer (MathJax makes each formula focusable) to the ratings.
+        for _ in range(30):
+            page.keyboard.press("Tab")
+            if page.evaluate("document.activeElement.tagName") == "BUTTON":
+                break
         assert page.evaluate("document.activeElement.dataset.rating") == "Again"
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.locator(".study-card").screenshot(path=SCREENSHOTS / f"review-{scheme}.png")
         violations = run_axe(page)
         record_axe(REVIEW + " (answer shown)", scheme, violations)
         failing = [v for v in violations if v["impact"] in ("serious", "critical")]
@@ -333,6 +339,7 @@ def test_review_by_keyboard_and_no_serious_axe_violation(book_browser, scheme):
         assert len(stored["cards"]) == 1
 
         page, log2 = book_browser.open(context, PROGRESS)
+        page.locator(".study-progress").screenshot(path=SCREENSHOTS / f"progress-{scheme}.png")
         violations = run_axe(page)
         record_axe(PROGRESS, scheme, violations)
         failing = [v for v in violations if v["impact"] in ("serious", "critical")]
