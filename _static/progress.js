@@ -165,7 +165,8 @@
   function doneBox(chapter) {
     var id = "study-done-" + chapter;
     var box = el("input", { type: "checkbox", id: id, class: "study-done-box" });
-    box.checked = Boolean(load().chapters[chapter] && load().chapters[chapter].done);
+    var mine = load().chapters[chapter];
+    box.checked = Boolean(mine && mine.done);
     box.addEventListener("change", function () {
       var state = load();
       chapterOf(state, chapter).done = box.checked;
@@ -318,6 +319,7 @@
       document.body.appendChild(link);
       link.click();
       link.remove();
+      setTimeout(function () { URL.revokeObjectURL(link.href); }, 1000);
       status.textContent = "Saved as attention-course-progress.json (see your browser's downloads).";
     });
     var fileInput = el("input", { type: "file", id: "study-import-file", accept: ".json,application/json", class: "study-file" });
