@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from built_book import built_page
 
 from teaching.study import (
     StudyDataError,
@@ -182,3 +183,16 @@ def test_catalog_script_assigns_the_catalog_with_the_cards_text():
     assert json.loads(script[len(prefix) : -2]) == study_catalog(CHAPTERS, with_text=True)
     first = load_cards(DECKS[0])[0]
     assert json.loads(script[len(prefix) : -2])[0]["cards"][0]["back"] == prepare_cards([first])[0]["back"]
+
+
+@pytest.mark.parametrize("quiz", QUIZZES, ids=lambda p: p.name)
+def test_built_chapter_describes_its_quiz_for_the_progress_script(quiz):
+    """A chapter executed before the description existed (a stale execution
+    cache) shows its quiz, but the learner's answers would not be kept."""
+    name = quiz.name.removesuffix(".quiz.json")
+    page = built_page(f"chapters/{name}.html")
+    found = re.search(r'<script type="application/json" class="study-quiz-data">(.*?)</script>', page, re.S)
+    assert found, f"chapters/{name}.html has no description of its quiz: run the chapter again (clear its cache)"
+    described = json.loads(found[1])
+    assert described["chapter"] == name
+    assert [q["id"] for q in described["questions"]] == [question_id(q) for q in load_quiz(quiz)]
