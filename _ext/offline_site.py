@@ -21,6 +21,9 @@ copy the formulas would then show as raw TeX. This extension (listed under
   environment variable ``TEACHING_EXPLORERS=static`` that the kernels running
   the chapters inherit, to emit their static form: every setting drawn at
   build time and swapped by a few lines of JavaScript, no widget state.
+- The flashcard scheduler of the review page (npm ``ts-fsrs``, pinned the
+  same way) is copied to ``_static/study``, beside the catalogue of every
+  chapter's questions and cards that the progress and review pages read.
 - Thebe is switched off: sphinx-thebe would write a CDN address for thebe on
   every page (Binder, Colab and JupyterHub launch buttons are plain links).
 - jupyterquiz and jupytercards inline a fallback that loads MathJax from a CDN
@@ -50,6 +53,13 @@ WIDGET_FILES: dict[str, list[str]] = {
     "requirejs": ["require.js"],
     "@jupyter-widgets/html-manager": ["dist/embed-amd.js"],
 }
+# npm package -> files served under _static/study: the flashcard scheduler
+# (FSRS) that the review page runs (loaded by _static/progress.js).
+STUDY_FILES: dict[str, list[str]] = {
+    "ts-fsrs": ["dist/index.umd.js"],
+}
+STUDY_NAMES = {"dist/index.umd.js": "ts-fsrs.umd.js"}
+
 # Fonts that embed-amd.js loads relative to its own address (Font Awesome icons).
 WIDGET_FONT_SUFFIXES = (".woff2", ".woff", ".ttf", ".eot", ".svg")
 
@@ -72,7 +82,7 @@ BODY_REWRITES: dict[str, str] = {
 
 def _locked_versions() -> dict[str, str]:
     lock = json.loads(LOCK.read_text(encoding="utf-8"))
-    return {name: lock["packages"][f"node_modules/{name}"]["version"] for name in WIDGET_FILES}
+    return {name: lock["packages"][f"node_modules/{name}"]["version"] for name in {**WIDGET_FILES, **STUDY_FILES}}
 
 
 def _installed_version(name: str) -> str | None:
@@ -116,6 +126,24 @@ def copy_widget_assets(app: Sphinx) -> None:
     for font in dist.iterdir():
         if font.suffix in WIDGET_FONT_SUFFIXES:
             shutil.copy2(font, target / font.name)
+    study = Path(app.outdir) / "_static" / "study"
+    study.mkdir(parents=True, exist_ok=True)
+    for package, files in STUDY_FILES.items():
+        for rel in files:
+            shutil.copy2(NODE_MODULES / package / rel, study / STUDY_NAMES.get(rel, Path(rel).name))
+    write_study_catalog(Path(app.srcdir) / "chapters", study / "catalog.js")
+
+
+def write_study_catalog(chapters: Path, target: Path) -> None:
+    """Every chapter's question and card ids, and the cards' text, for the
+    progress and review pages (teaching.study.catalog_script). Written at
+    every build from the current files, so that no page shows an old deck."""
+    from teaching.study import StudyDataError, catalog_script
+
+    try:
+        target.write_text(catalog_script(chapters), encoding="utf-8")
+    except StudyDataError as err:
+        raise ExtensionError(f"offline_site: the study catalogue cannot be made: {err}") from None
 
 
 def configure(app: Sphinx, config: Any) -> None:

@@ -9,6 +9,7 @@ rendering wrong.
 from __future__ import annotations
 
 import copy
+import hashlib
 import html
 import json
 import re
@@ -24,6 +25,11 @@ __all__ = [
     "precision_note",
     "show_quiz",
     "show_cards",
+    "question_id",
+    "card_id",
+    "chapter_title",
+    "study_catalog",
+    "catalog_script",
     "QUESTION_TYPES",
     "QUIZ_DISPLAY",
 ]
@@ -97,6 +103,10 @@ def load_quiz(path: str | Path) -> list[dict]:
             else:
                 _need(bool(str(a.get("answer", "")).strip()), f"{where}, answer {m}", "has no answer text")
         _need(any(a["correct"] for a in answers), where, "has no correct answer")
+        if q["type"] != "numeric":
+            # The learner's progress finds a shown option by its feedback (see _quiz_marker).
+            feedback = [a["feedback"] for a in answers]
+            _need(len(set(feedback)) == len(feedback), where, "two answers have the same feedback")
         if q["type"] == "numeric" and "precision" in q:
             # jupyterquiz rounds to this many significant digits with JavaScript's
             # toPrecision, which throws for 0: the question could never be answered.
@@ -214,9 +224,13 @@ QUIZ_DISPLAY: dict[str, Any] = {"shuffle_questions": False, "shuffle_answers": T
 def show_quiz(path: str | Path, **options: Any) -> None:
     """Check the quiz file, then display it (see :func:`prepare_quiz`) with
     :data:`QUIZ_DISPLAY` (answers shuffled)."""
+    from IPython.display import HTML, display
     from jupyterquiz import display_quiz
 
-    display_quiz(prepare_quiz(load_quiz(path)), **{**QUIZ_DISPLAY, "colors": QUIZ_COLORS, **options})
+    questions = load_quiz(path)
+    shown = prepare_quiz(questions)
+    display(HTML(_quiz_marker(_deck_name(path, ".quiz.json"), questions, shown)))
+    display_quiz(shown, **{**QUIZ_DISPLAY, "colors": QUIZ_COLORS, **options})
 
 
 def show_cards(path: str | Path, **options: Any) -> None:
@@ -227,3 +241,119 @@ def show_cards(path: str | Path, **options: Any) -> None:
         prepare_cards(load_cards(path)),
         **{"front_colors": CARD_FRONT_COLORS, "back_colors": CARD_BACK_COLORS, **options},
     )
+
+
+# --------------------------------------------------------------------------- progress
+#
+# The learner's progress lives in the browser only (_static/progress.js keeps it
+# in localStorage). The pages tell that script what they hold: each quiz is
+# preceded by a JSON description of its questions, and the site holds the
+# catalogue of every chapter's questions and cards (catalog_script). Questions
+# and cards are known by ids made from their text, never by position: the quiz
+# shuffles its options on every load, and a card added to a deck must not take
+# over another card's schedule.
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def question_id(question: dict) -> str:
+    """A question's id: its ``id`` field if it has one, else a digest of its text."""
+    given = question.get("id")
+    return str(given) if given else "q" + _digest(question["question"])
+
+
+def card_id(card: dict) -> str:
+    """A card's id: its ``id`` field if it has one, else a digest of its front."""
+    given = card.get("id")
+    return str(given) if given else "c" + _digest(card["front"])
+
+
+def _deck_name(path: str | Path, suffix: str) -> str:
+    return Path(path).name.removesuffix(suffix)
+
+
+def _unique(ids: list[str], where: str, what: str) -> None:
+    seen = [i for i in ids if ids.count(i) > 1]
+    _need(not seen, where, f'two {what} have the same id {seen[0] if seen else ""!r} (give one an "id")')
+
+
+def _json_for_script(data: Any) -> str:
+    """JSON that can stand inside a <script> element (no "</" ends it early)."""
+    return json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
+
+
+def _quiz_marker(chapter: str, questions: list[dict], shown: list[dict]) -> str:
+    """What progress.js needs to store and restore the answers of the quiz displayed next.
+
+    Each option is described by its text as written in the file (what is
+    stored) and by its feedback as the widget puts it on the option (how
+    the script finds the option on the page, whatever order it is shown in).
+    """
+    ids = [question_id(q) for q in questions]
+    _unique(ids, f"quiz of {chapter}", "questions")
+    described = []
+    for source, q, qid in zip(questions, shown, ids, strict=True):
+        options = [
+            {"text": a.get("answer", ""), "feedback": b.get("feedback", ""), "correct": a["correct"]}
+            for a, b in zip(source["answers"], q["answers"], strict=True)
+        ]
+        described.append({"id": qid, "type": q["type"], "options": options if q["type"] != "numeric" else []})
+    data = {"chapter": chapter, "questions": described}
+    return f'<script type="application/json" class="study-quiz-data">{_json_for_script(data)}</script>'
+
+
+def chapter_title(page: Path) -> str:
+    """ "Chapter N: title" of a chapter page (``NN_name.md``): its first ``# `` heading."""
+    number = int(page.name.split("_", 1)[0])
+    lines = page.read_text(encoding="utf-8").splitlines()
+    title = next((line[2:].strip() for line in lines if line.startswith("# ")), None)
+    _need(title is not None, str(page), "has no '# ' title")
+    return f"Chapter {number}: {title}"
+
+
+def study_catalog(chapters: str | Path, with_text: bool = False) -> list[dict]:
+    """Every chapter with a quiz or flashcards, in chapter order.
+
+    Each entry names the chapter (``chapter``, the file name's stem), its
+    title, its page relative to the site root, its question ids and its
+    cards (ids, ``<chapter>:<card_id>``; with ``with_text``, also the front
+    and back as HTML).
+    """
+    folder = Path(chapters)
+    catalog = []
+    for page in sorted(folder.glob("[0-9][0-9]_*.md")):
+        name = page.stem
+        quiz, deck = folder / f"{name}.quiz.json", folder / f"{name}.cards.json"
+        if not quiz.is_file() and not deck.is_file():
+            continue
+        questions = load_quiz(quiz) if quiz.is_file() else []
+        cards = load_cards(deck) if deck.is_file() else []
+        # Two chapters may hold a card with the same front: the chapter is part of its id.
+        card_ids = [f"{name}:{card_id(c)}" for c in cards]
+        _unique(card_ids, str(deck), "cards")
+        _unique([question_id(q) for q in questions], str(quiz), "questions")
+        shown_cards = prepare_cards(cards)
+        catalog.append(
+            {
+                "chapter": name,
+                "title": chapter_title(page),
+                "page": f"chapters/{name}.html",
+                "questions": [question_id(q) for q in questions],
+                "cards": [
+                    {"id": i, **({"front": c["front"], "back": c["back"]} if with_text else {})}
+                    for i, c in zip(card_ids, shown_cards, strict=True)
+                ],
+            }
+        )
+    return catalog
+
+
+def catalog_script(chapters: str | Path) -> str:
+    """The catalogue (with the cards' text) as a script for the site: ``window.STUDY_CATALOG = [...]``.
+
+    _ext/offline_site.py writes it to ``_static/study/catalog.js`` at every build, so
+    the progress and review pages always list the current questions and cards.
+    """
+    return f"window.STUDY_CATALOG = {_json_for_script(study_catalog(chapters, with_text=True))};\n"

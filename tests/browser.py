@@ -427,6 +427,28 @@ def open_page(book_browser: BookBrowser, browser_context: Any):
     return _open
 
 
+@pytest.fixture
+def file_context(book_browser: BookBrowser) -> Iterator[Any]:
+    """A browser context for the site opened from files (file://): every request
+    that is not a file of the site is blocked and listed in ``context.blocked``."""
+    context = book_browser.browser.new_context(viewport=VIEWPORT)
+    blocked: list[str] = []
+
+    def route(r: Any) -> None:
+        if r.request.url.startswith(HTML.as_uri() + "/") or r.request.url.startswith(("data:", "blob:")):
+            r.continue_()
+        else:
+            blocked.append(r.request.url)
+            r.abort("blockedbyclient")
+
+    context.route("**/*", route)
+    context.blocked = blocked
+    try:
+        yield context
+    finally:
+        context.close()
+
+
 # --------------------------------------------------------------------------- report
 
 

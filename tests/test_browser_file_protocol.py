@@ -7,33 +7,10 @@ page. Every request that is not a file of the site is blocked.
 
 from __future__ import annotations
 
-from typing import Any
-
-import pytest
-from browser import HTML, VIEWPORT, BookBrowser
+from browser import HTML
 from built_book import built_page
 
 HOMEWORK_PAGE = "exercises/hw2_stable_softmax/hw2_stable_softmax.html"
-
-
-@pytest.fixture
-def file_context(book_browser: BookBrowser):
-    context = book_browser.browser.new_context(viewport=VIEWPORT)
-    blocked: list[str] = []
-
-    def route(r: Any) -> None:
-        if r.request.url.startswith(HTML.as_uri() + "/") or r.request.url.startswith(("data:", "blob:")):
-            r.continue_()
-        else:
-            blocked.append(r.request.url)
-            r.abort("blockedbyclient")
-
-    context.route("**/*", route)
-    context.blocked = blocked
-    try:
-        yield context
-    finally:
-        context.close()
 
 
 def test_run_in_the_browser_from_a_file_says_how_to_serve_the_folder(file_context):
