@@ -101,25 +101,32 @@ def read_targets(site: Path, bibfiles: Iterable[Path]) -> Targets:
     targets = Targets()
     for name, (_, _, _, title) in inventory.get("std:doc", {}).items():
         targets.docs[name] = title
-    pages: dict[str, str] = {}
+    numbered: dict[str, dict[str, str]] = {}  # page -> {anchor: number}
     for label, (_, _, uri, text) in inventory.get("std:label", {}).items():
         page, _, anchor = uri.partition("#")
-        docname = page.removesuffix(".html")
-        targets.labels[label] = (docname, anchor, text)
-        if text and anchor:
-            html = pages.setdefault(page, _read(site / page))
-            number = re.search(
-                rf'id="{re.escape(anchor)}"[^<]*>(?:(?!</figure>|</table>).)*?class="caption-number">([^<]+)<',
-                html,
-                re.DOTALL,
-            )
-            if number:
-                targets.numbers[label] = number.group(1).strip()
+        targets.labels[label] = (page.removesuffix(".html"), anchor, text)
+        if page not in numbered:
+            numbered[page] = caption_numbers(_read(site / page))
+        if anchor in numbered[page]:
+            targets.numbers[label] = numbered[page][anchor]
     for term, (_, _, uri, _) in inventory.get("std:term", {}).items():
         targets.terms[term.lower()] = uri.partition("#")[0].removesuffix(".html")
     for bib in bibfiles:
         targets.citations.update(read_citations(bib))
     return targets
+
+
+# A figure or table with an id, and the number its caption shows ("Fig. 4").
+NUMBERED = re.compile(
+    r'<(?P<tag>figure|table)\b[^>]*\bid="(?P<id>[^"]+)"[^>]*>'
+    r'(?:(?!</(?P=tag)>).)*?class="caption-number">(?P<number>[^<]+)<',
+    re.DOTALL,
+)
+
+
+def caption_numbers(html: str) -> dict[str, str]:
+    """id -> caption number of the figures and tables of a built page."""
+    return {m.group("id"): m.group("number").strip() for m in NUMBERED.finditer(html)}
 
 
 def _read(path: Path) -> str:

@@ -17,7 +17,15 @@ from built_book import HTML
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
-from lite_markdown import Citation, MystConversionError, Targets, read_citations, read_targets, to_markdown  # noqa: E402
+from lite_markdown import (  # noqa: E402
+    Citation,
+    MystConversionError,
+    Targets,
+    caption_numbers,
+    read_citations,
+    read_targets,
+    to_markdown,
+)
 
 # What a converted cell may not hold: a role, or the fence of a directive.
 RAW_ROLE = re.compile(r"\{[a-zA-Z][\w:+-]*\}`")
@@ -137,3 +145,13 @@ def test_the_books_own_pages_convert_with_no_raw_role_or_directive():
             raw += [f"{docname}: {m.group(0)!r} in {out[:80]!r}" for m in RAW_ROLE.finditer(out)]
             raw += [f"{docname}: {m.group(0)!r} in {out[:80]!r}" for m in RAW_DIRECTIVE.finditer(out)]
     assert not raw, "raw MyST left after conversion:\n" + "\n".join(raw[:20])
+
+
+def test_figure_numbers_are_read_from_the_figure_that_has_the_id():
+    html = (
+        '<section id="s"><figure id="a"><p>no caption</p></figure>'
+        '<figure class="align-default" id="b"><figcaption><p><span class="caption-number">Fig. 2 </span>'
+        "</p></figcaption></figure>"
+        '<table class="table" id="t"><caption><span class="caption-number">Table 1 </span></caption></table></section>'
+    )
+    assert caption_numbers(html) == {"b": "Fig. 2", "t": "Table 1"}
