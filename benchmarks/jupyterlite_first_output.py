@@ -16,6 +16,10 @@ shows for it). Run from the repository root after ``./course build``::
 
     .venv/bin/python benchmarks/jupyterlite_first_output.py [--notebook chapters/01_self_attention.ipynb] [--runs 3]
 
+With ``--baseline OTHER_SITE`` (another built site, e.g. one built from main)
+the runs alternate between the two sites, so that both see the same load on a
+shared machine, and both sets of runs and medians are written.
+
 It prints each run and the medians, and writes
 ``benchmarks/results/jupyterlite_first_output.json``.
 """
@@ -110,38 +114,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--notebook", default="chapters/01_self_attention.ipynb", help="path inside lite/files/")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--site", type=Path, default=REPO / "_build" / "html")
+    parser.add_argument("--baseline", type=Path, help="another built site, measured in alternation with --site")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON results")
     args = parser.parse_args(argv)
-    if not (args.site / "lite" / "files" / args.notebook).is_file():
-        parser.error(f"{args.site}/lite/files/{args.notebook} does not exist: run ./course build first")
+    sites = {"site": args.site, **({"baseline": args.baseline} if args.baseline else {})}
+    for site in sites.values():
+        if not (site / "lite" / "files" / args.notebook).is_file():
+            parser.error(f"{site}/lite/files/{args.notebook} does not exist: run ./course build first")
     chromium = find_chromium()
     if chromium is None:
         parser.error("Chromium not found ($COURSE_CHROMIUM, or chromium on PATH)")
     from playwright.sync_api import sync_playwright
 
     load_before = os.getloadavg()
-    runs = []
-    with SiteServer(args.site) as server, sync_playwright() as pw:
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in sites}
+    with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
         for i in range(args.runs):
-            run = one_run(browser, server, args.notebook)
-            print(f"run {i + 1}: {run}", flush=True)
-            runs.append(run)
+            for name, site in sites.items():
+                with SiteServer(site) as server:
+                    run = one_run(browser, server, args.notebook)
+                run["load_average_1min"] = round(os.getloadavg()[0], 2)
+                print(f"{name} run {i + 1}: {run}", flush=True)
+                runs[name].append(run)
         browser.close()
-    medians = {
-        key: statistics.median(r[key] for r in runs if r[key] is not None)
-        for key in ("kernel_ready_s", "first_cell_done_s", "first_output_s")
-        if any(r[key] is not None for r in runs)
-    }
-    result = {
+    result: dict[str, Any] = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "load_average_1min_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
         "notebook": args.notebook,
-        "runs": runs,
-        "median": medians,
     }
-    print("median:", medians)
+    for name, found in runs.items():
+        medians = {
+            key: statistics.median(r[key] for r in found if r[key] is not None)
+            for key in ("kernel_ready_s", "first_cell_done_s", "first_output_s")
+            if any(r[key] is not None for r in found)
+        }
+        prefix = "" if name == "site" else f"{name}_"
+        result[f"{prefix}runs"] = found
+        result[f"{prefix}median"] = medians
+        print(f"{name} median:", medians)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return 0

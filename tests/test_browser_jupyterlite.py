@@ -191,7 +191,7 @@ RAW_ROLE = re.compile(r"\{[a-zA-Z][\w:+-]*\}`")
 RAW_DIRECTIVE = re.compile(r"^\s*(`{3,}|:{3,})\{", re.MULTILINE)
 NOTEBOOK_SHOWN_JS = f"""() => {{
   const p = window.jupyterapp && {PANEL};
-  return !!(p && p.content && p.content.model && p.content.widgets.length
+  return !!(p && p.context && p.context.isReady && p.content && p.content.model && p.content.widgets.length
     && p.content.model.sharedModel.cells.length === p.content.widgets.length);
 }}"""
 # The rendered text of every markdown cell JupyterLab has rendered.
