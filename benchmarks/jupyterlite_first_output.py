@@ -63,7 +63,7 @@ CELL_DONE_JS = f"""(i) => {{
   if (!c.execution_count || k.status !== 'idle') return null;
   return c.getOutputs().map((o) => o.output_type === 'stream' ? o.name : o.output_type);
 }}"""
-LIMIT_MS = 300_000
+LIMIT_MS = 600_000  # a hung page, not a speed limit
 
 
 def one_run(browser: Any, server: SiteServer, notebook: str) -> dict[str, Any]:
