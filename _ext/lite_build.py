@@ -24,8 +24,20 @@ run it in the browser with no server and no internet. What goes in:
   ``pyodide-lock.json`` with their sha256, which Pyodide checks when it loads
   them, and with their import names, so ``import lib`` or ``import ipywidgets``
   loads them with no ``%pip``.
-- The notebooks: each chapter converted from MyST markdown by jupytext, the
-  homework releases from ``exercises/``, and the data files they read.
+- The kernel's own wheels (``piplite``, ``pyodide_kernel``, ``ipykernel``,
+  from jupyterlite-pyodide-kernel) are added to that lock too, so that Pyodide
+  loads everything the kernel and the pages need at once, in parallel, when it
+  starts (``loadPyodideOptions.packages``), instead of one install after another.
+- A font cache for matplotlib, made once by the same matplotlib in Pyodide
+  under Node (``_ext/mpl_font_cache.mjs``) and shipped as a small wheel that
+  puts it where Pyodide's matplotlib looks for it (``matplotlib/fontlist.json``):
+  the first ``import matplotlib`` in the browser finds it and does not build
+  one (which takes seconds and prints "Matplotlib is building the font cache"
+  on stderr).
+- The notebooks: each chapter and appendix page converted from MyST markdown
+  by jupytext, with its MyST roles and directives made into plain Markdown
+  (``_ext/lite_markdown.py``: links, citations, boxes), the homework releases
+  from ``exercises/``, and the data files they read.
 
 Fetching from PyPI is switched off in the kernel (``disablePyPIFallback``), the
 browser extensions are only the Pyodide kernel and the widget manager (not the
@@ -33,8 +45,9 @@ desktop's JupyterLab extensions), and a build starts from an empty work
 folder, so no stale ``.jupyterlite.doit.db`` can point the kernel elsewhere.
 
 Only what changed is built: the contents of every input (the course wheel, the
-chapters, homework and data files, the pins, the Pyodide lock, this script and
-the JupyterLite versions) are hashed, and when neither they nor the built
+chapters, appendix, homework and data files, the pins, the Pyodide lock, these
+scripts, the JupyterLite versions, and what the Markdown conversion reads from
+the built site: page titles, labels, figure numbers, citations) are hashed, and when neither they nor the built
 ``lite/`` folder changed since the last build, it prints ``lite: unchanged``
 and builds nothing.
 """
@@ -43,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import dataclasses
 import hashlib
 import importlib.metadata
 import json
@@ -54,6 +68,9 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import lite_markdown  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PINS = ROOT / "requirements" / "lite.txt"
@@ -109,6 +126,38 @@ COURSE_PACKAGE = (
 KERNELSPEC = {"name": "python", "display_name": "Python (Pyodide)", "language": "python"}
 KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
 APPS = ["lab", "notebooks", "tree"]
+# The kernel's own wheels, shipped with jupyterlite-pyodide-kernel: lock name ->
+# (import names, lock dependencies).
+KERNEL_WHEELS: dict[str, tuple[list[str], list[str]]] = {
+    "piplite": (["piplite"], ["micropip"]),
+    "ipykernel": (["ipykernel"], ["comm", "ipython"]),
+    "pyodide-kernel": (["pyodide_kernel"], ["ipykernel", "ipython", "comm", "ssl", "sqlite3", "jedi"]),
+}
+# What Pyodide loads as it starts: what the kernel would otherwise install one
+# after another (the names it looks for: micropip, piplite, ssl, sqlite3,
+# ipykernel, comm, pyodide_kernel, jedi, ipython), and what every chapter's
+# first cell imports (numpy, matplotlib, the course, the widgets).
+PRELOAD = (
+    "micropip",
+    "piplite",
+    "ssl",
+    "sqlite3",
+    "ipykernel",
+    "comm",
+    "pyodide_kernel",
+    "jedi",
+    "ipython",
+    "numpy",
+    "matplotlib",
+    "ipywidgets",
+    "sdpa-course",
+    "course-mpl-fontlist",
+)
+# The wheel that holds matplotlib's font cache.
+FONTLIST_PACKAGE = "course-mpl-fontlist"
+FONT_CACHE_SCRIPT = Path(__file__).resolve().parent / "mpl_font_cache.mjs"
+# Book pages other than chapters that the notebooks link to (as notebooks too).
+PAGE_FOLDERS = ("chapters", "appendix")
 # Files the notebooks read, relative to the course root (copied with the same layout).
 DATA_FILES = ("benchmarks/results/attention_speed_memory.json",)
 
@@ -296,6 +345,69 @@ def stage_extras(target: Path, wheels: dict[str, Path], pins: dict[str, Pin]) ->
     return entries
 
 
+def kernel_extension_dir() -> Path:
+    """The installed jupyterlite-pyodide-kernel browser extension (with its wheels in static/pypi)."""
+    folder = Path(sys.prefix) / "share/jupyter/labextensions" / KERNEL_PLUGIN.split(":")[0]
+    if not (folder / "package.json").is_file():
+        raise LiteBuildError(f"jupyterlite-pyodide-kernel is not installed in {sys.prefix} (run ./course build)")
+    return folder
+
+
+def stage_kernel_wheels(target: Path) -> dict[str, dict]:
+    """The kernel's own wheels copied into target; returns their lock entries."""
+    pypi = kernel_extension_dir() / "static" / "pypi"
+    entries = {}
+    for name, (imports, depends) in KERNEL_WHEELS.items():
+        stem = name.replace("-", "_")
+        found = sorted(pypi.glob(f"{stem}-*-py3-none-any.whl"))
+        if len(found) != 1:
+            raise LiteBuildError(f"want one {stem} wheel in {pypi}, found {[p.name for p in found]}")
+        shutil.copy2(found[0], target / found[0].name)
+        version = found[0].name.split("-")[1]
+        entries[name] = wheel_entry(target / found[0].name, name, version, imports, depends)
+    return entries
+
+
+def stage_font_cache(target: Path) -> dict:
+    """matplotlib's font cache, made by Pyodide's own matplotlib under Node, as a wheel in target.
+
+    ``target`` must already hold the Pyodide runtime and a lock with matplotlib.
+    Returns the wheel's lock entry.
+    """
+    made = target.parent / "fontlist"
+    made.mkdir()
+    result = subprocess.run(
+        ["node", str(FONT_CACHE_SCRIPT), f"{target.resolve()}/", str(made.resolve())],
+        capture_output=True,
+        text=True,
+    )
+    cache = made / "fontlist.json"
+    if result.returncode != 0 or not cache.is_file():
+        raise LiteBuildError(
+            f"making matplotlib's font cache in Pyodide under Node failed (exit {result.returncode}):\n"
+            f"{result.stdout[-2000:]}{result.stderr[-2000:]}"
+        )
+    name, version = FONTLIST_PACKAGE.replace("-", "_"), "1.0"
+    dist = f"{name}-{version}.dist-info"
+    files = {
+        # Where Pyodide's matplotlib reads its font cache (beside font_manager.py).
+        "matplotlib/fontlist.json": cache.read_bytes(),
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {FONTLIST_PACKAGE}\nVersion: {version}\n".encode(),
+        f"{dist}/WHEEL": b"Wheel-Version: 1.0\nGenerator: lite_build\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = [
+        f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}"
+        for path, data in files.items()
+    ]
+    files[f"{dist}/RECORD"] = ("\n".join([*record, f"{dist}/RECORD,,"]) + "\n").encode()
+    wheel = target / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
+        for path, data in files.items():
+            # A fixed date: the same cache gives the same wheel, byte for byte.
+            z.writestr(zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0)), data, zipfile.ZIP_DEFLATED)
+    return wheel_entry(wheel, FONTLIST_PACKAGE, version, [], ["matplotlib"])
+
+
 def copy_rewriting_cdn(wheel: Path, out: Path) -> None:
     """Copy a wheel, pointing its CDN addresses at the site's own copies.
 
@@ -338,38 +450,62 @@ def notebook_for_lite(nb) -> None:
     nb.metadata.pop("jupytext", None)
 
 
-def stage_contents(contents: Path) -> list[str]:
-    """The chapters (as .ipynb), homework releases and data files; returns the notebook paths."""
+def markdown_targets(site: Path) -> lite_markdown.Targets:
+    """What the notebooks' MyST roles point at, read from the built site and references.bib."""
+    return lite_markdown.read_targets(site, [ROOT / "references.bib"])
+
+
+def lite_notebooks(targets: lite_markdown.Targets) -> dict[str, str]:
+    """Every notebook of the in-browser Jupyter: path in its contents -> the notebook's JSON.
+
+    The book's pages (chapters, appendix) come from MyST markdown by jupytext,
+    their markdown cells made into plain Markdown; the homework releases are
+    read as they are (their markdown gets the same conversion).
+    """
     import jupytext
     import nbformat
 
-    notebooks = []
-    for md in sorted((ROOT / "chapters").glob("*.md")):
-        nb = jupytext.read(md)
+    sources = [
+        (md, md.relative_to(ROOT).with_suffix(""))
+        for folder in PAGE_FOLDERS
+        for md in sorted((ROOT / folder).glob("*.md"))
+    ]
+    sources += [
+        (ipynb, ipynb.relative_to(ROOT).with_suffix("")) for ipynb in sorted((ROOT / "exercises").glob("*/*.ipynb"))
+    ]
+    notebooks = {}
+    for path, docname in sources:
+        if path.suffix == ".md":
+            nb = jupytext.read(path, fmt="md:myst")
+        else:
+            nb = nbformat.read(path, as_version=4)
         notebook_for_lite(nb)
-        out = contents / "chapters" / f"{md.stem}.ipynb"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, out)
-        notebooks.append(out.relative_to(contents).as_posix())
-    for data in sorted([*(ROOT / "chapters").glob("*.json"), *(ROOT / "chapters").glob("*.npz")]):
-        shutil.copy2(data, contents / "chapters" / data.name)
-    for ipynb in sorted((ROOT / "exercises").glob("*/*.ipynb")):
-        nb = nbformat.read(ipynb, as_version=4)
-        notebook_for_lite(nb)
-        out = contents / ipynb.relative_to(ROOT)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, out)
-        notebooks.append(out.relative_to(contents).as_posix())
-    for rel in DATA_FILES:
-        (contents / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / rel, contents / rel)
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                try:
+                    cell.source = lite_markdown.to_markdown(cell.source, targets, docname.as_posix())
+                except lite_markdown.MystConversionError as err:
+                    raise LiteBuildError(f"{path.relative_to(ROOT)}: {err}") from err
+        notebooks[f"{docname.as_posix()}.ipynb"] = nbformat.writes(nb)
     return notebooks
 
 
+def stage_contents(contents: Path, notebooks: dict[str, str]) -> list[str]:
+    """The notebooks and the data files they read; returns the notebook paths."""
+    for rel, text in notebooks.items():
+        out = contents / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+    for data in sorted([*(ROOT / "chapters").glob("*.json"), *(ROOT / "chapters").glob("*.npz")]):
+        shutil.copy2(data, contents / "chapters" / data.name)
+    for rel in DATA_FILES:
+        (contents / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, contents / rel)
+    return list(notebooks)
+
+
 def write_config(work: Path, output: Path, widgets_frontend: Path) -> None:
-    kernel_extension = Path(sys.prefix) / "share/jupyter/labextensions" / KERNEL_PLUGIN.split(":")[0]
-    if not (kernel_extension / "package.json").is_file():
-        raise LiteBuildError(f"jupyterlite-pyodide-kernel is not installed in {sys.prefix} (run ./course build)")
+    kernel_extension = kernel_extension_dir()
     config = {
         "LiteBuildConfig": {
             "apps": APPS,
@@ -390,7 +526,12 @@ def write_config(work: Path, output: Path, widgets_frontend: Path) -> None:
             "appName": "Scaled dot-product attention (in the browser)",
             # window.jupyterapp: the browser tests drive the notebook through it.
             "exposeAppInBrowser": True,
-            "litePluginSettings": {KERNEL_PLUGIN: {"disablePyPIFallback": True}},
+            "litePluginSettings": {
+                KERNEL_PLUGIN: {
+                    "disablePyPIFallback": True,
+                    "loadPyodideOptions": {"packages": list(PRELOAD)},
+                }
+            },
         },
     }
     (work / "jupyter-lite.json").write_text(json.dumps(lite, indent=2), encoding="utf-8")
@@ -420,17 +561,24 @@ def input_files(root: Path = ROOT) -> list[Path]:
         root / NPM_PYODIDE.relative_to(ROOT) / "pyodide-lock.json",
         here / "lite_build.py",
         here / "offline_site.py",
+        here / "lite_markdown.py",
+        here / FONT_CACHE_SCRIPT.name,
+        root / "references.bib",
         *(root / rel for rel in DATA_FILES),
     ]
     chapters, exercises = root / "chapters", root / "exercises"
     files += sorted([*chapters.glob("*.md"), *chapters.glob("*.json"), *chapters.glob("*.npz")])
+    files += sorted((root / "appendix").glob("*.md"))
     files += sorted(exercises.glob("*/*.ipynb"))
     return files
 
 
-def inputs_digest(files: list[Path], wheel: Path) -> str:
-    """One sha256 over the inputs' names and contents and the JupyterLite versions."""
+def inputs_digest(files: list[Path], wheel: Path, targets: lite_markdown.Targets | None = None) -> str:
+    """One sha256 over the inputs' names and contents, the JupyterLite versions and
+    what the Markdown conversion reads from the built site (``targets``)."""
     digest = hashlib.sha256()
+    if targets is not None:
+        digest.update(json.dumps(dataclasses.asdict(targets), sort_keys=True).encode() + b"\0")
     for dist in ("jupyterlite-core", "jupyterlite-pyodide-kernel"):
         digest.update(f"{dist}=={importlib.metadata.version(dist)}\0".encode())
     for path in [*files, wheel]:
@@ -459,6 +607,13 @@ def up_to_date(stamp: Path, inputs: str, output: Path) -> bool:
     return built is not None and last == {"inputs": inputs, "output": built}
 
 
+def write_lock(target: Path, lock: dict, packages: dict[str, dict]) -> None:
+    """The site's pyodide-lock.json: the official lock's info and the packages shipped."""
+    (target / "pyodide-lock.json").write_text(
+        json.dumps({"info": lock["info"], "packages": packages}, indent=1, sort_keys=True), encoding="utf-8"
+    )
+
+
 def build(site: Path) -> bool:
     """Build ``<site>/lite``; False when it was up to date and nothing was built."""
     started = time.monotonic()
@@ -468,7 +623,8 @@ def build(site: Path) -> bool:
     wheels = fetch_pinned(pins)
     lock = official_lock()
     wheel = course_wheel(site)
-    inputs = inputs_digest(input_files(), wheel)
+    targets = markdown_targets(site)
+    inputs = inputs_digest(input_files(), wheel, targets)
     output = site / "lite"
     if up_to_date(STAMP, inputs, output):
         print(f"lite: unchanged (inputs sha256 {inputs[:12]}); no JupyterLite content rebuilt")
@@ -479,11 +635,12 @@ def build(site: Path) -> bool:
     pyodide_dir = WORK / "static" / "pyodide"
     packages = stage_pyodide(pyodide_dir, wheels[CARRIER], lock)
     packages.update(stage_extras(pyodide_dir, wheels, pins))
+    packages.update(stage_kernel_wheels(pyodide_dir))
     packages[COURSE_PACKAGE[0]] = stage_course_wheel(pyodide_dir, wheel)
-    (pyodide_dir / "pyodide-lock.json").write_text(
-        json.dumps({"info": lock["info"], "packages": packages}, indent=1, sort_keys=True), encoding="utf-8"
-    )
-    notebooks = stage_contents(WORK / "contents")
+    write_lock(pyodide_dir, lock, packages)
+    packages[FONTLIST_PACKAGE] = stage_font_cache(pyodide_dir)
+    write_lock(pyodide_dir, lock, packages)
+    notebooks = stage_contents(WORK / "contents", lite_notebooks(targets))
     if output.exists():
         shutil.rmtree(output)
     write_config(WORK, output, wheels[WIDGETS_FRONTEND.lower()])

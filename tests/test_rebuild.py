@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT / ".ci"))
 import lite_build  # noqa: E402
 from chapter_data import data_files, fingerprint, stale_pages  # noqa: E402
 from check_nothing_rebuilt import what_ran  # noqa: E402
+from lite_markdown import Citation, Targets  # noqa: E402
 from myst_page import myst_page  # noqa: E402
 
 
@@ -166,6 +167,22 @@ def test_the_lite_inputs_digest_changes_with_each_input(tmp_path, change):
     target = wheel if change == "kit" else tmp_path / change
     target.write_text(target.read_text(encoding="utf-8") + " changed", encoding="utf-8")
     assert lite_build.inputs_digest(lite_build.input_files(tmp_path), wheel) != before
+
+
+def test_what_the_markdown_conversion_reads_from_the_site_is_part_of_the_lite_inputs_digest(tmp_path):
+    """A new page title, figure number or citation re-runs the conversion; the same ones do not."""
+    wheel = fake_course(tmp_path)
+    files = lite_build.input_files(tmp_path)
+
+    def digest(title: str = "A", number: str = "Fig. 1", citations: dict | None = None) -> str:
+        targets = Targets(docs={"chapters/01_a": title}, numbers={"fig-a": number}, citations=citations or {})
+        return lite_build.inputs_digest(files, wheel, targets)
+
+    before = digest()
+    assert digest() == before
+    assert digest(title="A new title") != before
+    assert digest(number="Fig. 2") != before
+    assert digest(citations={"k": Citation("Someone", "2020")}) != before
 
 
 def test_a_new_chapter_changes_the_lite_inputs_digest(tmp_path):

@@ -1,0 +1,163 @@
+"""How soon Python answers in the site's in-browser Jupyter (JupyterLite + Pyodide).
+
+Serves the built site (``_build/html``, with ``lite/``) on 127.0.0.1 and opens a
+chapter notebook in headless Chromium, offline (every other host is blocked),
+in a fresh browser profile each run (no HTTP cache: a first visit). Per run it
+records, from the moment the page is asked for:
+
+- ``kernel_ready_s``: the kernel is idle and the notebook is shown;
+- ``first_cell_done_s``: the first code cell, run as a reader would
+  (Shift+Enter on it), has finished;
+- ``first_output_s``: the first output a reader sees: the cells are run one by
+  one from the top until one shows an output other than stderr.
+
+It also notes whether any of those cells wrote to stderr (the pink box JupyterLab
+shows for it). Run from the repository root after ``./course build``::
+
+    .venv/bin/python benchmarks/jupyterlite_first_output.py [--notebook chapters/01_self_attention.ipynb] [--runs 3]
+
+With ``--baseline OTHER_SITE`` (another built site, e.g. one built from main)
+the runs alternate between the two sites, so that both see the same load on a
+shared machine, and both sets of runs and medians are written.
+
+It prints each run and the medians, and writes
+``benchmarks/results/jupyterlite_first_output.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))  # the browser tests' server and Chromium settings
+
+from browser import CHROMIUM_FLAGS, VIEWPORT, SiteServer, find_chromium  # noqa: E402
+
+RESULTS = REPO / "benchmarks" / "results" / "jupyterlite_first_output.json"
+PANEL = "window.jupyterapp.shell.currentWidget"
+KERNEL_IDLE_JS = f"""() => {{
+  const p = window.jupyterapp && {PANEL};
+  const k = p && p.sessionContext && p.sessionContext.session && p.sessionContext.session.kernel;
+  return !!(k && k.status === 'idle' && p.content && p.content.model);
+}}"""
+CODE_CELLS_JS = f"""() => {PANEL}.content.model.sharedModel.cells
+  .map((c, i) => c.cell_type === 'code' ? i : -1).filter((i) => i >= 0)"""
+RUN_CELL_JS = f"""(i) => {{
+  {PANEL}.content.activeCellIndex = i;
+  window.jupyterapp.commands.execute('notebook:run-cell');
+}}"""
+# The cell's state once it has run: its outputs (name for streams, type otherwise).
+CELL_DONE_JS = f"""(i) => {{
+  const p = {PANEL};
+  const c = p.content.model.sharedModel.cells[i];
+  const k = p.sessionContext.session.kernel;
+  if (!c.execution_count || k.status !== 'idle') return null;
+  return c.getOutputs().map((o) => o.output_type === 'stream' ? o.name : o.output_type);
+}}"""
+LIMIT_MS = 600_000  # a hung page, not a speed limit
+
+
+def one_run(browser: Any, server: SiteServer, notebook: str) -> dict[str, Any]:
+    """Open the notebook in a fresh profile and time the kernel and the first output."""
+    context = browser.new_context(viewport=VIEWPORT)
+    blocked: list[str] = []
+
+    def route(r: Any) -> None:
+        if r.request.url.startswith(server.origin + "/") or r.request.url.startswith(("data:", "blob:")):
+            r.continue_()
+        else:
+            blocked.append(r.request.url)
+            r.abort("blockedbyclient")
+
+    context.route("**/*", route)
+    page = context.new_page()
+    started = time.monotonic()
+    page.goto(server.url(f"lite/notebooks/index.html?path={notebook}"), wait_until="commit")
+    page.wait_for_function(KERNEL_IDLE_JS, timeout=LIMIT_MS, polling=50)
+    ready = time.monotonic() - started
+    first_done = first_output = None
+    stderr_cells = []
+    for index in page.evaluate(CODE_CELLS_JS):
+        page.evaluate(RUN_CELL_JS, index)
+        handle = page.wait_for_function(CELL_DONE_JS, arg=index, timeout=LIMIT_MS, polling=50)
+        outputs = handle.json_value()
+        now = time.monotonic() - started
+        if first_done is None:
+            first_done = now
+        if "stderr" in outputs:
+            stderr_cells.append(index)
+        if any(kind != "stderr" for kind in outputs):
+            first_output = now
+            break
+    context.close()
+    if blocked:
+        raise SystemExit(f"the page asked for hosts other than the test server: {blocked[:5]}")
+    return {
+        "kernel_ready_s": round(ready, 2),
+        "first_cell_done_s": round(first_done or 0.0, 2),
+        "first_output_s": round(first_output, 2) if first_output is not None else None,
+        "cells_with_stderr": stderr_cells,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--notebook", default="chapters/01_self_attention.ipynb", help="path inside lite/files/")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--site", type=Path, default=REPO / "_build" / "html")
+    parser.add_argument("--baseline", type=Path, help="another built site, measured in alternation with --site")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON results")
+    args = parser.parse_args(argv)
+    sites = {"site": args.site, **({"baseline": args.baseline} if args.baseline else {})}
+    for site in sites.values():
+        if not (site / "lite" / "files" / args.notebook).is_file():
+            parser.error(f"{site}/lite/files/{args.notebook} does not exist: run ./course build first")
+    chromium = find_chromium()
+    if chromium is None:
+        parser.error("Chromium not found ($COURSE_CHROMIUM, or chromium on PATH)")
+    from playwright.sync_api import sync_playwright
+
+    load_before = os.getloadavg()
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in sites}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
+        for i in range(args.runs):
+            for name, site in sites.items():
+                with SiteServer(site) as server:
+                    run = one_run(browser, server, args.notebook)
+                run["load_average_1min"] = round(os.getloadavg()[0], 2)
+                print(f"{name} run {i + 1}: {run}", flush=True)
+                runs[name].append(run)
+        browser.close()
+    result: dict[str, Any] = {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "load_average_1min_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
+        "notebook": args.notebook,
+    }
+    for name, found in runs.items():
+        medians = {
+            key: statistics.median(r[key] for r in found if r[key] is not None)
+            for key in ("kernel_ready_s", "first_cell_done_s", "first_output_s")
+            if any(r[key] is not None for r in found)
+        }
+        prefix = "" if name == "site" else f"{name}_"
+        result[f"{prefix}runs"] = found
+        result[f"{prefix}median"] = medians
+        print(f"{name} median:", medians)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

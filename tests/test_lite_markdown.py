@@ -1,0 +1,157 @@
+"""The in-browser notebooks' Markdown: MyST roles and directives made into what JupyterLab renders.
+
+``_ext/lite_markdown.py`` on sample text with hand-made targets (the expected
+Markdown written out here), pybtex's reading of a small bibliography, and the
+book's own pages: after conversion no markdown cell of any page holds a raw
+role or directive fence.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from built_book import HTML
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "_ext"))
+from lite_markdown import (  # noqa: E402
+    Citation,
+    MystConversionError,
+    Targets,
+    caption_numbers,
+    read_citations,
+    read_targets,
+    to_markdown,
+)
+
+# What a converted cell may not hold: a role, or the fence of a directive.
+RAW_ROLE = re.compile(r"\{[a-zA-Z][\w:+-]*\}`")
+RAW_DIRECTIVE = re.compile(r"^\s*(`{3,}|:{3,})\{", re.MULTILINE)
+
+
+@pytest.fixture
+def targets() -> Targets:
+    return Targets(
+        docs={
+            "chapters/01_a": "One",
+            "chapters/03_queries_keys_values": "Queries, keys and values",
+            "appendix/notation": "Notation and glossary",
+        },
+        labels={"fig-a": ("chapters/01_a", "fig-a", "A long caption"), "sec-b": ("appendix/notation", "sec-b", "B")},
+        terms={"logit": "appendix/notation"},
+        numbers={"fig-a": "Fig. 4"},
+        citations={"vaswani2017attention": Citation("Vaswani et al.", "2017"), "x2020": Citation("X and Y", "2020")},
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (
+            "See {doc}`03_queries_keys_values` next.",
+            "See [Queries, keys and values](03_queries_keys_values.ipynb) next.",
+        ),
+        ("Read {doc}`the symbols <../appendix/notation>`.", "Read [the symbols](../appendix/notation.ipynb)."),
+        ("As {cite:p}`vaswani2017attention` show.", "As (Vaswani et al., 2017) show."),
+        ("{cite:t}`vaswani2017attention` wrote it.", "Vaswani et al. (2017) wrote it."),
+        ("Two: {cite:p}`vaswani2017attention,x2020`.", "Two: (Vaswani et al., 2017; X and Y, 2020)."),
+        ("{numref}`fig-a` shows it.", "[Fig. 4](01_a.ipynb#fig-a) shows it."),
+        ("See {ref}`sec-b`.", "See [B](../appendix/notation.ipynb#sec-b)."),
+        ("A {term}`logit` is a score.", "A [logit](../appendix/notation.ipynb) is a score."),
+        ("Many {term}`logits <logit>`.", "Many [logits](../appendix/notation.ipynb)."),
+        ("An {abbr}`SDPA (scaled dot-product attention)` call.", "An SDPA (scaled dot-product attention) call."),
+        ("Code `{doc}` stays, {math}`x^2` is math.", "Code `{doc}` stays, $x^2$ is math."),
+        ("(sec-b)=\n# Title\n% a comment\nText.", "# Title\nText."),
+        ("$$\nx = 1\n$$ (eq-one)", "$$\nx = 1\n$$"),
+    ],
+)
+def test_roles_become_links_citations_and_text(targets, source, expected):
+    assert to_markdown(source, targets, "chapters/01_a") == expected
+
+
+def test_an_admonition_becomes_a_quote_with_its_title(targets):
+    source = ":::{admonition} Predict, then check\n:class: predict\nWhat will {doc}`01_a` print?\n:::"
+    assert to_markdown(source, targets, "chapters/01_a") == (
+        "> **Predict, then check**\n>\n> What will [One](01_a.ipynb) print?"
+    )
+
+
+def test_a_note_without_title_is_titled_by_its_kind(targets):
+    assert (
+        to_markdown("```{note}\nMind the shape.\n```", targets, "chapters/01_a") == "> **Note**\n>\n> Mind the shape."
+    )
+
+
+def test_a_dropdown_stays_closed_and_nested_directives_are_converted(targets):
+    source = "::::{dropdown} Answer\n:::{tip}\nInside.\n:::\n```python\nprint(1)\n```\n::::\nAfter."
+    assert to_markdown(source, targets, "chapters/01_a") == (
+        "<details><summary>Answer</summary>\n\n\n> **Tip**\n>\n> Inside.\n\n"
+        "```python\nprint(1)\n```\n\n</details>\n\nAfter."
+    )
+
+
+def test_a_directive_with_no_markdown_body_says_the_page_shows_it(targets):
+    out = to_markdown("```{literalinclude} ../data.json\n:language: json\n```", targets, "chapters/01_a")
+    assert out == "*This part (literalinclude) is shown on the book's page, One.*"
+
+
+def test_roles_inside_code_blocks_are_left_alone(targets):
+    source = "```md\nWrite {doc}`01_a` in MyST.\n```"
+    assert to_markdown(source, targets, "chapters/01_a") == source
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["{doc}`02_missing`", "{cite:p}`nobody1999`", "{term}`unknown`", "{numref}`fig-missing`", ":::{note}\nopen"],
+)
+def test_what_the_book_does_not_have_is_a_clear_error(targets, source):
+    with pytest.raises(MystConversionError, match=r"chapters/01_a|never closed"):
+        to_markdown(source, targets, "chapters/01_a")
+
+
+def test_citations_read_by_pybtex_in_author_year_form(tmp_path):
+    bib = tmp_path / "refs.bib"
+    bib.write_text(
+        "@article{one, author = {Curie, Marie}, title = {T}, year = {1903}}\n"
+        "@article{two, author = {Knuth, Donald and Lamport, Leslie}, title = {T}, year = {1984}}\n"
+        "@article{many, author = {Kaiser, {\\L}ukasz and B, C and D, E}, title = {T}, year = {2017}}\n",
+        encoding="utf-8",
+    )
+    assert read_citations(bib) == {
+        "one": Citation("Curie", "1903"),
+        "two": Citation("Knuth and Lamport", "1984"),
+        "many": Citation("Kaiser et al.", "2017"),
+    }
+
+
+def test_the_books_own_pages_convert_with_no_raw_role_or_directive():
+    """Every markdown cell of every page, with the targets of the built site."""
+    import jupytext
+
+    if not (HTML / "objects.inv").is_file():
+        pytest.fail("_build/html/objects.inv does not exist: build the book first (./course build)")
+    targets = read_targets(HTML, [ROOT / "references.bib"])
+    assert targets.citations["vaswani2017attention"] == Citation("Vaswani et al.", "2017")
+    raw = []
+    for md in sorted([*(ROOT / "chapters").glob("*.md"), *(ROOT / "appendix").glob("*.md")]):
+        docname = md.relative_to(ROOT).with_suffix("").as_posix()
+        for cell in jupytext.read(md, fmt="md:myst").cells:
+            if cell.cell_type != "markdown":
+                continue
+            out = to_markdown(cell.source, targets, docname)
+            raw += [f"{docname}: {m.group(0)!r} in {out[:80]!r}" for m in RAW_ROLE.finditer(out)]
+            raw += [f"{docname}: {m.group(0)!r} in {out[:80]!r}" for m in RAW_DIRECTIVE.finditer(out)]
+    assert not raw, "raw MyST left after conversion:\n" + "\n".join(raw[:20])
+
+
+def test_figure_numbers_are_read_from_the_figure_that_has_the_id():
+    html = (
+        '<section id="s"><figure id="a"><p>no caption</p></figure>'
+        '<figure class="align-default" id="b"><figcaption><p><span class="caption-number">Fig. 2 </span>'
+        "</p></figcaption></figure>"
+        '<table class="table" id="t"><caption><span class="caption-number">Table 1 </span></caption></table></section>'
+    )
+    assert caption_numbers(html) == {"b": "Fig. 2", "t": "Table 1"}
