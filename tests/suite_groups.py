@@ -20,7 +20,20 @@ MARKS = {
 }
 
 # The longest files (pytest --durations on a 2-core machine), longest first.
-START_FIRST: tuple[str, ...] = ()
+START_FIRST = (
+    "test_homework_nbgrader.py",
+    "test_class_grading.py",
+    "test_browser_jupyterlite.py",
+    "test_guide_commands.py",
+    "test_plain_nbgrader_assignment.py",
+    "test_learner_kit.py",
+    "test_sandbox_modes.py",
+    "test_course_toc.py",
+    "test_browser_accessibility.py",
+    "test_class_grading_cluster.py",
+    "test_points_one_source.py",
+    "test_browser_explorers.py",
+)
 
 
 def pytest_configure(config: Any) -> None:
