@@ -291,15 +291,16 @@ AXE_REPORT = ROOT / "_build" / "reports" / "axe.json"
 
 def record_axe(path: str, theme: str, violations: list[dict]) -> None:
     """Keep a page's violations for _build/reports/axe.json and the closing summary."""
-    report = SESSION.setdefault("axe", {})
-    report[f"{path} ({theme})"] = violations
-    AXE_REPORT.parent.mkdir(parents=True, exist_ok=True)
-    AXE_REPORT.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    SESSION.setdefault("axe", {})[f"{path} ({theme})"] = violations
+
+
+def axe_counts(report: dict[str, list[dict]]) -> dict[str, int]:
+    """Violating elements per impact ("critical", "serious", ...) over every page checked."""
     counts: dict[str, int] = {}
     for found in report.values():
         for v in found:
             counts[v["impact"]] = counts.get(v["impact"], 0) + len(v["nodes"])
-    SESSION["axe_counts"] = counts
+    return counts
 
 
 def describe_axe(violations: list[dict]) -> str:
@@ -452,6 +453,41 @@ def file_context(book_browser: BookBrowser) -> Iterator[Any]:
 # --------------------------------------------------------------------------- report
 
 
+# With pytest-xdist the browser tests run in worker processes: each worker hands
+# its SESSION to the controller (xdist's workeroutput), which merges them, so the
+# summary and the axe report cover every worker.
+
+
+def _shareable(session: dict[str, Any]) -> dict[str, Any]:
+    return {**session, "pages_opened": sorted(session["pages_opened"])}
+
+
+def merge_session(other: dict[str, Any]) -> None:
+    """Fold one worker's SESSION into this process's."""
+    SESSION["skip_reason"] = SESSION["skip_reason"] or other.get("skip_reason")
+    SESSION["pages_opened"].update(other.get("pages_opened", ()))
+    SESSION["blocked"].extend(other.get("blocked", ()))
+    for key in ("axe", "explorers"):
+        if other.get(key):
+            SESSION.setdefault(key, {}).update(other[key])
+
+
+def pytest_sessionfinish(session: Any) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["browser_session"] = json.dumps(_shareable(SESSION))
+    elif SESSION.get("axe"):
+        AXE_REPORT.parent.mkdir(parents=True, exist_ok=True)
+        AXE_REPORT.write_text(json.dumps(SESSION["axe"], indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    shared = getattr(node, "workeroutput", {}).get("browser_session")
+    if shared:
+        merge_session(json.loads(shared))
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Say loudly when the browser tests were skipped, and what they did otherwise."""
     reason = SESSION["skip_reason"]
@@ -471,8 +507,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
                 f"{name}: {seen['explorer_bytes'] / 1024:.0f} KiB on a {seen['page_bytes'] / 1024:.0f} KiB page; "
                 f"{len(times)} moves, median {times[len(times) // 2]:.0f} ms, slowest {times[-1]:.0f} ms"
             )
-    if SESSION.get("axe_counts") is not None:
-        counts = SESSION["axe_counts"]
+    if SESSION.get("axe"):
+        counts = axe_counts(SESSION["axe"])
         terminalreporter.write_sep("-", "axe-core")
         terminalreporter.write_line(
             "violations (element count) on the pages checked: "

@@ -4,4 +4,16 @@ settings.register_profile("course", max_examples=60, deadline=None, suppress_hea
 settings.load_profile("course")
 
 # Browser tests (tests/test_browser_*.py): fixtures and their closing summary live in tests/browser.py.
-from browser import book_browser, browser_context, file_context, open_page, pytest_terminal_summary, site_server  # noqa: E402,F401
+from browser import (  # noqa: E402,F401
+    book_browser,
+    browser_context,
+    file_context,
+    open_page,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+    pytest_testnodedown,
+    site_server,
+)
+
+# How the suite is split: the `browser` and `cluster` marks, and the order files start in.
+from suite_groups import pytest_collection_modifyitems, pytest_configure  # noqa: E402,F401
