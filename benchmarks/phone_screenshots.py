@@ -9,7 +9,8 @@ with every other host blocked, as the browser tests do (tests/browser.py).
     .venv/bin/python benchmarks/phone_screenshots.py OUT_DIR [--site _build/html]
 
 It writes OUT_DIR/<page>-<spot>-<theme>.png (palette PNGs, a few tens of KiB
-each) and prints their names and sizes.
+each), and <page>-<spot>-full-size-<theme>.png where a figure has a "Full size"
+button (opened), and prints their names and sizes.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ SCROLL_TO_JS = """
 (selector) => {
   const element = document.querySelector(selector);
   if (!element) return false;
-  const header = document.querySelector('.bd-header');
+  const header = document.querySelector('.bd-header-article');
   const offset = header ? header.getBoundingClientRect().height : 0;
   window.scrollTo(0, element.getBoundingClientRect().top + window.scrollY - offset - 12);
   return true;
@@ -86,6 +87,15 @@ def main(argv: list[str] | None = None) -> int:
                             data = small_png(page.screenshot())
                             (args.out_dir / name).write_bytes(data)
                             print(f"{name}: {len(data) / 1024:.0f} KiB")
+                            # A figure with a "Full size" button: the figure opened, too.
+                            button = page.locator(f"{selector} button.figure-zoom-button") if selector else None
+                            if button is not None and button.count() and button.first.is_visible():
+                                button.first.click()
+                                page.wait_for_timeout(300)
+                                data = small_png(page.screenshot())
+                                (args.out_dir / f"{label}-{spot}-full-size-{theme}.png").write_bytes(data)
+                                print(f"{label}-{spot}-full-size-{theme}.png: {len(data) / 1024:.0f} KiB")
+                                page.keyboard.press("Escape")
                         page.close()
                 finally:
                     context.close()
