@@ -9,10 +9,15 @@ titles carry no section numbers.
 from __future__ import annotations
 
 import re
+import sys
 from html.parser import HTMLParser
+from types import SimpleNamespace
 
 import pytest
-from built_book import HTML, built_page
+from built_book import HTML, ROOT, built_page
+
+sys.path.insert(0, str(ROOT / "_ext"))
+from figure_numbers import renumber_per_chapter, restore_sphinx_numbers  # noqa: E402
 
 CHAPTERS = sorted(p.relative_to(HTML).as_posix() for p in HTML.glob("chapters/*.html"))
 
@@ -94,3 +99,29 @@ def test_a_reference_to_a_figure_reads_its_caption_number(path):
 @pytest.mark.parametrize("path", CHAPTERS)
 def test_titles_carry_no_section_numbers(path):
     assert numbers_of(path).section_numbers == 0
+
+
+def test_a_build_with_nothing_changed_rewrites_no_page_for_its_figure_numbers():
+    # What Sphinx counts, book-wide, on each build of an unchanged book.
+    def sphinx_counts(env):
+        old = env.toc_fignumbers
+        env.toc_fignumbers = {
+            "chapters/00_welcome": {},
+            "chapters/01_a": {"figure": {"f1": (1,)}},
+            "chapters/04_b": {"figure": {"g2": (3,), "g1": (2,)}, "displaymath": {"e": (1,)}},
+        }
+        return [d for d, numbers in env.toc_fignumbers.items() if numbers != old.get(d)]
+
+    env = SimpleNamespace(toc_fignumbers={})
+    rewritten = []
+    for _ in range(2):
+        restore_sphinx_numbers(None, env)
+        by_sphinx = sphinx_counts(env)
+        by_us = renumber_per_chapter(None, env)
+        rewritten.append(sorted(set(by_sphinx) | set(by_us)))
+    assert env.toc_fignumbers == {
+        "chapters/00_welcome": {},
+        "chapters/01_a": {"figure": {"f1": (1, 1)}},
+        "chapters/04_b": {"figure": {"g1": (4, 1), "g2": (4, 2)}, "displaymath": {"e": (1,)}},
+    }
+    assert rewritten == [["chapters/00_welcome", "chapters/01_a", "chapters/04_b"], []]
