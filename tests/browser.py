@@ -51,6 +51,8 @@ CHROMIUM_FLAGS = [
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
 ]
 VIEWPORT = {"width": 1280, "height": 900}
+# A phone held upright (the CSS width of a common phone).
+PHONE = {"width": 390, "height": 844}
 
 # What the browser tests did, for the closing summary (see pytest_terminal_summary).
 SESSION: dict[str, Any] = {"skip_reason": None, "pages_opened": set(), "blocked": []}
@@ -212,8 +214,10 @@ class BookBrowser:
         self._pw.stop()
 
     def new_context(self, **options: Any) -> Any:
-        """A fresh browser context in which only the test server can be reached."""
-        context = self.browser.new_context(viewport=VIEWPORT, **options)
+        """A fresh browser context in which only the test server can be reached
+        (at the desktop VIEWPORT unless ``viewport=`` says otherwise)."""
+        options.setdefault("viewport", VIEWPORT)
+        context = self.browser.new_context(**options)
         context.route("**/*", self._route)
         return context
 
