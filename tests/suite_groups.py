@@ -24,6 +24,7 @@ START_FIRST = (
     "test_homework_nbgrader.py",
     "test_class_grading.py",
     "test_browser_jupyterlite.py",
+    "test_browser_phone.py",
     "test_guide_commands.py",
     "test_plain_nbgrader_assignment.py",
     "test_learner_kit.py",

@@ -14,6 +14,8 @@ scheme, and must:
   top" button, off the text, at several places down the page;
 - offer a "Full size" button under each figure shown smaller than it was drawn
   (_static/figure_zoom.js);
+- show its quiz and flashcard text rendered: no Markdown marks (``**``,
+  backticks) and no TeX command (``\\frac``) left as text;
 - pass axe-core's audit with no serious or critical violation.
 
 And the "Full size" button of chapter 1's first figure works with the keyboard
@@ -134,6 +136,15 @@ FIGURES_JS = r"""
 """
 
 
+# Quiz and flashcard text on screen that still shows Markdown or TeX source.
+RAW_STUDY_TEXT_JS = r"""
+() => [...document.querySelectorAll('.Quiz, .flip-container')]
+  .map((el) => el.innerText)
+  .filter((text) => /\*\*|`|\\[A-Za-z]+/.test(text))
+  .map((text) => text.replace(/\s+/g, ' ').slice(0, 120))
+"""
+
+
 @pytest.fixture
 def phone(book_browser):
     """open(path, theme) -> a settled page on a 390 px screen in that colour scheme."""
@@ -175,6 +186,8 @@ def test_a_chapter_fits_a_phone(phone, path, theme):
     problems += [
         f"a shrunken figure has no Full size button: {f['alt']}" for f in page.evaluate(FIGURES_JS) if not f["shown"]
     ]
+
+    problems += [f"quiz or flashcard text left raw: {t!r}" for t in page.evaluate(RAW_STUDY_TEXT_JS)]
 
     violations = run_axe(page)
     record_axe(path, f"{theme}, 390 px", violations)
