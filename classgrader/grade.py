@@ -28,7 +28,7 @@ import dataclasses
 
 import nbformat
 
-from . import late, sandbox
+from . import late, pictures, sandbox
 from .assignment import AssignmentInfo
 from .compare import compare
 from .intake import Submission
@@ -70,4 +70,6 @@ def grade(
         runs = run(info, sub, matched.plan, settings, slot=slot, registry=registry)
         scores = compare(info, runs)
     result, notebook = record(info, sub, matched, runs, scores, settings.limits, policy)
+    if notebook is not None and runs is not None and scores is not None:
+        pictures.attach(notebook, info, runs, scores)
     return Graded(result, notebook, render(result, notebook, base_url=info.book_url))
