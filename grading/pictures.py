@@ -74,7 +74,7 @@ class Picture:
         return f'<img src="{self.data_uri()}" alt="{html.escape(self.alt, quote=True)}">'
 
 
-def _attention_weights(call: str, args: tuple, got: Any) -> tuple | None:
+def _attention_weights(call: str, args: Sequence[Any], got: Any) -> tuple | None:
     """(got, expected, permitted, d_k) for the attention functions, or None."""
     lib = reference()
     if call == "attend_one_query":
@@ -101,6 +101,7 @@ def _weights_of(case: dict, record: Any) -> tuple | None:
         got = value_of(record, call)
     except Mismatch:
         return None
+    found: tuple | None
     if call in ("softmax_rows", "online_softmax"):
         z = np.atleast_2d(args[0])
         got = np.atleast_2d(got) if isinstance(got, np.ndarray) else got
