@@ -151,14 +151,13 @@ def describe(w: Weights) -> str:
     live = permitted.any(axis=-1)
     rows = got.sum(axis=-1)[live]
     parts: list[str] = []
+    # Attention weights are queries by keys; a softmax's are rows of entries, some of them -inf.
+    row, col, forbidden = ("query", "key", "keys the mask forbids") if w.d_k else ("row", "entry", "-inf entries")
     leak = ~permitted & (np.abs(got) > VISIBLE)
     if leak.any():
         i, j = (int(t) for t in np.argwhere(leak)[0])
-        if w.causal:
-            where = "positions after the query have weight"
-        else:
-            where = "keys the mask forbids have weight" if w.d_k else "entries that are -inf have weight"
-        parts.append(f"{where} (query {i} gives {got[i, j]:.2f} to key {j})")
+        where = "positions after the query" if w.causal else forbidden
+        parts.append(f"{where} have weight ({row} {i} gives {got[i, j]:.2f} to {col} {j})")
     if rows.size == 0 or np.allclose(rows, 1.0, atol=VISIBLE):
         parts.append("rows sum to 1")
     elif got.shape[0] > 1 and np.allclose(got.sum(axis=0), 1.0, atol=VISIBLE):
@@ -169,12 +168,13 @@ def describe(w: Weights) -> str:
             scaled = f" (1/sqrt(d_k), with d_k = {w.d_k})"
         parts.append(f"every row sums to {rows[0]:.4g}{scaled}, not 1")
     elif not leak.any() and (~permitted).any() and (rows < 1 - VISIBLE).any() and (rows <= 1 + VISIBLE).all():
-        parts.append(f"masked keys have weight 0 but rows sum to less than 1 ({_span(rows)})")
+        what = "masked keys" if w.d_k else forbidden
+        parts.append(f"{what} have weight 0 but rows sum to less than 1 ({_span(rows)})")
     else:
         parts.append(f"rows sum to {_span(rows)}, not 1")
     diff = np.abs(got - w.expected)
     i, j = (int(t) for t in np.unravel_index(int(np.argmax(diff)), diff.shape))
-    parts.append(f"the largest difference is {diff[i, j]:.2f}, at query {i}, key {j}")
+    parts.append(f"the largest difference is {diff[i, j]:.2f}, at {row} {i}, {col} {j}")
     return (
         f"Heatmaps of your weights, the expected weights and your weights minus the expected, for {w.where}: "
         + "; ".join(parts)

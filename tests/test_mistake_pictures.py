@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import math
 import os
 import re
 import struct
@@ -166,6 +167,21 @@ def test_drawing_outside_a_kernel_writes_nothing_to_stderr(tmp_path):
     assert done.stderr == ""
     assert "Picture of softmax_basic:" in done.stdout and "columns sum to 1, rows do not" in done.stdout
     assert any((tmp_path / "mpl").glob("fontlist*.json"))
+
+
+def test_a_softmax_that_gives_weight_to_minus_inf_is_told_in_a_softmax_s_words():
+    def softmax_rows(z):  # reads -inf as 0
+        z = np.where(np.isneginf(z), 0.0, z)
+        e = np.exp(z - z.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    check = grading.get_check(HW2, "softmax_masked")
+    cases = check.make_cases()
+    picture = pictures.picture_for(check, cases, run_cases({"softmax_rows": softmax_rows}, cases))
+    assert picture is not None
+    # Row 0 of the first case is [0, -inf, 1], read as [0, 0, 1]: entry 1 gets 1 / (2 + e).
+    assert f"-inf entries have weight (row 0 gives {1 / (2 + math.e):.2f} to entry 1)" in picture.alt
+    assert picture.html().startswith('<img src="data:image/png;base64,') and 'alt="' in picture.html()
 
 
 # ---------------------------------------------------------------- hidden inputs
