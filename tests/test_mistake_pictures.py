@@ -207,9 +207,10 @@ def test_a_hidden_check_is_never_drawn_from_its_grading_inputs():
 
 @pytest.fixture(scope="module")
 def feedback(tmp_path_factory) -> dict[tuple[str, str], str]:
-    """Each mistake's fixture and the solution, graded by the class grader, one small class per assignment."""
+    """Each mistake's fixture and the solution, graded by the class grader, one small class per assignment.
+    Maps (assignment, student) to the feedback page; ("root", "") to the folder of the classes."""
     root = tmp_path_factory.mktemp("mistakes")
-    pages = {}
+    pages = {("root", ""): str(root)}
     for assignment in (HW2, HW4, HW6):
         students = {f: f for a, f, *_ in MISTAKES if a == assignment}
         for student in [*students, "solution"]:
@@ -222,12 +223,16 @@ def feedback(tmp_path_factory) -> dict[tuple[str, str], str]:
                 name, data = f"{assignment}.ipynb", json.dumps(nb).encode()
             (folder / name).write_bytes(data)
         out = root / assignment / "out"
-        settings = Settings(limits=LIMITS, kernel_record=False)
-        grade_class(REPO, assignment, root / assignment / "submitted", out=out, workers=2, settings=settings,
-                    progress=False, log=quiet)  # fmt: skip
+        _grade(assignment, root)
         for page in (out / "feedback").glob(f"*/{assignment}/*.html"):
             pages[(assignment, page.parts[-3])] = page.read_text()
     return pages
+
+
+def _grade(assignment: str, root: Path) -> None:
+    settings = Settings(limits=LIMITS, kernel_record=False)
+    grade_class(REPO, assignment, root / assignment / "submitted", out=root / assignment / "out", workers=2,
+                settings=settings, progress=False, log=quiet)  # fmt: skip
 
 
 def _figures(page: str) -> list[tuple[str, str, str]]:
@@ -264,3 +269,15 @@ def test_the_feedback_page_of_a_correct_answer_has_no_picture(feedback):
     for assignment in (HW2, HW4, HW6):
         page = feedback[(assignment, "solution")]
         assert "Score:" in page and "<figure" not in page
+
+
+@needs_sandbox
+def test_a_feedback_page_written_again_from_the_graded_notebook_keeps_its_picture(feedback):
+    """The class grader writes a missing page again from the autograded notebook, which holds the picture."""
+    root = Path(feedback[("root", "")])
+    page = root / HW2 / "out" / "feedback" / "wrong_axis" / HW2 / f"{HW2}.html"
+    page.unlink()
+    _grade(HW2, root)
+    again = page.read_text()
+    assert again == feedback[(HW2, "wrong_axis")]
+    assert [gid for gid, _, _ in _figures(again)][:1] == ["softmax_basic"]
