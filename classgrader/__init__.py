@@ -14,7 +14,10 @@ every student's notebook (:mod:`classgrader.intake`) and grades each one
    autograded notebook;
 5. :mod:`classgrader.report` makes the learner's feedback page.
 
-What is graded comes from :mod:`classgrader.assignment`; the job, the events
+What is graded comes from :mod:`classgrader.assignment`; an assignment written
+the plain nbgrader way (asserts in its test cells, no checks in :mod:`grading`;
+:mod:`classgrader.plain`) is graded by :mod:`classgrader.plain_grade` instead,
+each test cell as ``nbgrader autograde`` scores it; the job, the events
 and the result that cross between these stages are defined once in
 :mod:`classgrader.records`. :mod:`classgrader.runner` grades the class with a
 pool of workers and writes nbgrader's gradebook (:mod:`classgrader.gradebook`)

@@ -10,7 +10,7 @@ import nbformat
 
 from nbgrader_tools.cells import nbgrader_meta
 
-from . import report
+from . import plain, report
 
 GRADER_VERSION = "1"
 
@@ -36,6 +36,8 @@ class AssignmentInfo:
     secret: bytes = b""
     secret_source: str = ""
     book_url: str | None = None  # the published book, for the feedback's links to its chapters
+    plain: list[plain.PlainNotebook] = dataclasses.field(default_factory=list)  # a plain nbgrader assignment's
+    data_files: dict[str, Path] = dataclasses.field(default_factory=dict)  # the release's files beside them
 
     @property
     def max_score(self) -> float:
@@ -51,6 +53,8 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
     source_dir = course / "solutions" / name
     if name not in known_assignments(course):
         raise SetupError(unknown_message(course, name))
+    if plain.is_plain(course, name):
+        return _load_plain(course, name)
     for folder, what in ((release_dir, "release (student version)"), (source_dir, "instructor source")):
         if not folder.is_dir():
             raise SetupError(f"no {what} for {name!r}: {folder} does not exist")
@@ -105,22 +109,77 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
     )
 
 
+def _load_plain(course: Path, name: str) -> AssignmentInfo:
+    """A plain nbgrader assignment (:mod:`classgrader.plain`): its notebooks, data files and cache key."""
+    import lib
+    from grading import seeds
+
+    notebooks = plain.read_notebooks(course, name)
+    try:
+        secret, secret_source = seeds.course_secret(course)
+    except seeds.SecretMissing as exc:
+        raise SetupError(str(exc)) from None
+    digest = hashlib.sha256()
+    digest.update(GRADER_VERSION.encode())
+    digest.update(hashlib.sha256(secret).digest())
+    digest.update(plain.digest_inputs(course, name, notebooks))
+    for path in sorted(Path(lib.__file__).parent.rglob("*.py")):
+        digest.update(path.name.encode() + path.read_bytes())
+    first = notebooks[0]
+    return AssignmentInfo(
+        name=name,
+        notebook=first.name,
+        release=first.release,
+        source=first.source,
+        source_dir=course / "solutions",
+        checks=[],
+        grade_cells={gid: pts for nb in notebooks for gid, pts in nb.grade_cells.items()},
+        key=digest.hexdigest()[:16],
+        grading_dir=Path(lib.__file__).parent.parent / "grading",
+        lib_dir=Path(lib.__file__).parent,
+        secret=secret,
+        secret_source=secret_source,
+        book_url=report.book_url(course),
+        plain=notebooks,
+        data_files=plain.data_files(course, name),
+    )
+
+
 def known_assignments(course: Path) -> list[str]:
-    """The assignments this course can grade: a release in ``exercises/`` and checks in ``grading``."""
+    """The assignments this course can grade: a release in ``exercises/`` and either checks in ``grading``
+    or, for a plain nbgrader assignment (:mod:`classgrader.plain`), its instructor source in ``solutions/``."""
     import grading
 
     released = {p.name for p in (course / "exercises").glob("*") if p.is_dir()}
-    return sorted(released & set(grading.ASSIGNMENTS))
+    return sorted((released & set(grading.ASSIGNMENTS)) | set(plain.plain_assignments(course)))
 
 
 def unknown_message(course: Path, name: str) -> str:
     """Why ``name`` cannot be graded, naming the assignments that can (the likely ones first)."""
     known = known_assignments(course)
+    hint = ""
+    if (course / "solutions" / name).is_dir() and not (course / "exercises" / name).is_dir():
+        hint = f" It has a source but no release: run ./course release {name} first."
     if not known:
-        return f"no assignment {name!r}: {course / 'exercises'} holds no assignment with checks in grading/"
+        return (
+            f"no assignment {name!r}: {course / 'exercises'} holds no assignment with checks in grading/ "
+            "or with its instructor source in solutions/." + hint
+        )
     close = [k for k in known if k.startswith(name) or (name and name in k)]
     text = f"no assignment {name!r}" + (f"; did you mean {' or '.join(close)}?" if close else ".")
-    return text + " Assignments that can be graded here: " + ", ".join(known)
+    return text + hint + " Assignments that can be graded here: " + ", ".join(known)
+
+
+def submitted_bytes(info: AssignmentInfo, path: Path) -> bytes:
+    """What a submission's key covers: the notebook at ``path`` or, for an assignment of several notebooks,
+    each of them found beside it (:func:`classgrader.plain_grade.submitted_notebooks`)."""
+    if len(info.plain) < 2:
+        return path.read_bytes()
+    parts = []
+    for nb in info.plain:
+        found = path.parent / nb.name
+        parts.append(nb.name.encode() + b"\0" + (found.read_bytes() if found.is_file() else b"(missing)"))
+    return b"\0".join(parts)
 
 
 def submission_key(info: AssignmentInfo, data: bytes | None) -> str:

@@ -132,6 +132,8 @@ def summary_text(s: dict) -> str:
     lines = [f"{s['assignment']}: {s['students']} students in {s['seconds']:.1f} s with {s['workers']} workers"]
     if s.get("sandbox"):
         lines.append(f"  sandbox: {s['sandbox']} ({DESCRIPTIONS.get(s['sandbox'], s['sandbox'])})")
+    if s.get("threat_model"):
+        lines.append(f"  threat model: {s['threat_model']}")
     for status, n in s["statuses"].items():
         lines.append(f"  {n:4d}  {STATUSES[status]}")
     if s["flagged"]:
@@ -151,6 +153,12 @@ def summary_text(s: dict) -> str:
         lines.append("  no submission time recorded, no penalty computed: " + ", ".join(s["time_unknown"]))
     for student, note in (s.get("time_unreadable") or {}).items():
         lines.append(f"  {student}: {note}")
+    if s.get("needs_manual_grading"):
+        waiting = s["needs_manual_grading"]
+        lines.append(
+            f"  needs manual grading in nbgrader's formgrader ({len(waiting)} submissions): "
+            + "; ".join(f"{student} ({', '.join(cells)})" for student, cells in waiting.items())
+        )
     if s.get("canvas_unmatched"):
         lines.append(
             f"  {CANVAS_CSV}: no Canvas or SIS id for {len(s['canvas_unmatched'])} student(s) "
@@ -207,7 +215,9 @@ def write_all(
     policy: late.Policy | None = None,
     sandbox: str | None = None,
     lms: lms_export.LmsOptions | None = None,
+    threat_model: str | None = None,
 ) -> dict:
+    """Every class report in ``out``; ``threat_model`` (a plain nbgrader assignment's) goes in the summary."""
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / SCORES_CSV, scores_csv(results))
     lms = lms or lms_export.LmsOptions()
@@ -216,6 +226,9 @@ def write_all(
     write_text_atomic(out / MOODLE_CSV, lms_export.moodle_csv(results, title, lms.mapping, missing_as_zero=zero))
     s = summary(results, assignment=assignment, seconds=seconds, workers=workers, policy=policy, sandbox=sandbox)
     s["canvas_unmatched"] = lms_export.unmatched(results, lms.mapping)
+    if threat_model:
+        s["threat_model"] = threat_model
+        s["needs_manual_grading"] = {r["student"]: r["manual"] for r in results if r.get("manual")}
     write_json_atomic(out / "summary.json", s)
     write_text_atomic(out / "summary.txt", summary_text(s) + "\n")
     histogram(results, out / "histogram.png", assignment=assignment)

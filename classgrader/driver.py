@@ -175,6 +175,17 @@ def _short_traceback(exc: BaseException, limit_chars: int = 4000) -> str:
     return text[:limit_chars]
 
 
+def _plain_text(shell: Any, value: object, cap: int) -> str | None:
+    """The cell value's ``text/plain`` form, as a kernel's execute_result carries it (nbgrader reads its
+    partial credit there), or None when it cannot be formatted."""
+    try:
+        data, _ = shell.display_formatter.format(value)
+        text = data.get("text/plain")
+    except Exception:
+        return None
+    return text[:cap] if isinstance(text, str) else None
+
+
 def _alarm(seconds: float) -> None:
     signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
 
@@ -267,6 +278,8 @@ def main(job_path: str) -> int:
     if shell.display_formatter is not None:
         shell.display_formatter.active_types = ["text/plain"]
 
+    record_mode = job.get("mode") == "record"  # only the nbgrader-style run needs a value's text/plain form
+
     def run_cell(cell: JobCell, until: float) -> None:
         if run_and_report(cell, until) != "ok":
             _forget_error(shell)  # here, once the cell's own frame (holding its result) has gone
@@ -279,7 +292,7 @@ def main(job_path: str) -> int:
         old = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = stdout, stderr
         status: RunStatus = "ok"
-        error, value = None, None
+        error, value, display = None, None, None
         t0 = time.monotonic()
         try:
             _alarm(until - time.monotonic())
@@ -289,6 +302,12 @@ def main(job_path: str) -> int:
                 _disarm()
             if type(result.result) in (int, float):  # a cell's value: nbgrader's partial credit
                 value = result.result
+            if result.result is not None and record_mode:  # it runs the value's __repr__: under the same alarm
+                _alarm(until - time.monotonic())
+                try:
+                    display = _plain_text(shell, result.result, cell_cap)
+                finally:
+                    _disarm()
             exc = result.error_before_exec or result.error_in_exec
             if exc is not None:
                 error = _short_traceback(exc)
@@ -313,6 +332,7 @@ def main(job_path: str) -> int:
             "stdout": stdout.getvalue(),
             "stderr": stderr.getvalue(),
             "value": value,
+            "display": display,
             "seconds": round(time.monotonic() - t0, 3),
         }
         out.emit(ran)

@@ -28,7 +28,7 @@ import dataclasses
 
 import nbformat
 
-from . import late, pictures, sandbox
+from . import late, pictures, plain_grade, sandbox
 from .assignment import AssignmentInfo
 from .compare import compare
 from .intake import Submission
@@ -48,6 +48,8 @@ class Graded:
     result: Result
     notebook: nbformat.NotebookNode | None
     feedback: str
+    #: For an assignment of several notebooks: each one's stem -> (autograded notebook, feedback page).
+    pages: dict[str, tuple[nbformat.NotebookNode | None, str]] = dataclasses.field(default_factory=dict)
 
 
 def grade(
@@ -62,8 +64,11 @@ def grade(
     """Grade one submission: match -> run -> compare -> record -> report.
 
     ``slot`` is the worker's number (its sandbox uid); ``registry`` holds the
-    running sandboxes, so that an interrupt can stop them.
+    running sandboxes, so that an interrupt can stop them. A plain nbgrader
+    assignment (no checks in :mod:`grading`) is graded by :mod:`classgrader.plain_grade`.
     """
+    if info.plain:
+        return plain_grade.grade(info, sub, settings, policy, slot=slot, registry=registry)
     matched = match(info, sub)
     runs = scores = None
     if matched.plan is not None:

@@ -165,6 +165,7 @@ class Writer:
         db = self.gb.db
         assignment, student = result["assignment"], result["student"]
         notebook = result["notebook"]
+        covered = set(result.get("notebooks") or [notebook])  # a plain assignment's result covers them all
         try:
             student_row = db.get(api.Student, student)
             if student_row is None:
@@ -196,7 +197,7 @@ class Writer:
                 if snb is None:
                     snb = SubmittedNotebook(notebook=nb_row, assignment=sub)
                     db.add(snb)
-                snb.flagged = bool(result.get("flagged")) if nb_row.name == notebook else snb.flagged
+                snb.flagged = bool(result.get("flagged")) if nb_row.name in covered else snb.flagged
                 if nb_row.name == notebook:  # as nbgrader's AssignLatePenalties: None when not late
                     snb.late_submission_penalty = float(late["penalty"]) if late.get("penalty") else None
                 grades = {g.cell_id: g for g in snb.grades}
@@ -204,7 +205,7 @@ class Writer:
                     grade = grades.get(cell.id) or Grade(cell_id=cell.id, notebook=snb)
                     if cell.id not in grades:
                         db.add(grade)
-                    cell_result = result["cells"].get(cell.name) if nb_row.name == notebook else None
+                    cell_result = result["cells"].get(cell.name) if nb_row.name in covered else None
                     score = None if cell_result is None else cell_result.get("score")
                     grade.auto_score = score
                     grade.needs_manual_grade = score is None or grade.manual_score is not None
@@ -213,7 +214,8 @@ class Writer:
                     comment = comments.get(cell.id) or Comment(cell_id=cell.id, notebook=snb)
                     if cell.id not in comments:
                         db.add(comment)
-                    comment.auto_comment = result.get("comments", {}).get(cell.name)
+                    if nb_row.name in covered:
+                        comment.auto_comment = result.get("comments", {}).get(cell.name)
                 for cell in nb_row.task_cells:
                     if cell.id not in grades:
                         db.add(Grade(cell_id=cell.id, notebook=snb))

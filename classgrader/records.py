@@ -125,6 +125,7 @@ class CellEvent(TypedDict):
     stdout: str
     stderr: str
     value: int | float | None  # a test cell's value: nbgrader's partial credit
+    display: NotRequired[str | None]  # the value's text/plain form, as nbgrader's execute_result holds it
     seconds: float
 
 
@@ -235,6 +236,8 @@ class Result(TypedDict):
     in_kernel: dict[str, str]  # grade_id -> the in-kernel run's verdict
     sandbox: SandboxSummary | dict[str, Any]  # {} when nothing ran
     cell_seconds: NotRequired[dict[str, float | None]]  # plan index -> seconds
+    notebooks: NotRequired[list[str]]  # a plain nbgrader assignment's notebook stems (classgrader.plain)
+    manual: NotRequired[list[str]]  # grade_ids left for the formgrader (classgrader.plain)
     late: NotRequired[Late]
     graded_at: NotRequired[str]  # ISO 8601, when the result was saved
 

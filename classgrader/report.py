@@ -250,6 +250,7 @@ def render(result: Result, nb: nbformat.NotebookNode | None, *, base_url: str | 
                     )
                 elif meta.get("grade") and from_release and (figure := figure_html(out)):
                     parts.append(figure)
+        if cell.cell_type in ("code", "markdown"):  # a graded cell's points (a written answer's too)
             gid = meta.get("grade_id")
             if meta.get("grade") and gid in result["cells"]:
                 c = result["cells"][gid]

@@ -32,8 +32,8 @@ from typing import Any
 
 import nbformat
 
-from . import class_reports, gradebook, intake, late, lms_export, report, sandbox
-from .assignment import AssignmentInfo, load_assignment, submission_key
+from . import class_reports, gradebook, intake, late, lms_export, plain, report, sandbox
+from .assignment import AssignmentInfo, SetupError, load_assignment, submission_key, submitted_bytes
 from .grade import Graded, Settings, grade
 from .records import Result, read_result, write_json_atomic, write_text_atomic
 
@@ -64,11 +64,11 @@ class Paths:
     def result(self, student: str) -> Path:
         return self.results / f"{student}.json"
 
-    def autograded(self, student: str) -> Path:
-        return self.out / "autograded" / student / self.assignment / f"{self.stem}.ipynb"
+    def autograded(self, student: str, stem: str | None = None) -> Path:
+        return self.out / "autograded" / student / self.assignment / f"{stem or self.stem}.ipynb"
 
-    def feedback(self, student: str) -> Path:
-        return self.out / "feedback" / student / self.assignment / f"{self.stem}.html"
+    def feedback(self, student: str, stem: str | None = None) -> Path:
+        return self.out / "feedback" / student / self.assignment / f"{stem or self.stem}.html"
 
 
 #: The files of an nbgrader submission that its feedback needs: ``nbgrader release_feedback`` reads both
@@ -84,10 +84,13 @@ def _save(paths: Paths, graded: Graded, sub: intake.Submission) -> None:
     """
     result = graded.result
     student = result["student"]
-    if graded.notebook is not None:
-        write_text_atomic(paths.autograded(student), nbformat.writes(graded.notebook))
+    pages = graded.pages or {paths.stem: (graded.notebook, graded.feedback)}
+    for stem, (notebook, page) in pages.items():
+        if notebook is not None:
+            write_text_atomic(paths.autograded(student, stem), nbformat.writes(notebook))
+        if result["status"] != "missing":
+            write_text_atomic(paths.feedback(student, stem), page)
     if result["status"] != "missing":
-        write_text_atomic(paths.feedback(student), graded.feedback)
         hand_over(paths, sub)
     result["graded_at"] = gradebook.utcnow()
     write_json_atomic(paths.result(student), result)
@@ -116,12 +119,13 @@ def _put_back_feedback(paths: Paths, info: AssignmentInfo, sub: intake.Submissio
     another tool (``nbgrader generate_feedback``) has replaced it; and the files the exchange needs."""
     if result["status"] == "missing":
         return
-    autograded = paths.autograded(sub.student)
-    nb = nbformat.read(autograded, as_version=4) if autograded.exists() else None
-    page = report.render(result, nb, base_url=info.book_url)
-    target = paths.feedback(sub.student)
-    if not target.is_file() or target.read_text(errors="replace") != page:
-        write_text_atomic(target, page)
+    for stem in result.get("notebooks") or [paths.stem]:  # a plain assignment's notebooks, each with its page
+        autograded = paths.autograded(sub.student, stem)
+        nb = nbformat.read(autograded, as_version=4) if autograded.exists() else None
+        page = report.render(result, nb, base_url=info.book_url)
+        target = paths.feedback(sub.student, stem)
+        if not target.is_file() or target.read_text(errors="replace") != page:
+            write_text_atomic(target, page)
     hand_over(paths, sub)
 
 
@@ -167,6 +171,10 @@ def grade_class(
     settings = settings or Settings()
     workers = max(1, workers or os.cpu_count() or 1)
     info: AssignmentInfo = load_assignment(course, assignment)
+    if info.plain and cluster is not None:
+        raise SetupError(
+            f"{assignment} is a plain nbgrader assignment: it is graded on this machine only (no --cluster)"
+        )
     policy = late_policy if late_policy is not None else late.policy_for(course, assignment)
     paths = Paths(out, assignment, Path(info.notebook).stem)
     out.mkdir(parents=True, exist_ok=True)
@@ -179,7 +187,8 @@ def grade_class(
                 "classgrader: the userns sandbox runs as root here, where the kernel does not hold uid 0 to the "
                 "process-count limit; the root mode (the default as root) does"
             )
-    gradebook.ensure_assignment(db_url, cid, assignment, info.source_dir, info.notebook)
+    for notebook in [nb.name for nb in info.plain] or [info.notebook]:
+        gradebook.ensure_assignment(db_url, cid, assignment, info.source_dir, notebook)
 
     with (
         tempfile.TemporaryDirectory(prefix="classgrader-intake-") as tmp,
@@ -206,7 +215,7 @@ def grade_class(
                 prev is not None
                 and "status" in prev
                 and sub.path is not None
-                and prev.get("key") == submission_key(info, sub.path.read_bytes())
+                and prev.get("key") == submission_key(info, submitted_bytes(info, sub.path))
                 and prev.get("assignment") == assignment
             ):
                 results[sub.student] = prev
@@ -317,6 +326,7 @@ def grade_class(
         policy=policy,
         sandbox=_sandbox_mode(settings, cluster, ordered),
         lms=lms if lms is not None else lms_export.options_for(course, assignment),
+        threat_model=plain.THREAT_MODEL if info.plain else None,
     )
     if analyse:
         from . import item_analysis

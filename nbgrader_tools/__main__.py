@@ -24,7 +24,12 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] != "release":
         print(__doc__)
         return 2
-    for path in release(argv[1:] or None):
+    try:
+        written = release(argv[1:] or None)
+    except FileNotFoundError as exc:
+        print(f"release: {exc}", file=sys.stderr)
+        return 2
+    for path in written:
         print(f"wrote {path.relative_to(REPO)}")
     return 0
 

@@ -152,12 +152,19 @@ def scores(root: Path, assignment: str, notebook: str | None = None) -> dict[str
 
 def release(assignments: list[str] | None = None) -> list[Path]:
     """Regenerate ``exercises/<assignment>/`` from ``solutions/`` (in a scratch course), after
-    writing the source notebooks' generated cells (:func:`nbgrader_tools.generated.sync`)."""
+    writing the source notebooks' generated cells (:func:`nbgrader_tools.generated.sync`).
+
+    Without names, the course's homework: each folder holding ``<name>/<name>.ipynb``. A plain
+    nbgrader assignment (:mod:`classgrader.plain`, e.g. the template ``hw_template_plain``) is
+    released only when named, so that a template never reaches the learners by itself."""
     names = assignments or sorted(p.name for p in (REPO / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
     from .generated import sync
 
     for name in names:
-        sync(REPO / "solutions" / name / f"{name}.ipynb", name)
+        if not (REPO / "solutions" / name).is_dir():
+            raise FileNotFoundError(f"no assignment {name!r}: solutions/{name}/ does not exist")
+        if (REPO / "solutions" / name / f"{name}.ipynb").is_file():  # a course homework (a plain one has none)
+            sync(REPO / "solutions" / name / f"{name}.ipynb", name)
     written = []
     with tempfile.TemporaryDirectory() as tmp:
         root = make_course(Path(tmp), names)
@@ -170,5 +177,5 @@ def release(assignments: list[str] | None = None) -> list[Path]:
             for path in target.rglob("*"):
                 if path.is_file():
                     path.chmod(0o644)
-            written.append(target / generated.name)
+            written.append(target / generated.name if generated.is_file() else target)
     return written

@@ -1,0 +1,155 @@
+"""What is graded in a *plain* nbgrader assignment: one the instructor wrote the way nbgrader's docs teach.
+
+Such an assignment has no checks in :mod:`grading`: its instructor source
+(``solutions/<name>/``) holds one or several notebooks with solution cells and
+autograded test cells (asserts, hidden tests between nbgrader's
+``### BEGIN HIDDEN TESTS`` markers), maybe manually graded cells, and the data
+files the notebooks read; its release (``exercises/<name>/``) is what
+``nbgrader generate_assignment`` made of it (``./course release <name>``).
+:func:`load` reads both into an :class:`~classgrader.assignment.AssignmentInfo`
+whose ``plain`` lists the notebooks; :mod:`classgrader.plain_grade` grades a
+submission of it, each test cell as ``nbgrader autograde`` scores it.
+
+Its tests are the instructor's own asserts, so they run *inside* the learner's
+process: :data:`THREAT_MODEL` says what that costs and what still holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+
+import nbformat
+
+from nbgrader_tools.cells import nbgrader_meta
+
+#: What grading a plain assignment guarantees and what it does not (the summary and the docs say it).
+THREAT_MODEL = (
+    "plain nbgrader assignment: its test cells are asserts that run inside the learner's own process, as "
+    "`nbgrader autograde` runs them, so the learner's code can reach them (redefine a function the tests "
+    "call, patch a module they import, or end a test cell with a forged number). What still holds: every "
+    "test cell is the instructor's source version, hidden tests included (an edited, duplicated or deleted "
+    "test cell is detected by its nbgrader grade_id and by comparing its text with the release, reported, "
+    "and replaced); each notebook runs in the sandbox (no network, an unprivileged user, none of the "
+    "instructor's files: not the solutions, the gradebook or other submissions) within the time and memory "
+    "limits; manually graded cells are left for the formgrader. The course's own assignments do not have "
+    "this weakness: their checks compare plain results outside the learner's process"
+)
+
+
+#: Manually graded cells, as the result and the feedback name them.
+MANUAL = "needs manual grading (in nbgrader's formgrader)"
+
+
+@dataclasses.dataclass
+class PlainNotebook:
+    """One notebook of a plain assignment: its release and source, and its graded cells."""
+
+    name: str  # file name, e.g. part1_data.ipynb
+    release: nbformat.NotebookNode
+    source: nbformat.NotebookNode
+    grade_cells: dict[str, float]  # grade_id -> points, in notebook order
+    manual: list[str]  # grade_ids of manually graded answers (solution and grade)
+    tests: dict[str, str]  # test cell grade_id -> the instructor's source, hidden tests included
+
+    @property
+    def stem(self) -> str:
+        return Path(self.name).stem
+
+
+def is_plain(course: Path, name: str) -> bool:
+    """Whether ``name`` is a plain assignment: a release and an instructor source, and no checks in grading."""
+    import grading
+
+    return (
+        name not in grading.ASSIGNMENTS
+        and (course / "exercises" / name).is_dir()
+        and any((course / "solutions" / name).glob("*.ipynb"))
+    )
+
+
+def plain_assignments(course: Path) -> list[str]:
+    """The plain assignments of ``course`` that can be graded (released, with their source)."""
+    released = (course / "exercises").glob("*") if (course / "exercises").is_dir() else []
+    return sorted(p.name for p in released if p.is_dir() and is_plain(course, p.name))
+
+
+def read_notebooks(course: Path, name: str) -> list[PlainNotebook]:
+    """Every notebook of the release with its instructor source; a clear error for what does not fit."""
+    from .assignment import SetupError
+
+    release_dir, source_dir = course / "exercises" / name, course / "solutions" / name
+    names = sorted(p.name for p in release_dir.glob("*.ipynb"))
+    if not names:
+        raise SetupError(f"{release_dir} holds no notebook: run ./course release {name}")
+    out: list[PlainNotebook] = []
+    owner: dict[str, str] = {}
+    for nb_name in names:
+        if not (source_dir / nb_name).is_file():
+            raise SetupError(f"{source_dir / nb_name} is missing (the instructor source of {nb_name})")
+        release = nbformat.read(release_dir / nb_name, as_version=4)
+        source = nbformat.read(source_dir / nb_name, as_version=4)
+        grade_cells: dict[str, float] = {}
+        manual: list[str] = []
+        tests: dict[str, str] = {}
+        for cell in release.cells:
+            meta = nbgrader_meta(cell)
+            gid = meta.get("grade_id")
+            if not meta.get("grade") or not gid:
+                continue
+            if gid in owner:
+                where = f"twice in {nb_name}" if owner[gid] == nb_name else f"in both {owner[gid]} and {nb_name}"
+                raise SetupError(
+                    f"grade_id {gid!r} is {where}: give each graded cell of {name} an ID of its own "
+                    "(nbgrader's Create Assignment toolbar, 'ID')"
+                )
+            owner[gid] = nb_name
+            grade_cells[gid] = float(meta.get("points", 0) or 0)
+            if meta.get("solution"):
+                manual.append(gid)
+        for cell in source.cells:
+            meta = nbgrader_meta(cell)
+            if meta.get("grade") and not meta.get("solution") and meta.get("grade_id") in grade_cells:
+                tests[meta["grade_id"]] = cell.source
+        missing = [g for g in grade_cells if g not in manual and g not in tests]
+        if missing:
+            raise SetupError(
+                f"{source_dir / nb_name} has no test cell {', '.join(map(repr, missing))} that its release has: "
+                f"release it again (./course release {name})"
+            )
+        out.append(PlainNotebook(nb_name, release, source, grade_cells, manual, tests))
+    return out
+
+
+def data_files(course: Path, name: str) -> dict[str, Path]:
+    """The release's other files (the data the notebooks read), by name; subfolders are refused."""
+    from .assignment import SetupError
+
+    release_dir = course / "exercises" / name
+    files = {}
+    for path in sorted(release_dir.iterdir()):
+        if path.name.startswith(".") or path.suffix == ".ipynb":
+            continue
+        if path.is_dir():
+            raise SetupError(
+                f"{path} is a folder: the grader gives the notebooks the files beside them only; "
+                "put the assignment's data files next to its notebooks"
+            )
+        files[path.name] = path
+    return files
+
+
+def digest_inputs(course: Path, name: str, notebooks: list[PlainNotebook]) -> bytes:
+    """What decides a plain assignment's scores: its release files, its sources' test cells and this grader."""
+    digest = hashlib.sha256()
+    for path in sorted((course / "exercises" / name).iterdir()):
+        if path.is_file():
+            digest.update(path.name.encode() + path.read_bytes())
+    for nb in notebooks:
+        for gid, text in nb.tests.items():
+            digest.update(f"{nb.name}/{gid}".encode() + text.encode())
+    here = Path(__file__).parent
+    for module in ("plain.py", "plain_grade.py", "driver.py", "notebooks.py"):
+        digest.update((here / module).read_bytes())
+    return digest.digest()
