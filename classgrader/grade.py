@@ -28,7 +28,7 @@ import dataclasses
 
 import nbformat
 
-from . import late, plain_grade, sandbox
+from . import late, pictures, plain_grade, sandbox
 from .assignment import AssignmentInfo
 from .compare import compare
 from .intake import Submission
@@ -75,4 +75,6 @@ def grade(
         runs = run(info, sub, matched.plan, settings, slot=slot, registry=registry)
         scores = compare(info, runs)
     result, notebook = record(info, sub, matched, runs, scores, settings.limits, policy)
+    if notebook is not None and runs is not None and scores is not None:
+        pictures.attach(notebook, info, runs, scores)
     return Graded(result, notebook, render(result, notebook, base_url=info.book_url))

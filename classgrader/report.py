@@ -35,6 +35,7 @@ from nbgrader_tools.cells import nbgrader_meta
 from nbgrader_tools.generated import START_HERE_ID
 
 from . import late
+from .pictures import figure_html
 from .records import STATUSES, CellResult, Result
 
 #: A link to a chapter of the book, as the release's Markdown writes it (``../../chapters/02_x.md#part``).
@@ -100,6 +101,8 @@ pre { background: #f5f5f5; padding: .6rem; overflow-x: auto; white-space: pre-wr
 .note { color: #444; font-size: .9rem; }
 .late { border-left: 4px solid #D55E00; padding-left: .6rem; }
 math[display="block"] { margin: .8rem 0; }
+figure.mistake img { max-width: 100%; height: auto; }
+figure.mistake figcaption { font-size: .9rem; color: #444; }
 """
 
 
@@ -245,6 +248,8 @@ def render(result: Result, nb: nbformat.NotebookNode | None, *, base_url: str | 
                     parts.append(
                         f'<pre class="out err">{_esc(out.get("ename", ""))}: {_esc(out.get("evalue", ""))}</pre>'
                     )
+                elif meta.get("grade") and from_release and (figure := figure_html(out)):
+                    parts.append(figure)
         if cell.cell_type in ("code", "markdown"):  # a graded cell's points (a written answer's too)
             gid = meta.get("grade_id")
             if meta.get("grade") and gid in result["cells"]:

@@ -40,6 +40,10 @@ part runs in:
     ``check_before_submit``, all three pieces in one process.
 ``grading/seeds.py``
     The seed of each learner's hidden tests.
+``grading/pictures.py``
+    A failed check's wrong matrix of weights drawn beside the expected one
+    (the chapters' heatmaps), for the "check before you submit" and the
+    class grader's feedback; never a hidden check's inputs.
 
 The nbgrader tooling (writing and checking homework cells, running nbgrader in
 a scratch course, regenerating ``exercises/``) is not a check: it lives in

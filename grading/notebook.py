@@ -20,8 +20,9 @@ import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .check import Assignment
+from .check import Assignment, Check
 from .compare import Verdict, reference
+from .run import run_cases
 from .seeds import ENV_SEED, autograde_location, hidden_seed
 
 __all__ = ["CheckFailed", "check_before_submit", "export", "run_check"]
@@ -78,7 +79,8 @@ def check_before_submit(
     of grading), with the functions defined in ``namespace`` (the
     notebook's ``globals()``), and prints what passed, what each failure
     means (the check's message names the mistake), the points that would
-    follow, and that the hidden tests run again at grading. Never raises
+    follow, and that the hidden tests run again at grading; a wrong matrix of
+    weights is also drawn, under the cell (:func:`show_mistakes`). Never raises
     and writes nothing to stderr. Returns ``{check id: points}``.
 
     It does nothing while a grader runs the notebook (``nbgrader
@@ -104,6 +106,7 @@ def check_before_submit(
     seed = secrets.randbits(31) if seed is None else int(seed)
     lines: list[str] = []
     scores: dict[str, float] = {}
+    failed: list[tuple[Check, list[dict], list[dict]]] = []
     total = sum(c.points for c in assignment.checks.values())
     for chk in assignment.checks.values():
         functions = {name: namespace[name] for name in chk.functions if name in namespace}
@@ -115,9 +118,14 @@ def check_before_submit(
             lines.append(f"{head} NOT RUN: {', '.join(missing)} is not defined yet (run its cell first).")
             continue
         try:
-            verdict = chk.grade(functions, seed if chk.hidden else None)
+            cases = chk.make_cases(seed if chk.hidden else None)
+            results = run_cases(functions, cases)
+            verdict = chk.compare(cases, results)
         except Exception as exc:  # a bug of the learner's that escaped: say it, never raise
             verdict = Verdict(False, 0.0, f"the check could not run ({type(exc).__name__}: {exc})")
+        else:
+            if not verdict.passed:
+                failed.append((chk, cases, results))
         scores[chk.id] = chk.score(verdict)
         if verdict.passed:
             lines.append(f"{head} passed.")
@@ -134,7 +142,27 @@ def check_before_submit(
         "so passing their kinds here makes full marks likely, not certain. A failure above names the "
         "case and the mistake; fix it and run this cell again (each run draws new hidden-kind inputs)."
     )
+    show_mistakes(failed)
     return scores
+
+
+def show_mistakes(failed: list[tuple[Check, list[dict], list[dict]]]) -> None:
+    """Draw the first failed check of each learner function whose weights differ visibly
+    (:mod:`grading.pictures`). The hidden kinds ran on fresh inputs, made for this run, which
+    the learner may see. Never raises: a picture that cannot be drawn is left out."""
+    from . import pictures
+
+    drawn: set[tuple[str, ...]] = set()
+    for chk, cases, results in failed:
+        if chk.functions in drawn:
+            continue
+        try:
+            picture = pictures.picture_for(chk, cases, results, fresh=True)
+        except Exception:  # matplotlib missing or broken here: the words above still say it all
+            continue
+        if picture is not None:
+            drawn.add(chk.functions)
+            pictures.show(picture, f"Picture of {chk.id}")
 
 
 def export(assignment: Assignment, namespace: dict) -> None:

@@ -30,11 +30,14 @@ def heatmap(
     vmin: float | None = None,
     vmax: float | None = None,
     colorbar: bool = True,
+    signed: bool | None = None,
 ) -> Axes:
     """Draw ``matrix`` with rows = queries and columns = keys.
 
     Entries that are ``-inf`` (forbidden by a mask) are drawn light grey with a
     hatch and labelled "masked", so they never look like a small number.
+    ``signed`` chooses the diverging map, centred on 0 (default: when an entry
+    is negative); a difference map sets it, as its sign can go either way.
     """
     m = np.asarray(matrix, dtype=float)
     cols = rows if cols is None else cols
@@ -44,9 +47,10 @@ def heatmap(
         _, ax = plt.subplots(figsize=(1.0 + 0.75 * len(cols), 0.8 + 0.6 * len(rows)))
     finite = np.isfinite(m)
     shown = np.ma.masked_where(~finite, m)
-    signed = finite.any() and (m[finite] < 0).any()
+    if signed is None:
+        signed = bool(finite.any() and (m[finite] < 0).any())
     if signed:
-        lim = float(np.abs(m[finite]).max()) or 1.0
+        lim = float(np.abs(m[finite]).max(initial=0.0)) or 1.0
         vmin, vmax = (-lim if vmin is None else vmin), (lim if vmax is None else vmax)
     cmap = plt.get_cmap(DIVERGING if signed else SEQUENTIAL).with_extremes(bad="#dddddd")
     image = ax.imshow(shown, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib
 import json
 import math
-import os
 import subprocess
 import sys
 import textwrap
@@ -608,26 +607,9 @@ def test_the_released_check_cell_degrades_where_grading_cannot_be_imported(tmp_p
 
 def test_the_released_notebook_runs_its_check_cell_in_the_course_folder(tmp_path):
     """As a learner would: the release as committed, answers filled in, run top to bottom in its folder."""
-    import nbformat
-    from nbclient import NotebookClient
+    from release_run import run_release
 
-    from nbgrader_tools.scratch_course import nbgrader_env
-
-    _, cells = subs.parse(subs.HERE / "hw2_stable_softmax" / "no_empty_rows.py")
-    nb = nbformat.reads(json.dumps(subs.submission("hw2_stable_softmax", cells)), as_version=4)
-    folder = subs.REPO / "exercises" / "hw2_stable_softmax"
-    env = {k: v for k, v in nbgrader_env().items() if k not in ("GRADING_HIDDEN_SEED",)}
-    client = NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}, allow_errors=True
-    )
-    old = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)
-    try:
-        client.execute()
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
+    nb = run_release("hw2_stable_softmax", "no_empty_rows")
     text = "".join(o.get("text", "") for o in nb.cells[-1].get("outputs", []))
     assert "Check before you submit (hw2_stable_softmax)" in text, nb.cells[-1].get("outputs")
     assert "softmax_large (2 points, visible): passed." in text

@@ -1,0 +1,35 @@
+"""Run a homework's release notebook as a learner would: answers filled in, top to bottom, in its folder."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import nbformat
+from fixtures.homework import submissions as subs
+from nbclient import NotebookClient
+
+from nbgrader_tools.scratch_course import nbgrader_env
+
+
+def run_release(assignment: str, fixture: str, **env: str) -> nbformat.NotebookNode:
+    """The release of ``assignment`` with the answers of the corpus fixture ``fixture`` (a file stem of
+    ``tests/fixtures/homework/<assignment>/``), executed in a fresh kernel in the release's folder
+    (not as a grader: no hidden seed), with ``env`` added to its environment. Returns the executed notebook."""
+    _, cells = subs.parse(subs.HERE / assignment / f"{fixture}.py")
+    nb = nbformat.reads(json.dumps(subs.submission(assignment, cells)), as_version=4)
+    folder = subs.REPO / "exercises" / assignment
+    kernel_env = {k: v for k, v in nbgrader_env().items() if k not in ("GRADING_HIDDEN_SEED",)}
+    kernel_env.update(env)
+    client = NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}, allow_errors=True
+    )
+    old = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(kernel_env)
+    try:
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    return nb
