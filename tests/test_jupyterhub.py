@@ -1,0 +1,397 @@
+"""A term on a real JupyterHub, the learner in Chromium, the instructor with nbgrader and ``./course grade``.
+
+The hub runs the course's own configuration (``hub/jupyterhub_config.py``, with
+``hub/nbgrader_config.py`` for everyone's nbgrader) with only what a test must
+change laid over it: addresses on 127.0.0.1 at ports the OS picks, its state
+and the exchange in a temporary folder, a test authenticator (JupyterHub's
+DummyAuthenticator with one password, in place of PAM), and this repository's
+virtual environment as the single-user environment (it holds what
+``hub/singleuser.sh`` installs: JupyterLab, nbgrader and its extensions, and
+the learner kit's packages). Its proxy is configurable-http-proxy from
+``_ext/node_modules`` (pinned in ``_ext/package.json``).
+
+The learner is a real local account (``useradd``, removed afterwards): the
+hub starts their JupyterLab under it, as it would on a course's machine, and
+nbgrader's exchange knows them by it. So the test needs root; it is skipped
+otherwise (CI runs as root).
+
+In Chromium (only the hub's address can be reached), the learner logs in,
+fetches hw2 from nbgrader's assignment list, writes the course's solution into
+the answer cell, runs every cell (the last one is the check before submitting)
+and submits. The instructor collects, grades with ``./course grade`` (``python
+-m classgrader``) and releases the feedback with nbgrader's commands, as in
+``tests/test_exchange_round_trip.py``; the learner fetches the feedback from
+the assignment list and opens it. Afterwards the hub, its proxy and the
+learner's server are stopped and the account is removed. The time of each
+step is printed (``pytest -s``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser import SCREENSHOTS, BookBrowser, find_chromium
+from test_class_grading import needs_sandbox
+from test_exchange_round_trip import ASSIGNMENT, REPO, Term
+
+from sample_submissions import Builder
+
+PROXY = REPO / "_ext" / "node_modules" / ".bin" / "configurable-http-proxy"
+VENV_BIN = Path(sys.executable).parent
+PASSWORD = secrets.token_urlsafe(12)
+
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0,
+    reason="the hub test creates a local account for the learner (useradd) and starts their server under it: "
+    "it needs root (CI runs as root)",
+)
+
+
+def _python_for(user: str) -> str:
+    """A Python of this minor version that ``user`` can run (this one may sit in root's home)."""
+    minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    candidates = [
+        os.path.realpath(sys._base_executable),
+        shutil.which(minor),
+        f"/usr/bin/{minor}",
+        f"/usr/local/bin/{minor}",
+    ]
+    for candidate in dict.fromkeys(c for c in candidates if c):
+        try:
+            probe = subprocess.run(
+                [candidate, "-c", "import sys; print(sys.version_info[:2])"], user=user, capture_output=True, text=True
+            )
+        except OSError:  # not reachable from that account
+            continue
+        if probe.returncode == 0 and probe.stdout.strip() == str(sys.version_info[:2]):
+            return candidate
+    pytest.fail(f"no {minor} that the learner's account can run (looked at {candidates})")
+
+
+def _singleuser_env(root: Path, user: str) -> Path:
+    """The single-user environment: a venv that sees this one's packages, runnable by ``user``.
+
+    This virtual environment holds what ``hub/singleuser.sh`` installs (JupyterLab,
+    nbgrader, the learner kit's packages); its interpreter may be unreachable to
+    another account, so a venv of a reachable one of the same version reads its packages.
+    """
+    env = root / "singleuser"
+    subprocess.run([_python_for(user), "-m", "venv", "--without-pip", str(env)], check=True, capture_output=True)
+    (site,) = env.glob("lib/python3*/site-packages")
+    ours = next(p for p in sys.path if p.endswith("site-packages") and Path(p).is_relative_to(sys.prefix))
+    (site / "course_packages.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Hub:
+    """A running hub: its address, its process, its log; every step timed."""
+
+    root: Path
+    origin: str
+    process: subprocess.Popen
+    log: Path
+    learner: str
+    term: Term
+    times: dict[str, float] = field(default_factory=dict)
+
+    def url(self, path: str) -> str:
+        return f"{self.origin}/{path.lstrip('/')}"
+
+    def tail(self) -> str:
+        return self.log.read_text(errors="replace")[-6000:]
+
+    def timed(self, step: str, started: float) -> None:
+        self.times[step] = time.monotonic() - started
+
+
+def _config(root: Path, learner: str, ports: dict[str, int], singleuser: Path) -> Path:
+    """The test's hub configuration: the course's, then only what a test must change."""
+    config = root / "jupyter-config"
+    config.mkdir()
+    # Everyone's nbgrader reads the course's settings, with the exchange moved into this test's folder.
+    (config / "nbgrader_config.py").write_text(
+        (REPO / "hub" / "nbgrader_config.py").read_text() + f"c.Exchange.root = {str(root / 'exchange')!r}\n"
+    )
+    state = root / "hub-state"
+    state.mkdir(mode=0o700)
+    path = state / "jupyterhub_config.py"
+    path.write_text(
+        f"""
+load_subconfig({str(REPO / "hub" / "jupyterhub_config.py")!r})
+c.JupyterHub.bind_url = "http://127.0.0.1:{ports["public"]}"
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = {ports["hub"]}
+c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{ports["proxy_api"]}"
+c.ConfigurableHTTPProxy.command = [{str(PROXY)!r}]
+c.JupyterHub.db_url = "sqlite:///{state / "jupyterhub.sqlite"}"
+c.JupyterHub.cookie_secret_file = {str(state / "cookie_secret")!r}
+c.JupyterHub.pid_file = {str(state / "jupyterhub.pid")!r}
+c.JupyterHub.authenticator_class = "dummy"
+c.DummyAuthenticator.password = {PASSWORD!r}
+c.Authenticator.allowed_users = {{{learner!r}}}
+c.Authenticator.admin_users = set()
+c.Spawner.cmd = [{str(singleuser / "bin" / "python")!r}, "-m", "jupyterhub.singleuser"]
+c.Spawner.ip = "127.0.0.1"
+c.Spawner.environment = {{
+    "PATH": {str(singleuser / "bin")!r} + ":/usr/local/bin:/usr/bin:/bin",
+    # nbgrader's settings, then this environment's extension settings and data (labextensions)
+    "JUPYTER_CONFIG_PATH": {str(config)!r} + ":" + {str(Path(sys.prefix) / "etc" / "jupyter")!r},
+    "JUPYTER_PATH": {str(Path(sys.prefix) / "share" / "jupyter")!r},
+    "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+}}
+"""
+    )
+    return path
+
+
+def _wait_until_up(url: str, process: subprocess.Popen, log: Path, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"the hub stopped (exit {process.returncode}):\n{log.read_text()[-4000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"the hub did not answer at {url} within {seconds:g} s:\n{log.read_text()[-4000:]}")
+
+
+def _stop(process: subprocess.Popen, seconds: float = 30) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)  # the hub stops the learner's server and its proxy on the way out
+        try:
+            process.wait(seconds)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(seconds)
+
+
+def _processes_of(user: str) -> list[int]:
+    found = subprocess.run(["pgrep", "-u", user], capture_output=True, text=True)
+    return [int(pid) for pid in found.stdout.split()]
+
+
+@pytest.fixture(scope="module")
+def hub() -> Iterator[Hub]:
+    if shutil.which("useradd") is None:
+        pytest.fail("useradd is missing (Debian: the passwd package)")
+    if not PROXY.is_file():
+        pytest.fail(f"{PROXY.relative_to(REPO)} is missing: run ./course build (npm ci in _ext/) first")
+    # The learner's account must reach its home and the exchange, which pytest's private
+    # temporary folders (mode 700) would hide: one folder of our own, readable by all.
+    root = Path(tempfile.mkdtemp(prefix="course-hub-"))
+    root.chmod(0o755)
+    learner = f"learner{secrets.token_hex(3)}"
+    process = None
+    try:
+        term = Term(root)
+        (root / "roster.txt").write_text(learner + "\n")
+        started = time.monotonic()
+        subprocess.run(
+            ["useradd", "--create-home", "--home-dir", str(root / "home" / learner), "--shell", "/bin/sh", learner],
+            check=True,
+            capture_output=True,
+        )
+        term.times["useradd"] = [time.monotonic() - started]
+        ports = {name: free_port() for name in ("public", "hub", "proxy_api")}
+        config = _config(root, learner, ports, _singleuser_env(root, learner))
+        log = root / "hub.log"
+        env = {**os.environ, "PATH": f"{VENV_BIN}:{PROXY.parent}:{os.environ.get('PATH', '')}"}
+        started = time.monotonic()
+        with log.open("w") as out:
+            process = subprocess.Popen(
+                [str(VENV_BIN / "jupyterhub"), "-f", str(config)],
+                cwd=config.parent,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        origin = f"http://127.0.0.1:{ports['public']}"
+        _wait_until_up(f"{origin}/hub/health", process, log)
+        h = Hub(root, origin, process, log, learner, term)
+        h.timed("hub up", started)
+        yield h
+    finally:
+        if process is not None:
+            _stop(process)
+        for pid in _processes_of(learner):  # a server the hub could not stop
+            os.kill(pid, signal.SIGKILL)
+        subprocess.run(["userdel", "--remove", learner], capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def hub_browser(hub: Hub) -> Iterator[BookBrowser]:
+    executable = find_chromium()
+    if executable is None:
+        reason = "Chromium not found (looked for $COURSE_CHROMIUM, then 'chromium' on PATH)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason} (CI must run the browser tests: .ci/run installs Chromium)")
+        pytest.skip(f"BROWSER TESTS SKIPPED: {reason}")
+    browser = BookBrowser(executable, hub)  # type: ignore[arg-type]  (it needs only the origin)
+    try:
+        yield browser
+    finally:
+        browser.close()
+
+
+def _log_in(page: Any, hub: Hub) -> None:
+    page.goto(hub.url("hub/login"))
+    page.fill("#username_input", hub.learner)
+    page.fill("#password_input", PASSWORD)
+    page.click("#login_submit")
+    try:
+        page.wait_for_url(f"**/user/{hub.learner}/lab**", timeout=120_000)
+        page.locator(".jp-LabShell").wait_for(timeout=120_000)
+    except Exception as exc:
+        raise AssertionError(f"JupyterLab did not open ({page.url}): {exc}\nhub log:\n{hub.tail()}") from exc
+
+
+def _open_assignment_list(page: Any) -> Any:
+    page.get_by_role("menuitem", name="Nbgrader").click()
+    page.get_by_role("menuitem", name="Assignment List").click()
+    panel = page.locator("#nbgrader-assignment-list, .nbgrader-AssignmentList, .jp-MainAreaWidget").filter(
+        has_text="Released assignments"
+    )
+    panel.first.wait_for(timeout=60_000)
+    return panel.first
+
+
+def _shot(page: Any, name: str) -> None:
+    """What the learner saw at each step, in _build/screenshots/ (beside the other browser tests')."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"hub-{name}.png"))
+
+
+def _write_answer(page: Any, source: str) -> None:
+    """Replace the text of the answer cell (the one that defines the function the checks call)."""
+    cell = page.locator(".jp-CodeCell").filter(has_text=re.compile(r"def softmax_rows\("))
+    editor = cell.locator(".cm-content")
+    editor.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(source)
+    assert "NotImplementedError" not in editor.inner_text()
+
+
+@needs_root
+@needs_sandbox
+def test_a_learner_on_the_hub_fetches_answers_submits_and_reads_the_courses_feedback(hub, hub_browser):
+    term = hub.term
+    answer = Builder(REPO, ASSIGNMENT)
+    solution = answer.solution.cells[answer.answer_index].source
+    home = hub.root / "home" / hub.learner
+    started = time.monotonic()
+    term.nbgrader("release_assignment", "release_assignment", ASSIGNMENT)
+    hub.timed("release_assignment (instructor)", started)
+
+    context = hub_browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        started = time.monotonic()
+        _log_in(page, hub)
+        hub.timed("log in and start JupyterLab", started)
+
+        started = time.monotonic()
+        panel = _open_assignment_list(page)
+        released = panel.locator(".list_item").filter(has_text=ASSIGNMENT)
+        released.get_by_role("button", name="Fetch").click()
+        panel.get_by_role("button", name="Submit").wait_for()
+        assert (home / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file(), "Fetch gave the learner the release"
+        hub.timed("fetch from the assignment list", started)
+        _shot(page, "1-fetched")
+
+        started = time.monotonic()
+        panel.locator("a.assignment-notebooks-link").filter(has_text=ASSIGNMENT).click()
+        panel.locator(".nested_list_item a").filter(has_text=ASSIGNMENT).click()
+        page.locator(".jp-NotebookPanel .jp-CodeCell").first.wait_for()
+        _write_answer(page, solution)
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        report = page.locator(".jp-OutputArea-output").filter(has_text="Check before you submit (")
+        report.wait_for(timeout=180_000)
+        _shot(page, "2-checked")
+        assert f"Check before you submit ({ASSIGNMENT}): 10 of 10 points" in report.inner_text()
+        page.locator('.jp-NotebookPanel-toolbar [data-command="docmanager:save"]').click()
+        saved = home / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+        deadline = time.monotonic() + 60
+        while "NotImplementedError()" in saved.read_text() and time.monotonic() < deadline:
+            time.sleep(0.3)
+        _shot(page, "2b-saved")
+        assert "NotImplementedError()" not in saved.read_text(), f"the answer was saved\n{hub.tail()}"
+        hub.timed("answer, run every cell (the check before submitting), save", started)
+
+        started = time.monotonic()
+        page.locator(".lm-TabBar-tab").filter(has_text=re.compile(r"^Assignments$")).click()
+        validate = panel.get_by_role("button", name="Validate")
+        if not validate.is_visible():
+            panel.locator("a.assignment-notebooks-link").filter(has_text=ASSIGNMENT).click()
+        validate.click()
+        dialog = page.locator(".jp-Dialog").filter(has_text="Validation Results")
+        dialog.wait_for(timeout=180_000)
+        assert "Success! Your notebook passes all the tests." in dialog.inner_text()
+        dialog.get_by_role("button", name="Ok").click()
+        panel.locator("button.btn-success").filter(has_text="Validate").wait_for()
+        hub.timed("nbgrader's Validate in the assignment list", started)
+
+        started = time.monotonic()
+        panel.get_by_role("button", name="Submit").click()
+        panel.locator("#submitted_assignments_list .list_item, .list_item").filter(
+            has_text="Fetch Feedback"
+        ).first.wait_for()
+        _shot(page, "3-submitted")
+        hub.timed("submit from the assignment list", started)
+
+        started = time.monotonic()
+        term.nbgrader("collect", "collect", ASSIGNMENT)
+        assert sorted(p.name for p in (term.course / "submitted").iterdir()) == [hub.learner]
+        term.grade("./course grade")
+        term.nbgrader("release_feedback", "release_feedback", ASSIGNMENT)
+        hub.timed("collect, ./course grade, release_feedback (instructor)", started)
+
+        started = time.monotonic()
+        page.reload()
+        page.locator(".jp-LabShell").wait_for()
+        panel = _open_assignment_list(page)
+        panel.get_by_role("button", name="Fetch Feedback").click()
+        panel.get_by_text("(view feedback)").click()
+        page.locator(".jp-DirListing-item").filter(has_text=f"{ASSIGNMENT}.html").dblclick()
+        frame = page.frame_locator(".jp-HTMLViewer iframe")
+        frame.get_by_text("Score: 10 / 10").wait_for()
+        _shot(page, "4-feedback")
+        shown = frame.locator("body").inner_text()
+        assert f"Student: {hub.learner}" in shown
+        hub.timed("fetch the feedback and open it", started)
+    finally:
+        context.close()
+    print("\nJupyterHub term: step, seconds")
+    for step, seconds in hub.times.items():
+        print(f"  {step:60s} {seconds:7.2f}")
+    for step, calls in term.times.items():
+        print(f"  {step + ' (command)':60s} {sum(calls):7.2f}")
