@@ -172,6 +172,9 @@ def stage(out: Path, names: list[str] | None = None) -> Path:
         nbformat.write(page(name), src / f"{name}.ipynb")
     shutil.copy(BOOK / "intro.md", src / "intro.md")
     shutil.copy(BOOK / "instructors.md", src / "instructors.md")
+    guides = sorted(page.stem for page in BOOK.glob("guide_*.md"))  # the instructors' guide's other pages
+    for guide in guides:
+        shutil.copy(BOOK / f"{guide}.md", src / f"{guide}.md")
     config = yaml.safe_load((BOOK / "_config.yml").read_text())
     config.setdefault("sphinx", {}).setdefault("local_extensions", {})["offline_site"] = str(REPO / "_ext")
     (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
@@ -179,7 +182,7 @@ def stage(out: Path, names: list[str] | None = None) -> Path:
         "format": "jb-book",
         "root": "intro",
         "parts": [
-            {"caption": "Instructors", "chapters": [{"file": "instructors"}]},
+            {"caption": "Instructors", "chapters": [{"file": name} for name in ["instructors", *guides]]},
             {"caption": "Solutions", "chapters": [{"file": name} for name in names]},
         ],
     }

@@ -33,9 +33,7 @@ c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")
 
 # Local accounts: PAM checks the password; only the roster and the instructors get in.
 c.JupyterHub.authenticator_class = "pam"
-c.Authenticator.allowed_users = INSTRUCTORS | (
-    set(ROSTER.read_text().split()) if ROSTER.is_file() else set()
-)
+c.Authenticator.allowed_users = INSTRUCTORS | (set(ROSTER.read_text().split()) if ROSTER.is_file() else set())
 c.Authenticator.admin_users = INSTRUCTORS
 
 # Each person's JupyterLab runs under their own Unix account, in their home folder:
