@@ -23,8 +23,8 @@ cd - >/dev/null
 "$ENV/bin/python" -m pip install --quiet -c requirements/constraints.txt jupyterhub nbgrader
 # Learners have no use for the instructors' tools: off for everyone here, on again
 # for an instructor in their own settings (see solution_book/guide_hub.md).
-"$ENV/bin/jupyter" labextension disable --level=sys @jupyter/nbgrader:formgrader
-"$ENV/bin/jupyter" labextension disable --level=sys @jupyter/nbgrader:create-assignment
+"$ENV/bin/jupyter" labextension disable --level=sys_prefix @jupyter/nbgrader:formgrader
+"$ENV/bin/jupyter" labextension disable --level=sys_prefix @jupyter/nbgrader:create-assignment
 "$ENV/bin/jupyter" server extension disable --sys-prefix nbgrader.server_extensions.formgrader
 chmod -R a+rX "$ENV"
 echo "singleuser.sh: the single-user environment is ready in $ENV"

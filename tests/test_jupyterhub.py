@@ -2,33 +2,37 @@
 
 The hub runs the course's own configuration (``hub/jupyterhub_config.py``, with
 ``hub/nbgrader_config.py`` for everyone's nbgrader) with only what a test must
-change laid over it: addresses on 127.0.0.1 at ports the OS picks, its state
-and the exchange in a temporary folder, a test authenticator (JupyterHub's
-DummyAuthenticator with one password, in place of PAM), and this repository's
-virtual environment as the single-user environment (it holds what
-``hub/singleuser.sh`` installs: JupyterLab, nbgrader and its extensions, and
-the learner kit's packages). Its proxy is configurable-http-proxy from
-``_ext/node_modules`` (pinned in ``_ext/package.json``).
+change laid over it: addresses on 127.0.0.1 at ports the OS picks, its state,
+the exchange and the learner's home in a temporary folder, and a test
+authenticator (JupyterHub's DummyAuthenticator with one password) in place of
+PAM. The single-user environment is a virtual environment with the learner
+kit's wheel (built here) that reads everything else ``hub/singleuser.sh``
+installs from this repository's environment (nothing is downloaded), with
+the script's own ``jupyter labextension`` lines applied. The proxy is
+configurable-http-proxy from ``_ext/node_modules`` (pinned in ``_ext/package.json``).
 
 The learner is a real local account (``useradd``, removed afterwards): the
-hub starts their JupyterLab under it, as it would on a course's machine, and
-nbgrader's exchange knows them by it. So the test needs root; it is skipped
-otherwise (CI runs as root).
+hub starts their JupyterLab under it, as on a course's machine, and nbgrader's
+exchange knows them by it. So the test needs root; it is skipped otherwise
+(CI runs as root).
 
 In Chromium (only the hub's address can be reached), the learner logs in,
-fetches hw2 from nbgrader's assignment list, writes the course's solution into
-the answer cell, runs every cell (the last one is the check before submitting)
-and submits. The instructor collects, grades with ``./course grade`` (``python
--m classgrader``) and releases the feedback with nbgrader's commands, as in
-``tests/test_exchange_round_trip.py``; the learner fetches the feedback from
-the assignment list and opens it. Afterwards the hub, its proxy and the
-learner's server are stopped and the account is removed. The time of each
-step is printed (``pytest -s``).
+finds the learner's nbgrader tools and not the instructors', fetches hw2 from
+the assignment list, writes the course's solution into the answer cell, runs
+every cell (the last one is the check before submitting: 10 of 10 points),
+saves, validates and submits. The instructor collects, grades with ``./course
+grade`` (``python -m classgrader``) and releases the feedback with nbgrader's
+commands, as in ``tests/test_exchange_round_trip.py``; the learner fetches the
+feedback from the assignment list and opens the course's page. Afterwards the
+hub is stopped, and the test fails if the proxy or the learner's server
+outlived it; the account is removed. The time of each step is printed
+(``pytest -s``); screenshots go to ``_build/screenshots/hub-*.png``.
 """
 
 from __future__ import annotations
 
 import os
+import pwd
 import re
 import secrets
 import shutil
@@ -49,6 +53,7 @@ from browser import SCREENSHOTS, BookBrowser, find_chromium
 from test_class_grading import needs_sandbox
 from test_exchange_round_trip import ASSIGNMENT, REPO, Term
 
+from nbgrader_tools.kit import build_wheel
 from sample_submissions import Builder
 
 PROXY = REPO / "_ext" / "node_modules" / ".bin" / "configurable-http-proxy"
@@ -83,18 +88,46 @@ def _python_for(user: str) -> str:
     pytest.fail(f"no {minor} that the learner's account can run (looked at {candidates})")
 
 
-def _singleuser_env(root: Path, user: str) -> Path:
-    """The single-user environment: a venv that sees this one's packages, runnable by ``user``.
+def _labextension_lines() -> list[list[str]]:
+    """The arguments of each ``jupyter labextension`` line of hub/singleuser.sh."""
+    script = (REPO / "hub" / "singleuser.sh").read_text()
+    found = [line.split()[2:] for line in script.splitlines() if re.match(r'"\$ENV/bin/jupyter" labextension ', line)]
+    assert found, "hub/singleuser.sh turns no JupyterLab extension off"
+    return found
 
-    This virtual environment holds what ``hub/singleuser.sh`` installs (JupyterLab,
-    nbgrader, the learner kit's packages); its interpreter may be unreachable to
-    another account, so a venv of a reachable one of the same version reads its packages.
+
+def _singleuser_env(root: Path, user: str) -> Path:
+    """The single-user environment: the learner kit's wheel, over this environment's packages.
+
+    This virtual environment holds the rest of what ``hub/singleuser.sh`` installs
+    (JupyterLab, nbgrader and its extensions, JupyterHub, the kit's pinned
+    requirements), and nothing may be downloaded here; its interpreter may be
+    unreachable to another account, so a venv of one the learner can run, of
+    the same version, reads its packages after its own.
     """
     env = root / "singleuser"
     subprocess.run([_python_for(user), "-m", "venv", "--without-pip", str(env)], check=True, capture_output=True)
     (site,) = env.glob("lib/python3*/site-packages")
+    (root / "kit").mkdir()
+    wheel = build_wheel(root / "kit")
+    pip = [sys.executable, "-m", "pip", "--python", str(env / "bin" / "python"), "--disable-pip-version-check"]
+    subprocess.run([*pip, "install", "--quiet", "--no-deps", "--no-index", str(wheel)], check=True)
+    # Only now (pip would take the course's editable install here for the kit, already installed).
     ours = next(p for p in sys.path if p.endswith("site-packages") and Path(p).is_relative_to(sys.prefix))
     (site / "course_packages.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
+    for args in _labextension_lines():  # hub/singleuser.sh's own, into this environment
+        subprocess.run(
+            [env / "bin" / "python", "-m", "jupyterlab.labextensions", *args], check=True, capture_output=True
+        )
+    where = subprocess.run(
+        [env / "bin" / "python", "-c", "import grading, lib, teaching; print(grading.__file__, lib.__file__)"],
+        user=user,
+        cwd=env,  # not this repository, whose lib/ would come first
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert all(Path(f).is_relative_to(site) for f in where.stdout.split()), f"not the kit's: {where.stdout}"
     return env
 
 
@@ -191,9 +224,30 @@ def _stop(process: subprocess.Popen, seconds: float = 30) -> None:
             process.wait(seconds)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def _processes_of(user: str) -> list[int]:
-    found = subprocess.run(["pgrep", "-u", user], capture_output=True, text=True)
-    return [int(pid) for pid in found.stdout.split()]
+    """The processes that run as ``user`` (read from /proc: no procps needed)."""
+    try:
+        uid = str(pwd.getpwnam(user).pw_uid)
+    except KeyError:
+        return []
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            lines = status.read_text().splitlines()
+        except OSError:  # it ended meanwhile
+            continue
+        real = next((line.split()[1] for line in lines if line.startswith("Uid:")), None)
+        if real == uid:
+            found.append(int(status.parent.name))
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -238,12 +292,19 @@ def hub() -> Iterator[Hub]:
         h.timed("hub up", started)
         yield h
     finally:
+        left: list[str] = []
         if process is not None:
             _stop(process)
-        for pid in _processes_of(learner):  # a server the hub could not stop
+            proxy = root / "hub-state" / "jupyterhub-proxy.pid"  # the hub writes it beside its config
+            if proxy.is_file() and _alive(int(proxy.read_text())):
+                left.append(f"the proxy (process {proxy.read_text().strip()})")
+                os.kill(int(proxy.read_text()), signal.SIGKILL)
+        for pid in _processes_of(learner):  # a server the hub did not stop
+            left.append(f"the learner's process {pid}")
             os.kill(pid, signal.SIGKILL)
         subprocess.run(["userdel", "--remove", learner], capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
+        assert not left, f"still running after the hub stopped (now killed): {', '.join(left)}"
 
 
 @pytest.fixture(scope="module")
@@ -318,6 +379,13 @@ def test_a_learner_on_the_hub_fetches_answers_submits_and_reads_the_courses_feed
         _log_in(page, hub)
         hub.timed("log in and start JupyterLab", started)
 
+        # The learner's tools, not the instructors' (hub/singleuser.sh turns those off).
+        page.get_by_role("menuitem", name="Nbgrader").click()
+        items = page.locator(".lm-Menu .lm-Menu-itemLabel").all_inner_texts()
+        page.keyboard.press("Escape")
+        assert "Assignment List" in items and not [i for i in items if "Formgrader" in i], items
+        assert page.locator(".lm-TabBar-tab").filter(has_text="Create Assignment").count() == 0
+
         started = time.monotonic()
         panel = _open_assignment_list(page)
         released = panel.locator(".list_item").filter(has_text=ASSIGNMENT)
@@ -343,7 +411,6 @@ def test_a_learner_on_the_hub_fetches_answers_submits_and_reads_the_courses_feed
         deadline = time.monotonic() + 60
         while "NotImplementedError()" in saved.read_text() and time.monotonic() < deadline:
             time.sleep(0.3)
-        _shot(page, "2b-saved")
         assert "NotImplementedError()" not in saved.read_text(), f"the answer was saved\n{hub.tail()}"
         hub.timed("answer, run every cell (the check before submitting), save", started)
 
