@@ -262,6 +262,7 @@ def hub() -> Iterator[Hub]:
     root.chmod(0o755)
     learner = f"learner{secrets.token_hex(3)}"
     process = None
+    proxy_pid = None
     try:
         term = Term(root)
         (root / "roster.txt").write_text(learner + "\n")
@@ -288,6 +289,9 @@ def hub() -> Iterator[Hub]:
             )
         origin = f"http://127.0.0.1:{ports['public']}"
         _wait_until_up(f"{origin}/hub/health", process, log)
+        pid_file = config.parent / "jupyterhub-proxy.pid"  # the hub writes it in its working folder
+        assert pid_file.is_file(), f"the hub started no proxy:\n{log.read_text()[-4000:]}"
+        proxy_pid = int(pid_file.read_text())
         h = Hub(root, origin, process, log, learner, term)
         h.timed("hub up", started)
         yield h
@@ -295,10 +299,9 @@ def hub() -> Iterator[Hub]:
         left: list[str] = []
         if process is not None:
             _stop(process)
-            proxy = root / "hub-state" / "jupyterhub-proxy.pid"  # the hub writes it beside its config
-            if proxy.is_file() and _alive(int(proxy.read_text())):
-                left.append(f"the proxy (process {proxy.read_text().strip()})")
-                os.kill(int(proxy.read_text()), signal.SIGKILL)
+        if proxy_pid is not None and _alive(proxy_pid):
+            left.append(f"the proxy (process {proxy_pid})")
+            os.kill(proxy_pid, signal.SIGKILL)
         for pid in _processes_of(learner):  # a server the hub did not stop
             left.append(f"the learner's process {pid}")
             os.kill(pid, signal.SIGKILL)
