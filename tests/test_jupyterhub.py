@@ -337,14 +337,18 @@ def _log_in(page: Any, hub: Hub) -> None:
         raise AssertionError(f"JupyterLab did not open ({page.url}): {exc}\nhub log:\n{hub.tail()}") from exc
 
 
-def _open_assignment_list(page: Any) -> Any:
+def _open_assignment_list(page: Any) -> tuple[Any, list[str]]:
+    """Menu Nbgrader > Assignment List: the list's panel, and the menu's items as shown."""
     page.get_by_role("menuitem", name="Nbgrader").click()
-    page.get_by_role("menuitem", name="Assignment List").click()
+    entry = page.get_by_role("menuitem", name="Assignment List")
+    entry.wait_for()
+    items = page.locator(".lm-Menu .lm-Menu-itemLabel").all_inner_texts()
+    entry.click()
     panel = page.locator("#nbgrader-assignment-list, .nbgrader-AssignmentList, .jp-MainAreaWidget").filter(
         has_text="Released assignments"
     )
     panel.first.wait_for(timeout=60_000)
-    return panel.first
+    return panel.first, items
 
 
 def _shot(page: Any, name: str) -> None:
@@ -361,6 +365,23 @@ def _write_answer(page: Any, source: str) -> None:
     page.keyboard.press("Control+a")
     page.keyboard.insert_text(source)
     assert "NotImplementedError" not in editor.inner_text()
+
+
+def _save(page: Any, saved: Path, hub: Hub) -> None:
+    """Save the notebook as a learner does (Ctrl+S), and wait until the answer is on disk.
+
+    JupyterLab saves the widget that has the focus: a click on the notebook's
+    first cell makes that the notebook, not the assignment list it was opened from.
+    """
+    for _ in range(3):
+        page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.click()
+        page.keyboard.press("Control+s")
+        deadline = time.monotonic() + 20
+        while "NotImplementedError()" in saved.read_text() and time.monotonic() < deadline:
+            time.sleep(0.3)
+        if "NotImplementedError()" not in saved.read_text():
+            return
+    raise AssertionError(f"the answer was not saved\n{hub.tail()}")
 
 
 @needs_root
@@ -382,15 +403,11 @@ def test_a_learner_on_the_hub_fetches_answers_submits_and_reads_the_courses_feed
         _log_in(page, hub)
         hub.timed("log in and start JupyterLab", started)
 
+        started = time.monotonic()
+        panel, items = _open_assignment_list(page)
         # The learner's tools, not the instructors' (hub/singleuser.sh turns those off).
-        page.get_by_role("menuitem", name="Nbgrader").click()
-        items = page.locator(".lm-Menu .lm-Menu-itemLabel").all_inner_texts()
-        page.keyboard.press("Escape")
         assert "Assignment List" in items and not [i for i in items if "Formgrader" in i], items
         assert page.locator(".lm-TabBar-tab").filter(has_text="Create Assignment").count() == 0
-
-        started = time.monotonic()
-        panel = _open_assignment_list(page)
         released = panel.locator(".list_item").filter(has_text=ASSIGNMENT)
         released.get_by_role("button", name="Fetch").click()
         panel.get_by_role("button", name="Submit").wait_for()
@@ -403,18 +420,18 @@ def test_a_learner_on_the_hub_fetches_answers_submits_and_reads_the_courses_feed
         panel.locator(".nested_list_item a").filter(has_text=ASSIGNMENT).click()
         page.locator(".jp-NotebookPanel .jp-CodeCell").first.wait_for()
         _write_answer(page, solution)
+        page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.click()  # the notebook has the focus
         page.get_by_role("menuitem", name="Run", exact=True).click()
         page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
         report = page.locator(".jp-OutputArea-output").filter(has_text="Check before you submit (")
-        report.wait_for(timeout=180_000)
+        try:
+            report.wait_for(timeout=180_000)
+        except Exception as exc:
+            _shot(page, "2-not-checked")
+            raise AssertionError(f"the check before submitting printed nothing: {exc}\n{hub.tail()}") from exc
         _shot(page, "2-checked")
         assert f"Check before you submit ({ASSIGNMENT}): 10 of 10 points" in report.inner_text()
-        page.locator('.jp-NotebookPanel-toolbar [data-command="docmanager:save"]').click()
-        saved = home / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-        deadline = time.monotonic() + 60
-        while "NotImplementedError()" in saved.read_text() and time.monotonic() < deadline:
-            time.sleep(0.3)
-        assert "NotImplementedError()" not in saved.read_text(), f"the answer was saved\n{hub.tail()}"
+        _save(page, home / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", hub)
         hub.timed("answer, run every cell (the check before submitting), save", started)
 
         started = time.monotonic()
@@ -448,7 +465,7 @@ def test_a_learner_on_the_hub_fetches_answers_submits_and_reads_the_courses_feed
         started = time.monotonic()
         page.reload()
         page.locator(".jp-LabShell").wait_for()
-        panel = _open_assignment_list(page)
+        panel, _ = _open_assignment_list(page)
         panel.get_by_role("button", name="Fetch Feedback").click()
         panel.get_by_text("(view feedback)").click()
         page.locator(".jp-DirListing-item").filter(has_text=f"{ASSIGNMENT}.html").dblclick()
