@@ -302,7 +302,10 @@ def hub() -> Iterator[Hub]:
         if proxy_pid is not None and _alive(proxy_pid):
             left.append(f"the proxy (process {proxy_pid})")
             os.kill(proxy_pid, signal.SIGKILL)
-        for pid in _processes_of(learner):  # a server the hub did not stop
+        deadline = time.monotonic() + 20  # the learner's kernel may take a moment to exit after its server
+        while _processes_of(learner) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        for pid in _processes_of(learner):  # a server or kernel that outlived the hub
             left.append(f"the learner's process {pid}")
             os.kill(pid, signal.SIGKILL)
         subprocess.run(["userdel", "--remove", learner], capture_output=True)
@@ -419,6 +422,8 @@ def test_a_learner_on_the_hub_fetches_answers_submits_and_reads_the_courses_feed
         panel.locator("a.assignment-notebooks-link").filter(has_text=ASSIGNMENT).click()
         panel.locator(".nested_list_item a").filter(has_text=ASSIGNMENT).click()
         page.locator(".jp-NotebookPanel .jp-CodeCell").first.wait_for()
+        # The kernel is up before the answer is written (run earlier, Run All may be dropped).
+        page.get_by_text(re.compile(r"Python 3 \(ipykernel\) \| Idle")).first.wait_for(timeout=120_000)
         _write_answer(page, solution)
         page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.click()  # the notebook has the focus
         page.get_by_role("menuitem", name="Run", exact=True).click()
