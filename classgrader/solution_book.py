@@ -52,7 +52,7 @@ SEED = 2026  # the hidden checks' inputs on the pages: fixed, so that a rebuild 
 #: The instructors' guide (``solution_book/<page>.md``), in the book's order. The pages on a
 #: plain nbgrader assignment of one's own (guide_own_assignment) and on JupyterHub (guide_hub)
 #: go after guide_term when they are merged.
-GUIDE = ("guide_term", "guide_grader", "guide_own_assignment", "guide_cluster", "instructors")
+GUIDE = ("guide_term", "guide_grader", "guide_own_assignment", "guide_cluster", "guide_hub", "instructors")
 
 
 class BookError(RuntimeError):
