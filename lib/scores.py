@@ -15,7 +15,7 @@ def dot_product_scores(x: Any, y: Any | None = None) -> np.ndarray:
     """Score matrix ``e[i, j] = x_i . y_j`` of raw dot products.
 
     With ``y`` left out, every token is compared with every token of the same
-    sequence, ``e_ij = x_i^T x_j``: the same vector plays both roles, so the
+    sequence, ``e_ij = x_i x_j^T``: the same vector plays both roles, so the
     matrix is symmetric.
 
     Parameters

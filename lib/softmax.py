@@ -54,9 +54,10 @@ def softmax_jacobian(weights: Any) -> np.ndarray:
 
     Differentiating ``a_i = exp(s_i) / sum_l exp(s_l)`` with respect to
     ``s_j`` gives ``J_ij = a_i (delta_ij - a_j)``, that is
-    ``J = diag(a) - a a^T``. The softmax runs along the last axis; leading axes
-    are a batch, so ``weights`` of shape (..., n) gives (..., n, n). Entry
-    ``[..., i, j]`` is how fast weight i moves when score j moves.
+    ``J = diag(a) - a^T a`` for the row ``a``. The softmax runs along the
+    last axis; leading axes are a batch, so ``weights`` of shape (..., n)
+    gives (..., n, n). Entry ``[..., i, j]`` is how fast weight i moves when
+    score j moves.
 
     Parameters
     ----------
