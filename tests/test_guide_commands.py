@@ -41,8 +41,9 @@ ASSIGNMENT = "hw2_stable_softmax"
 ON_TIME = {"alice": "solution", "bob": "blank"}
 LATE = {"carol": "solution"}
 ABSENT = "dave"
-DIRECTIVE = re.compile(r"^```\{code-block\} (\S+)\n((?::[\w-]+:[^\n]*\n)*)\n?(.*?)^```", re.M | re.S)
-PLAIN_FENCE = re.compile(r"^```(bash|sh|shell|console)\s*$", re.M)
+# Blocks may be indented (inside a numbered step).
+DIRECTIVE = re.compile(r"^[ \t]*```\{code-block\} (\S+)\n((?:[ \t]*:[\w-]+:[^\n]*\n)*)\n?(.*?)^[ \t]*```", re.M | re.S)
+PLAIN_FENCE = re.compile(r"^[ \t]*```(bash|sh|shell|console)\s*$", re.M)
 CLASSES = ("guide-run", "not-run-here")
 
 
@@ -50,7 +51,7 @@ def blocks(page: Path) -> list[tuple[str, str, str]]:
     """(language, class, code) of every ``{code-block}`` of a page, in order."""
     found = []
     for match in DIRECTIVE.finditer(page.read_text(encoding="utf-8")):
-        options = dict(re.findall(r"^:([\w-]+):\s*(.*)$", match.group(2), re.M))
+        options = dict(re.findall(r"^\s*:([\w-]+):\s*(.*)$", match.group(2), re.M))
         found.append((match.group(1), options.get("class", ""), match.group(3)))
     return found
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from course_copy import copy_course, env_for
 from test_class_grading import needs_sandbox
 
 from classgrader import assignment, gradebook, intake, plain, plain_grade
@@ -319,3 +320,40 @@ def test_a_folder_per_student_keeps_each_students_notebooks_together(tmp_path, m
         PART2: root / "ann" / PART2,
     }
     assert plain_grade.submitted_notebooks(info, subs["ben"]) == {PART1: root / "ben" / PART1, PART2: None}
+
+
+# The commands of solution_book/guide_own_assignment.md, in the order it gives them.
+GUIDE_STEPS = (
+    "cp -r solutions/hw_template_plain solutions/hw10_weather",
+    "./course release hw10_weather",
+    "./course grade hw10_weather submitted/",
+)
+
+
+def test_the_guide_page_shows_these_steps():
+    page = (REPO / "solution_book" / "guide_own_assignment.md").read_text(encoding="utf-8")
+    assert [step for step in GUIDE_STEPS if step in page] == list(GUIDE_STEPS)
+
+
+@needs_sandbox
+def test_the_guides_steps_copy_release_and_grade_an_assignment_of_your_own(tmp_path):
+    """A copy of the course, the guide's commands run as written, one learner's right answers."""
+    course = copy_course(tmp_path / "course")
+    (course / ".venv").symlink_to(REPO / ".venv", target_is_directory=True)
+    env = env_for(course) | {"COURSE_GRADING_SECRET": SECRET}
+    cp, release, grade = GUIDE_STEPS
+    done = subprocess.run(cp.split(), cwd=course, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run(release.split(), cwd=course, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    released = course / "exercises" / "hw10_weather"
+    assert sorted(p.name for p in released.iterdir()) == sorted([PART1, PART2, "temperatures.csv"])
+    folder = course / "submitted" / "alice" / "hw10_weather"
+    folder.mkdir(parents=True)
+    for name, answers in ((PART1, RIGHT1), (PART2, RIGHT2 | {"warmest_day": WARMEST})):
+        nbformat.write(learner_notebook(released / name, answers), folder / name)
+    shutil.copy(released / "temperatures.csv", folder)
+    done = subprocess.run(grade.split(), cwd=course, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads((course / "reports" / "hw10_weather" / "results" / "alice.json").read_text())
+    assert {gid: cell["score"] for gid, cell in result["cells"].items()} == EXPECTED["all_right"]
