@@ -75,15 +75,7 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
         meta = nbgrader_meta(cell)
         if meta.get("grade") and meta.get("grade_id"):
             grade_cells[meta["grade_id"]] = float(meta.get("points", 0) or 0)
-    from grading import seeds
-
-    try:
-        secret, secret_source = seeds.course_secret(course)
-    except seeds.SecretMissing as exc:
-        raise SetupError(str(exc)) from None
-    digest = hashlib.sha256()
-    digest.update(GRADER_VERSION.encode())
-    digest.update(hashlib.sha256(secret).digest())
+    secret, secret_source, digest = _key_begun(course)
     digest.update(release_nbs[0].read_bytes())
     # What decides this assignment's scores: its checks, their shared code, and lib.
     gdir = Path(grading.__file__).parent
@@ -109,12 +101,10 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
     )
 
 
-def _load_plain(course: Path, name: str) -> AssignmentInfo:
-    """A plain nbgrader assignment (:mod:`classgrader.plain`): its notebooks, data files and cache key."""
-    import lib
+def _key_begun(course: Path) -> tuple[bytes, str, hashlib._Hash]:
+    """The course secret, where it came from, and a cache key begun with the grader's version and the secret."""
     from grading import seeds
 
-    notebooks = plain.read_notebooks(course, name)
     try:
         secret, secret_source = seeds.course_secret(course)
     except seeds.SecretMissing as exc:
@@ -122,6 +112,15 @@ def _load_plain(course: Path, name: str) -> AssignmentInfo:
     digest = hashlib.sha256()
     digest.update(GRADER_VERSION.encode())
     digest.update(hashlib.sha256(secret).digest())
+    return secret, secret_source, digest
+
+
+def _load_plain(course: Path, name: str) -> AssignmentInfo:
+    """A plain nbgrader assignment (:mod:`classgrader.plain`): its notebooks, data files and cache key."""
+    import lib
+
+    notebooks = plain.read_notebooks(course, name)
+    secret, secret_source, digest = _key_begun(course)
     digest.update(plain.digest_inputs(course, name, notebooks))
     for path in sorted(Path(lib.__file__).parent.rglob("*.py")):
         digest.update(path.name.encode() + path.read_bytes())
