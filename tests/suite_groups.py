@@ -6,7 +6,9 @@ a built kit) are made once. A worker takes the next file when it is free, so
 the files that take longest start first; the rest fill in around them.
 
 ``./course test --fast`` leaves out the files marked here ``browser`` (they need
-Chromium) and ``cluster`` (they start a Dask cluster).
+Chromium) and ``cluster`` (they start a Dask cluster). The JupyterHub test starts
+a Chromium of its own, which Playwright's sync API allows once per process, so a
+full ``./course test`` runs it in a pytest process of its own.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 # Files by the marks they get, from their names.
 MARKS = {
-    "browser": lambda name: name.startswith("test_browser_"),
+    "browser": lambda name: name.startswith("test_browser_") or name == "test_jupyterhub.py",
     "cluster": lambda name: name == "test_class_grading_cluster.py",
 }
 
