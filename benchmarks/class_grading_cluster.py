@@ -7,7 +7,7 @@
 2. the local pool (``grade_class`` with ``workers`` = cores), timed;
 3. for N = 1, 2 and the number of cores: a Dask scheduler and N
    single-threaded workers as separate processes on 127.0.0.1
-   (:class:`classgrader.process_cluster.ProcessCluster`, start-up not timed),
+   (:class:`devtools.process_cluster.ProcessCluster`, start-up not timed),
    then ``grade_class(..., cluster=ADDRESS)``, timed; every run's gradebook must
    hold the local run's scores;
 4. from the scheduler's task stream: each task's compute time on its worker
@@ -47,8 +47,8 @@ def _scores(out: Path, assignment: str) -> dict[str, float]:
 def _grade(
     assignment: str, submitted: Path, out: Path, workers: int, cluster: str | None, kernel_record: bool
 ) -> float:
-    from classgrader.grade import Settings
-    from classgrader.runner import grade_class
+    from classgrader.pipeline.class_run import grade_class
+    from classgrader.stages.grade import Settings
 
     start = time.perf_counter()
     grade_class(
@@ -97,16 +97,16 @@ def _task_stream(records: list[dict], wall: float, threads: int) -> dict[str, fl
 
 def _client_cost(assignment: str, out: Path, scratch: Path) -> float:
     """Seconds per submission that the client spends saving one result: files, then one gradebook transaction."""
-    from classgrader import gradebook
+    from classgrader.books import gradebook
+    from classgrader.pipeline.class_run import course_id_of
     from classgrader.records import read_result, write_json_atomic, write_text_atomic
-    from classgrader.runner import course_id_of
 
     results = [r for p in sorted((out / "reports" / assignment / "results").glob("*.json")) if (r := read_result(p))]
     feedback = {p.parent.parent.name: p.read_text() for p in (out / "feedback").glob(f"*/{assignment}/*.html")}
     scratch.mkdir(parents=True, exist_ok=True)
     url = gradebook.sqlite_url(scratch / "gradebook.db")
     cid = course_id_of(REPO)
-    from classgrader.assignment import load_assignment
+    from classgrader.assignments.course import load_assignment
 
     info = load_assignment(REPO, assignment)
     gradebook.ensure_assignment(url, cid, assignment, info.source_dir, info.notebook)
@@ -141,7 +141,7 @@ def estimate(n: int, machines: int, cores: int, task_seconds: float, overhead: f
 def main(args: Any, make_submissions) -> None:
     from distributed import Client
 
-    from classgrader.process_cluster import ProcessCluster
+    from devtools.process_cluster import ProcessCluster
 
     cores = os.cpu_count() or 1
     sizes = sorted({1, 2, cores})

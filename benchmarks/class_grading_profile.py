@@ -6,7 +6,7 @@ grader's own pipeline (``grade_class``), with one worker by default so that
 the stages of one submission do not overlap another's, and times:
 
 * in each sandboxed run (the scoring run, then the nbgrader-style record run,
-  both in one sandbox: see ``classgrader.sandbox.Session``):
+  both in one sandbox: see ``classgrader.sandbox.launch.Session``):
   **sandbox start** (scoring run: from the spawn to the driver's first line:
   prlimit, bwrap's namespaces and mounts, the interpreter's start-up,
   importing IPython and numpy once; record run: from handing over its job,
@@ -135,7 +135,10 @@ def instrumented(profile: Profile) -> Iterator[None]:
     """The class grader with a timer around each stage (put back afterwards)."""
     import nbformat
 
-    from classgrader import grade, gradebook, runner, sandbox
+    from classgrader.books import gradebook
+    from classgrader.pipeline import class_run as runner
+    from classgrader.sandbox import launch as sandbox
+    from classgrader.stages import grade
 
     patches = [
         (grade, "match", profile.timed("match", grade.match)),
@@ -196,8 +199,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "class_grading_profile.json")
     args = ap.parse_args()
 
-    from classgrader.grade import Settings
-    from classgrader.runner import grade_class
+    from classgrader.pipeline.class_run import grade_class
+    from classgrader.stages.grade import Settings
 
     profile = Profile()
     with tempfile.TemporaryDirectory(prefix="class-grading-profile-") as tmp:

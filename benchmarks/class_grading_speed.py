@@ -6,7 +6,7 @@ One run, one folder of submissions, both graders:
    assignment's source), released with ``nbgrader generate_assignment`` (not
    timed);
 2. 40 submissions in nbgrader's ``submitted/`` layout, made from the committed
-   notebooks by :mod:`sample_submissions` (as the class grader's tests): 30 correct, 5 blank and,
+   notebooks by :mod:`devtools.sample_submissions` (as the class grader's tests): 30 correct, 5 blank and,
    for hw2, 5 partly right (a softmax that overflows on large logits);
 3. ``nbgrader autograde ASSIGNMENT`` on that folder (sequential, one kernel
    per notebook), timed (steps 3 and 4 are repeated ``--repeat`` times, 3 by
@@ -51,8 +51,8 @@ sys.path.insert(0, str(REPO))  # run from a checkout without installing the cour
 # one in the instructor's home or names it in this repository's nbgrader_config.py.
 os.environ.setdefault("COURSE_GRADING_SECRET", "benchmark-secret")
 
+from devtools.sample_submissions import Builder  # noqa: E402
 from nbgrader_tools import scratch_course  # noqa: E402
-from sample_submissions import Builder  # noqa: E402
 
 
 def make_submissions(course: Path, assignment: str, n: int) -> dict[str, str]:

@@ -11,11 +11,14 @@ import os
 import sys
 from pathlib import Path
 
-from . import intake, late, lms_export, sandbox
-from .assignment import SetupError, known_assignments, unknown_message
-from .class_reports import summary_text
-from .grade import Settings
-from .records import STATUSES
+from classgrader.after_deadline import late
+from classgrader.assignments.course import SetupError, known_assignments, unknown_message
+from classgrader.books import lms_export
+from classgrader.books.class_reports import summary_text
+from classgrader.pipeline import intake
+from classgrader.records import STATUSES
+from classgrader.sandbox import launch as sandbox
+from classgrader.stages.grade import Settings
 
 
 def _size(text: str) -> int:
@@ -174,10 +177,9 @@ def read_roster(path: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
+    from classgrader.assignments import secret
+    from classgrader.pipeline.class_run import course_id_of, grade_class
     from grading import seeds
-
-    from . import secret
-    from .runner import course_id_of, grade_class
 
     if args.assignment not in known_assignments(args.course):
         print(f"classgrader: {unknown_message(args.course, args.assignment)}", file=sys.stderr)
@@ -258,8 +260,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _analyse_only(args: argparse.Namespace) -> int:
-    from . import gradebook, item_analysis
-    from .runner import course_id_of
+    from classgrader.after_deadline import item_analysis
+    from classgrader.books import gradebook
+    from classgrader.pipeline.class_run import course_id_of
 
     out = (args.out or args.course).resolve()
     db_url = gradebook.normalise_url(args.db_url or gradebook.sqlite_url(out / "gradebook.db"))

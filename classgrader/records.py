@@ -3,7 +3,7 @@
 Three records cross a boundary, each as plain JSON:
 
 - the **job** (:class:`Job`) that the grader writes for the sandbox, read by
-  :mod:`classgrader.driver` in the learner's process;
+  :mod:`classgrader.sandbox.driver` in the learner's process;
 - the **events** that the driver writes back, one JSON object per line
   (:class:`StartEvent`, :class:`CellStartEvent`, :class:`CellEvent`,
   :class:`CheckEvent`, :class:`DoneEvent`; an event too large or not
@@ -66,7 +66,7 @@ class JobCell(TypedDict):
 
     n: int
     source: str
-    role: str  # setup, answer, extra, test (see classgrader.notebooks.PlanCell)
+    role: str  # setup, answer, extra, test (see classgrader.stages.notebooks.PlanCell)
     grade_id: str | None
 
 
@@ -85,7 +85,7 @@ class Job(TypedDict):
     In ``"score"`` mode it runs the cells that are not tests, then each check's
     collector; in ``"record"`` mode every cell in order, as nbgrader would,
     with ``hidden_seed`` for the hidden tests. The last four keys are set by
-    :meth:`classgrader.sandbox.Session.run` from the limits.
+    :meth:`classgrader.sandbox.launch.Session.run` from the limits.
     """
 
     mode: NotRequired[Literal["score", "record"]]  # default "score"
@@ -190,11 +190,11 @@ class SandboxSummary(TypedDict):
     seconds: float
     log: str  # its last 4000 characters of raw output
     events: int
-    mode: NotRequired[str]  # the sandbox mode: root, userns, none (see classgrader.sandbox_mode)
+    mode: NotRequired[str]  # the sandbox mode: root, userns, none (see classgrader.sandbox.mode)
 
 
 class Late(TypedDict):
-    """What lateness costs one submission (see :func:`classgrader.late.assess`)."""
+    """What lateness costs one submission (see :func:`classgrader.after_deadline.late.assess`)."""
 
     submitted_at: str | None  # ISO 8601 in UTC
     source: str | None  # where the time came from
@@ -236,8 +236,8 @@ class Result(TypedDict):
     in_kernel: dict[str, str]  # grade_id -> the in-kernel run's verdict
     sandbox: SandboxSummary | dict[str, Any]  # {} when nothing ran
     cell_seconds: NotRequired[dict[str, float | None]]  # plan index -> seconds
-    notebooks: NotRequired[list[str]]  # a plain nbgrader assignment's notebook stems (classgrader.plain)
-    manual: NotRequired[list[str]]  # grade_ids left for the formgrader (classgrader.plain)
+    notebooks: NotRequired[list[str]]  # a plain nbgrader assignment's notebook stems (classgrader.assignments.plain)
+    manual: NotRequired[list[str]]  # grade_ids left for the formgrader (classgrader.assignments.plain)
     late: NotRequired[Late]
     graded_at: NotRequired[str]  # ISO 8601, when the result was saved
 

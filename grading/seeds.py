@@ -21,7 +21,7 @@ Looked for, in order:
 3. nothing configured: an error (:class:`SecretMissing`) saying how to make
    one. There is no public default: a seed anyone could compute from the
    course id would make the hidden inputs predictable. The first
-   ``./course grade`` makes the secret (:mod:`classgrader.secret`) in a
+   ``./course grade`` makes the secret (:mod:`classgrader.assignments.secret`) in a
    private file outside the course folder and names it in
    ``nbgrader_config.py``, so that ``nbgrader autograde`` reads it too.
 

@@ -21,10 +21,11 @@ from pathlib import Path
 import pytest
 from test_class_grading import LIMITS, needs_sandbox, quiet
 
-from classgrader import cli, item_analysis, late
-from classgrader.grade import Settings
-from classgrader.runner import grade_class
-from sample_submissions import Builder
+from classgrader import cli
+from classgrader.after_deadline import item_analysis, late
+from classgrader.pipeline.class_run import grade_class
+from classgrader.stages.grade import Settings
+from devtools.sample_submissions import Builder
 
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "hw2_stable_softmax"
@@ -253,6 +254,6 @@ def test_analyse_only_without_a_gradebook_says_so(tmp_path, capsys):
     assert cli.main([ASSIGNMENT, "--analyse-only", "--course", str(REPO), "--out", str(tmp_path)]) == 2
     assert "no gradebook at" in capsys.readouterr().err
     with pytest.raises(item_analysis.AnalysisError, match="no assignment 'hw9'"):
-        from classgrader import gradebook
+        from classgrader.books import gradebook
 
         item_analysis.write(gradebook.sqlite_url(tmp_path / "gb.db"), "sdpa-course", "hw9", tmp_path)

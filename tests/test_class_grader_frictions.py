@@ -20,12 +20,15 @@ import nbformat
 import pytest
 from test_class_grading import LIMITS, needs_sandbox, quiet
 
-from classgrader import class_reports, cli, intake, record, report
-from classgrader.compare import Verdict, _verdict
-from classgrader.grade import Settings
+from classgrader import cli
+from classgrader.books import class_reports
+from classgrader.pipeline import intake
+from classgrader.pipeline.class_run import grade_class
 from classgrader.records import Result, new_result
-from classgrader.runner import grade_class
-from sample_submissions import Builder
+from classgrader.stages import record, report
+from classgrader.stages.compare import Verdict, _verdict
+from classgrader.stages.grade import Settings
+from devtools.sample_submissions import Builder
 
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "hw2_stable_softmax"

@@ -1,7 +1,7 @@
 """Grading a whole class (classgrader): bad submissions, sandbox, gradebook, restarts.
 
 One class of bad submissions of hw2 (made by
-``sample_submissions/builder.py`` from the committed notebooks) is
+``devtools/sample_submissions/builder.py`` from the committed notebooks) is
 graded once per test session; the tests then check each submission's status
 and score, the gradebook, the reports, that no solution text and no hidden
 test leaked, and that the network was out of reach. Other tests interrupt a
@@ -32,11 +32,14 @@ from notebook_lines import hidden_test_lines as notebook_hidden_lines
 from sandbox_probes import assert_fork_bomb_and_flood_contained, fork_bomb_and_flood
 
 import grading
-from classgrader import gradebook, intake, notebooks, sandbox
-from classgrader.grade import Settings
-from classgrader.runner import grade_class
+from classgrader.books import gradebook
+from classgrader.pipeline import intake
+from classgrader.pipeline.class_run import grade_class
+from classgrader.sandbox import launch as sandbox
+from classgrader.stages import notebooks
+from classgrader.stages.grade import Settings
+from devtools.sample_submissions import EXPECTED, Builder
 from nbgrader_tools.cells import nbgrader_meta
-from sample_submissions import EXPECTED, Builder
 
 REPO = Path(__file__).resolve().parent.parent
 # Hidden-test seeds come from the course secret (grading/seeds.py): the corpus's

@@ -1,9 +1,9 @@
 """Grading on a Dask cluster (``./course grade --cluster``): the same grades as a local run, and its faults.
 
 Each test starts a Dask scheduler and workers as separate processes on
-127.0.0.1 (:class:`classgrader.process_cluster.ProcessCluster`), grades through
+127.0.0.1 (:class:`devtools.process_cluster.ProcessCluster`), grades through
 ``--cluster`` and compares with one local run of the same class of bad
-submissions (``sample_submissions/builder.py``): the same statuses,
+submissions (``devtools/sample_submissions/builder.py``): the same statuses,
 scores, notes, flags and gradebook rows. Then: a worker killed mid-task, the
 scheduler killed mid-run (the next run resumes), and workers whose ``lib`` or
 checks differ from the client's (refused before anything is graded).
@@ -31,11 +31,11 @@ from test_class_grading import (
     quiet,
 )
 
-from classgrader.cluster import ClusterError
-from classgrader.grade import Settings
-from classgrader.process_cluster import ProcessCluster
-from classgrader.runner import grade_class
-from sample_submissions import EXPECTED, Builder
+from classgrader.pipeline.class_run import grade_class
+from classgrader.pipeline.dask_cluster import ClusterError
+from classgrader.stages.grade import Settings
+from devtools.process_cluster import ProcessCluster
+from devtools.sample_submissions import EXPECTED, Builder
 
 pytestmark = needs_sandbox
 
@@ -379,7 +379,7 @@ def test_a_worker_with_another_lib_or_checks_is_refused_before_grading(tmp_path,
 
 
 def test_the_refusal_names_each_difference():
-    from classgrader.cluster import differences
+    from classgrader.pipeline.dask_cluster import differences
 
     here = {
         "python": "CPython 3.11",
@@ -405,10 +405,10 @@ def test_each_running_sandbox_on_a_machine_holds_its_own_slot(tmp_path):
     import subprocess
     import sys
 
-    from classgrader.cluster import machine_slot
+    from classgrader.pipeline.dask_cluster import machine_slot
 
     take = (
-        "import sys, pathlib; from classgrader.cluster import machine_slot\n"
+        "import sys, pathlib; from classgrader.pipeline.dask_cluster import machine_slot\n"
         "with machine_slot(pathlib.Path(sys.argv[1])) as s: print(s)"
     )
     with machine_slot(tmp_path) as first:

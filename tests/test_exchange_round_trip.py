@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 from test_class_grading import needs_sandbox
 
-from sample_submissions import Builder
+from devtools.sample_submissions import Builder
 
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "hw2_stable_softmax"

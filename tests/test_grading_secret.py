@@ -23,8 +23,8 @@ from fixtures.homework import submissions as corpus
 
 import grading
 from classgrader import cli
-from classgrader import secret as course_secret_file
-from classgrader.assignment import SetupError, load_assignment
+from classgrader.assignments import secret as course_secret_file
+from classgrader.assignments.course import SetupError, load_assignment
 from grading import seeds
 from nbgrader_tools import scratch_course as nbt
 

@@ -1,6 +1,6 @@
 """Every command of the instructors' guide runs, or says where it is run, or says it is not run here.
 
-The guide's pages (``classgrader.solution_book.GUIDE``) show commands in
+The guide's pages (``nbgrader_tools.solution_book.GUIDE``) show commands in
 MyST ``{code-block}`` directives, each with one class:
 
 - ``guide-run``: run here, block after block in the order of the page, in
@@ -33,8 +33,8 @@ import pytest
 from course_copy import REPO, copy_course, env_for
 from test_class_grading import needs_sandbox
 
-from classgrader.solution_book import GUIDE
-from sample_submissions import Builder
+from devtools.sample_submissions import Builder
+from nbgrader_tools.solution_book import GUIDE
 
 PAGES = [REPO / "solution_book" / f"{name}.md" for name in GUIDE]
 ASSIGNMENT = "hw2_stable_softmax"

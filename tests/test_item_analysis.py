@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from classgrader import gradebook, item_analysis
+from classgrader.after_deadline import item_analysis
+from classgrader.books import gradebook
 from classgrader.records import write_json_atomic
 
 REPO = Path(__file__).resolve().parent.parent

@@ -53,8 +53,8 @@ from browser import SCREENSHOTS, BookBrowser, find_chromium
 from test_class_grading import needs_sandbox
 from test_exchange_round_trip import ASSIGNMENT, REPO, Term
 
+from devtools.sample_submissions import Builder
 from nbgrader_tools.kit import build_wheel
-from sample_submissions import Builder
 
 PROXY = REPO / "_ext" / "node_modules" / ".bin" / "configurable-http-proxy"
 VENV_BIN = Path(sys.executable).parent

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from classgrader import intake, late
+from classgrader.after_deadline import late
+from classgrader.pipeline import intake
 
 UTC = dt.UTC
 BERLIN = late.zone("Europe/Berlin")

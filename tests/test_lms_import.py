@@ -1,4 +1,4 @@
-"""The LMS grade import files (classgrader.lms_export) against the column rules of Canvas and Moodle.
+"""The LMS grade import files (classgrader.books.lms_export) against the column rules of Canvas and Moodle.
 
 Canvas's gradebook import reads ``Student,ID,SIS User ID,SIS Login ID,Section``
 and then one column per assignment, one row per student; Moodle's CSV grade
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from classgrader import class_reports, lms_export
+from classgrader.books import class_reports, lms_export
 from classgrader.records import Result, new_result
 
 TITLE = "Homework 2: a stable softmax"

@@ -33,13 +33,13 @@ import grading
 import grading.hw2
 import grading.hw4
 import grading.hw6
-from classgrader.grade import Settings
-from classgrader.runner import grade_class
+from classgrader.pipeline.class_run import grade_class
+from classgrader.stages.grade import Settings
+from devtools.sample_submissions import Builder
 from grading import pictures
 from grading.plain import case_inputs
 from grading.run import run_cases
 from nbgrader_tools.cells import nbgrader_meta
-from sample_submissions import Builder
 
 REPO = Path(__file__).resolve().parent.parent
 os.environ["COURSE_GRADING_SECRET"] = subs.TEST_SECRET

@@ -26,7 +26,11 @@ import pytest
 from course_copy import copy_course, env_for
 from test_class_grading import needs_sandbox
 
-from classgrader import assignment, gradebook, intake, plain, plain_grade
+from classgrader.assignments import course as assignment
+from classgrader.assignments import plain
+from classgrader.books import gradebook
+from classgrader.pipeline import intake
+from classgrader.stages import plain_grade
 from nbgrader_tools.cells import nbgrader_meta
 from nbgrader_tools.scratch_course import REPO, nbgrader_env, run_nbgrader
 

@@ -96,7 +96,7 @@ def test_a_hand_written_number_of_points_stops_the_release_and_names_both_values
 def test_the_instructors_table_in_the_solutions_book_shows_the_new_points(changed, tmp_path):
     """The solutions book executes every page at each build (execute_notebooks: force), so
     its table follows grading/ with no cache to go stale."""
-    done = run_in(changed, ["-m", "classgrader.solution_book", HW9, "--out", str(tmp_path / "book")])
+    done = run_in(changed, ["-m", "nbgrader_tools.solution_book", HW9, "--out", str(tmp_path / "book")])
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     page = (tmp_path / "book" / "html" / "instructors.html").read_text(encoding="utf-8")
     rows = dict(re.findall(r"<td><code>(attention_[a-z_]+)</code></td><td>.*?</td><td>([\d.]+)</td>", page))

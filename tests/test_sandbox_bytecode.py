@@ -1,4 +1,4 @@
-"""The sandbox imports the grader's modules from bytecode the grader compiled (classgrader/bytecode.py)."""
+"""The sandbox imports the grader's modules from bytecode the grader compiled (classgrader/sandbox/bytecode.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import pytest
 from test_class_grading import LIMITS, SANDBOX_MODES, needs_sandbox
 
 import grading
-from classgrader import bytecode, sandbox
-from classgrader.run import package_files
+from classgrader.sandbox import bytecode
+from classgrader.sandbox import launch as sandbox
+from classgrader.stages.run import package_files
 
 # Counts every module the learner's interpreter compiles from source while importing grading.
 PROBE = "\n".join(

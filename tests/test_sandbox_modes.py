@@ -1,6 +1,6 @@
 """The sandbox's two modes: built as root, or in a user namespace (bubblewrap's unprivileged mode).
 
-The hostile and broken submissions of ``sample_submissions`` are
+The hostile and broken submissions of ``devtools.sample_submissions`` are
 graded three times: as root in each mode, and as an ordinary user (a spare
 uid, see ``tests/ordinary_user.py``), where only the user-namespace mode can
 work and ``auto`` must pick it. Every run must give each submission its
@@ -26,10 +26,11 @@ from ordinary_user import command as as_ordinary_user
 from ordinary_user import home as ordinary_home
 from sandbox_probes import assert_fork_bomb_and_flood_contained, assert_two_runs_share_nothing_but_the_imports
 
-from classgrader import sandbox, sandbox_mode
-from classgrader.grade import Settings
-from classgrader.runner import grade_class
-from sample_submissions import EXPECTED, Builder
+from classgrader.pipeline.class_run import grade_class
+from classgrader.sandbox import launch as sandbox
+from classgrader.sandbox import mode as sandbox_mode
+from classgrader.stages.grade import Settings
+from devtools.sample_submissions import EXPECTED, Builder
 
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "hw2_stable_softmax"

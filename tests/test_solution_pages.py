@@ -22,7 +22,7 @@ import pytest
 from built_book import HTML, built_page
 from notebook_lines import hidden_test_lines
 
-from classgrader import solution_book
+from nbgrader_tools import solution_book
 from nbgrader_tools.cells import nbgrader_meta
 
 REPO = Path(__file__).resolve().parent.parent
@@ -108,7 +108,7 @@ def book(tmp_path_factory) -> Path:
     from nbgrader_tools.scratch_course import nbgrader_env
 
     done = subprocess.run(
-        [sys.executable, "-m", "classgrader.solution_book", "--out", str(out)],
+        [sys.executable, "-m", "nbgrader_tools.solution_book", "--out", str(out)],
         cwd=REPO,
         env=nbgrader_env(),
         capture_output=True,
@@ -178,7 +178,7 @@ def test_the_instructors_page_table_of_penalties_is_right(book):
     import datetime as dt
     import math
 
-    from classgrader import late
+    from classgrader.after_deadline import late
 
     utc, berlin = dt.UTC, late.zone("Europe/Berlin")
     page = (book / "instructors.html").read_text(encoding="utf-8")

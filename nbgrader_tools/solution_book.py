@@ -1,6 +1,6 @@
 """The solutions book: the instructor's solutions with their reasoning, for after the deadline.
 
-``./course solutions`` (``python -m classgrader.solution_book``) builds a
+``./course solutions`` (``python -m nbgrader_tools.solution_book``) builds a
 small, separate Jupyter Book into ``_build/solutions/html/``. It is never part
 of the learners' book (``_toc.yml`` does not list it and ``_config.yml``
 excludes ``solutions/``); an instructor publishes it when they choose, e.g.

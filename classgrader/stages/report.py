@@ -4,7 +4,7 @@ The page shows the notebook as graded: the release's text, the learner's
 answers with their (bounded) output, and under each graded test cell its
 points and what the outside comparison found. With a late penalty, the header
 shows the raw score, the penalty, the final score and why (see
-:mod:`classgrader.late`). It is built from the release's
+:mod:`classgrader.after_deadline.late`). It is built from the release's
 *student* version of the test cells, so hidden tests never appear. Everything
 the learner wrote is escaped; the learner's Markdown is rendered with raw
 HTML switched off.
@@ -31,12 +31,11 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
+from classgrader.after_deadline import late
+from classgrader.records import STATUSES, CellResult, Result
+from classgrader.stages.pictures import figure_html
 from nbgrader_tools.cells import nbgrader_meta
 from nbgrader_tools.generated import START_HERE_ID
-
-from . import late
-from .pictures import figure_html
-from .records import STATUSES, CellResult, Result
 
 #: A link to a chapter of the book, as the release's Markdown writes it (``../../chapters/02_x.md#part``).
 CHAPTER_LINK = re.compile(r"^(?:\.\./)*chapters/(?P<page>[\w.-]+?)\.(?:md|ipynb)(?P<anchor>#[\w.-]*)?$")

@@ -20,8 +20,8 @@ from pathlib import Path
 from nbgrader import api
 from nbgrader.api import Comment, Grade, Gradebook, SubmittedAssignment, SubmittedNotebook
 
-from .late import late_of
-from .records import Result
+from classgrader.after_deadline.late import late_of
+from classgrader.records import Result
 
 
 def _alembic_on_path() -> None:
@@ -161,7 +161,7 @@ class Writer:
         return cell_scores(self.gb, assignment, student=student, auto=True).get(student)
 
     def write(self, result: Result) -> None:
-        """Store one graded result (see :mod:`classgrader.grade`) in one transaction."""
+        """Store one graded result (see :mod:`classgrader.stages.grade`) in one transaction."""
         db = self.gb.db
         assignment, student = result["assignment"], result["student"]
         notebook = result["notebook"]

@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from .records import Late, Result
+from classgrader.records import Late, Result
 
 PERIODS = {"hour": 3600, "day": 86400}
 UTC = dt.UTC
@@ -289,7 +289,7 @@ def settings_from_config(course: Path) -> dict[str, Any]:
 
 def read_timestamps_file(path: Path) -> dict[str, str]:
     """``{student: submitted_at}`` from a CSV with a header naming ``student_id`` and ``submitted_at``."""
-    from .intake import safe_id
+    from classgrader.pipeline.intake import safe_id
 
     with open(path, newline="", encoding="utf-8-sig") as fh:
         rows = list(csv.reader(fh))
@@ -459,7 +459,7 @@ def with_gradebook_duedate(policy: Policy, duedate: dt.datetime | None) -> Polic
 
 
 def annotate(result: Result, sub: Any, policy: Policy) -> bool:
-    """Set ``result["late"]`` for the submission ``sub`` (an :class:`~classgrader.intake.Submission`).
+    """Set ``result["late"]`` for the submission ``sub`` (an :class:`~classgrader.pipeline.intake.Submission`).
 
     Returns True when it changed (a new deadline, penalty or timestamp), so a
     cached result can be written again.

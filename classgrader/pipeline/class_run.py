@@ -32,10 +32,15 @@ from typing import Any
 
 import nbformat
 
-from . import class_reports, gradebook, intake, late, lms_export, plain, report, sandbox
-from .assignment import AssignmentInfo, SetupError, load_assignment, submission_key, submitted_bytes
-from .grade import Graded, Settings, grade
-from .records import Result, read_result, write_json_atomic, write_text_atomic
+from classgrader.after_deadline import late
+from classgrader.assignments import plain
+from classgrader.assignments.course import AssignmentInfo, SetupError, load_assignment, submission_key, submitted_bytes
+from classgrader.books import class_reports, gradebook, lms_export
+from classgrader.pipeline import intake
+from classgrader.records import Result, read_result, write_json_atomic, write_text_atomic
+from classgrader.sandbox import launch as sandbox
+from classgrader.stages import report
+from classgrader.stages.grade import Graded, Settings, grade
 
 
 def course_id_of(course: Path) -> str:
@@ -162,7 +167,7 @@ def grade_class(
     times the submissions record. ``analyse`` also writes the item analysis.
     ``cluster`` (a Dask scheduler's address, or a connected
     ``distributed.Client``) grades on that cluster's workers
-    instead of a local pool (:mod:`classgrader.cluster`); this process still
+    instead of a local pool (:mod:`classgrader.pipeline.dask_cluster`); this process still
     writes every output.
     """
     started = time.monotonic()
@@ -329,7 +334,7 @@ def grade_class(
         threat_model=plain.THREAT_MODEL if info.plain else None,
     )
     if analyse:
-        from . import item_analysis
+        from classgrader.after_deadline import item_analysis
 
         try:
             item_analysis.write(
@@ -345,7 +350,7 @@ def _session(cluster: Any, settings: Settings, log):
     """A checked connection to the Dask scheduler at ``cluster``, or nothing for a local run."""
     if cluster is None:
         return contextlib.nullcontext()
-    from .cluster import Session
+    from classgrader.pipeline.dask_cluster import Session
 
     return Session(cluster, settings, log=log)
 

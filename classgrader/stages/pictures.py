@@ -4,7 +4,7 @@ After the comparison, each failed *visible* check whose results hold a
 visibly wrong matrix of weights gets a picture (:mod:`grading.pictures`: the
 learner's weights, the expected ones and their difference, with alt text
 saying what differs). It is added to the autograded notebook as the test
-cell's display output, so that the feedback page (:mod:`classgrader.report`)
+cell's display output, so that the feedback page (:mod:`classgrader.stages.report`)
 shows it, and shows it again when the page is written anew from that
 notebook. Hidden checks are never drawn: their inputs are the learner's
 hidden inputs.
@@ -23,9 +23,9 @@ import nbformat
 from nbgrader_tools.cells import nbgrader_meta
 
 if TYPE_CHECKING:  # the report imports this module, and the assignment imports the report
-    from .assignment import AssignmentInfo
-    from .compare import Scores
-    from .run import Runs
+    from classgrader.assignments.course import AssignmentInfo
+    from classgrader.stages.compare import Scores
+    from classgrader.stages.run import Runs
 
 __all__ = ["attach", "figure_html"]
 

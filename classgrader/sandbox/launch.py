@@ -12,7 +12,7 @@ The sandbox (see :func:`bwrap_command`) is built from these pieces:
   visible: no ``solutions/``, no gradebook, no other submission, no ``/etc``,
   no home directory. The only writable place is a size-limited tmpfs at
   ``/tmp`` (the learner's scratch folder, also ``$HOME``), discarded at exit.
-* **an unprivileged user**, in one of two modes (:mod:`classgrader.sandbox_mode`
+* **an unprivileged user**, in one of two modes (:mod:`classgrader.sandbox.mode`
   picks one): as root, bwrap builds the mounts with root's rights, then
   ``setpriv`` switches to a uid that owns nothing on the host, clears every
   capability, the bounding set and supplementary groups, and sets
@@ -54,10 +54,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .bytecode import pycache_binds
-from .records import Job
-from .sandbox_mode import SandboxUnavailable as SandboxUnavailable  # raised here, defined there
-from .sandbox_mode import resolve
+from classgrader.records import Job
+from classgrader.sandbox.bytecode import pycache_binds
+from classgrader.sandbox.mode import SandboxUnavailable as SandboxUnavailable  # raised here, defined there
+from classgrader.sandbox.mode import resolve
 
 DRIVER = Path(__file__).with_name("driver.py")
 #: The program that runs in the sandbox (it imports nothing of the grader's).
@@ -160,7 +160,7 @@ def _parents(path: Path) -> list[str]:
 
 
 def check_available(mode: str = "auto") -> str:
-    """The sandbox mode that works here (``root`` or ``userns``, see :mod:`classgrader.sandbox_mode`).
+    """The sandbox mode that works here (``root`` or ``userns``, see :mod:`classgrader.sandbox.mode`).
 
     ``mode`` is ``auto`` or one of them. Raises :class:`SandboxUnavailable`
     with a clear message (the package to install, the sysctl to change)
@@ -343,7 +343,7 @@ class Session:
 
     The sandbox (namespaces, binds, limits) is made once, on entering; the
     driver in it imports IPython and numpy, then forks one process per job
-    (see :mod:`classgrader.driver`), so that a submission's second run does not
+    (see :mod:`classgrader.sandbox.driver`), so that a submission's second run does not
     pay for the interpreter and those imports again. Each job's process starts
     from that state, with no learner code before it, and has its own time
     budget (``limits.wall_seconds``, from its dispatch), result cap and log.

@@ -1,6 +1,6 @@
 """The program that runs INSIDE the sandbox, in the learner's process.
 
-It is started by :mod:`classgrader.sandbox` (see "serving" below; ``python
+It is started by :mod:`classgrader.sandbox.launch` (see "serving" below; ``python
 -I driver.py JOB`` runs one job file alone) and uses only the standard
 library, IPython and whatever the learner imports. It never sees
 ``solutions/``, the gradebook or any other submission, nor ``lib`` in the
@@ -12,7 +12,7 @@ writes them as the plain dicts they are.
 What it does, in order:
 
 1. runs the notebook's code cells (the release's locked cells and the
-   learner's own cells, as :mod:`classgrader.notebooks` arranged them), each
+   learner's own cells, as :mod:`classgrader.stages.notebooks` arranged them), each
    with its output captured and bounded, and each stopped by an alarm when
    the cells together overrun their share of the time;
 2. for every graded check, calls the check's *collector*
@@ -24,7 +24,7 @@ In ``"record"`` mode it only runs every cell in order, test cells included
 (the nbgrader-style run kept for the record).
 
 Serving: it is started once per submission, as ``python -I driver.py --serve JOBS
-CONTROL_FD [--pid-namespace]`` (:class:`classgrader.sandbox.Session`), and
+CONTROL_FD [--pid-namespace]`` (:class:`classgrader.sandbox.launch.Session`), and
 first imports what every run imports (IPython's shell, numpy), before any
 learner code exists. Then, for each job file named on its standard input
 (the scoring run, then the record run), it forks a fresh process that runs

@@ -6,8 +6,8 @@ autograded test cells (asserts, hidden tests between nbgrader's
 ``### BEGIN HIDDEN TESTS`` markers), maybe manually graded cells, and the data
 files the notebooks read; its release (``exercises/<name>/``) is what
 ``nbgrader generate_assignment`` made of it (``./course release <name>``).
-:func:`load` reads both into an :class:`~classgrader.assignment.AssignmentInfo`
-whose ``plain`` lists the notebooks; :mod:`classgrader.plain_grade` grades a
+:func:`load` reads both into an :class:`~classgrader.assignments.course.AssignmentInfo`
+whose ``plain`` lists the notebooks; :mod:`classgrader.stages.plain_grade` grades a
 submission of it, each test cell as ``nbgrader autograde`` scores it.
 
 Its tests are the instructor's own asserts, so they run *inside* the learner's
@@ -77,7 +77,7 @@ def plain_assignments(course: Path) -> list[str]:
 
 def read_notebooks(course: Path, name: str) -> list[PlainNotebook]:
     """Every notebook of the release with its instructor source; a clear error for what does not fit."""
-    from .assignment import SetupError
+    from classgrader.assignments.course import SetupError
 
     release_dir, source_dir = course / "exercises" / name, course / "solutions" / name
     names = sorted(p.name for p in release_dir.glob("*.ipynb"))
@@ -124,7 +124,7 @@ def read_notebooks(course: Path, name: str) -> list[PlainNotebook]:
 
 def data_files(course: Path, name: str) -> dict[str, Path]:
     """The release's other files (the data the notebooks read), by name; subfolders are refused."""
-    from .assignment import SetupError
+    from classgrader.assignments.course import SetupError
 
     release_dir = course / "exercises" / name
     files = {}
@@ -149,7 +149,7 @@ def digest_inputs(course: Path, name: str, notebooks: list[PlainNotebook]) -> by
     for nb in notebooks:
         for gid, text in nb.tests.items():
             digest.update(f"{nb.name}/{gid}".encode() + text.encode())
-    here = Path(__file__).parent
-    for module in ("plain.py", "plain_grade.py", "driver.py", "notebooks.py"):
-        digest.update((here / module).read_bytes())
+    grader = Path(__file__).parents[1]
+    for module in ("assignments/plain.py", "stages/plain_grade.py", "sandbox/driver.py", "stages/notebooks.py"):
+        digest.update((grader / module).read_bytes())
     return digest.digest()

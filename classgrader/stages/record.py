@@ -15,15 +15,16 @@ from typing import Any
 
 import nbformat
 
+from classgrader.after_deadline import late
+from classgrader.assignments.course import AssignmentInfo
+from classgrader.pipeline.intake import Submission
+from classgrader.records import CellEvent, CellResult, CheckEvent, Result, RunFailure, SandboxSummary, new_result
+from classgrader.sandbox import launch as sandbox
+from classgrader.stages import notebooks
+from classgrader.stages.compare import Scores, Verdict
+from classgrader.stages.match import Matched
+from classgrader.stages.run import Runs
 from nbgrader_tools.cells import SELF_CHECK_ID
-
-from . import late, notebooks, sandbox
-from .assignment import AssignmentInfo
-from .compare import Scores, Verdict
-from .intake import Submission
-from .match import Matched
-from .records import CellEvent, CellResult, CheckEvent, Result, RunFailure, SandboxSummary, new_result
-from .run import Runs
 
 _NO_PLAN_MESSAGES = {"missing": "nothing submitted", "not_a_notebook": "the submission is not a notebook"}
 
@@ -272,7 +273,7 @@ def _verdict_line(v: Verdict, cell: CellResult | None) -> str:
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-#: IPython's traceback of the grader's own alarm (classgrader.driver.SandboxTimeout), from its rule line on.
+#: IPython's traceback of the grader's own alarm (classgrader.sandbox.driver.SandboxTimeout), from its rule line on.
 _TIMEOUT_TRACEBACK = re.compile(
     r"^(?:\x1b\[[0-9;]*m)*-{10,}(?:\x1b\[[0-9;]*m)*\s*\n(?=(?:\x1b\[[0-9;]*m)*SandboxTimeout)", re.M
 )

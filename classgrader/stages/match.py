@@ -1,8 +1,8 @@
 """Stage 1 of grading one submission: read the file and line its cells up with the release.
 
 A submission that is missing or not a notebook stops here, with its status;
-any other gets a :class:`~classgrader.notebooks.Plan` (what runs, in which
-order, and what was repaired). :mod:`classgrader.notebooks` does the reading
+any other gets a :class:`~classgrader.stages.notebooks.Plan` (what runs, in which
+order, and what was repaired). :mod:`classgrader.stages.notebooks` does the reading
 and the lining up.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
-from . import notebooks
-from .assignment import AssignmentInfo, submission_key
-from .intake import Submission
+from classgrader.assignments.course import AssignmentInfo, submission_key
+from classgrader.pipeline.intake import Submission
+from classgrader.stages import notebooks
 
 
 @dataclasses.dataclass

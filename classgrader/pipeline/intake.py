@@ -25,7 +25,7 @@ characters become ``_``. When a student has several notebooks, the one named
 like the assignment's notebook wins, then the newest; the others are listed as
 ignored. The submission time comes from ``timestamp.txt`` (nbgrader) or the
 file name (Blackboard's attempt date; Canvas's ``_LATE`` marker says only
-*that* it was late); :mod:`classgrader.late` turns it into a penalty. A
+*that* it was late); :mod:`classgrader.after_deadline.late` turns it into a penalty. A
 student on the roster (``--roster``, the gradebook's students, or
 an nbgrader folder without a notebook) with nothing submitted is *missing*.
 """

@@ -1,7 +1,7 @@
 """The class-level outputs: scores CSV, LMS import files, status summary, score histogram.
 
 ``score`` in ``student_scores.csv`` is the final score, after the late penalty (see
-:mod:`classgrader.late`); ``raw_score`` is the score before it, and
+:mod:`classgrader.after_deadline.late`); ``raw_score`` is the score before it, and
 ``late_penalty`` the points taken off, so ``score = raw_score - late_penalty``
 on every row, as in ``nbgrader export``.
 """
@@ -13,9 +13,10 @@ import csv
 import io
 from pathlib import Path
 
-from . import late, lms_export
-from .records import STATUSES, Result, atomic_path, write_json_atomic, write_text_atomic
-from .sandbox_mode import DESCRIPTIONS
+from classgrader.after_deadline import late
+from classgrader.books import lms_export
+from classgrader.records import STATUSES, Result, atomic_path, write_json_atomic, write_text_atomic
+from classgrader.sandbox.mode import DESCRIPTIONS
 
 CSV_COLUMNS = [
     "student_id",
@@ -47,7 +48,7 @@ BLUE, VERMILLION = "#0072B2", "#D55E00"
 
 #: The class's scores, one row per student, with status, penalty and notes (not nbgrader export's file).
 SCORES_CSV = "student_scores.csv"
-#: The LMS import files (classgrader.lms_export).
+#: The LMS import files (classgrader.books.lms_export).
 CANVAS_CSV, MOODLE_CSV = "canvas_import.csv", "moodle_import.csv"
 
 
@@ -124,7 +125,7 @@ def summary(
         },
         "seconds": round(seconds, 2),
         "workers": workers,
-        "sandbox": sandbox,  # the sandbox mode: root, userns, none (see classgrader.sandbox_mode)
+        "sandbox": sandbox,  # the sandbox mode: root, userns, none (see classgrader.sandbox.mode)
     }
 
 

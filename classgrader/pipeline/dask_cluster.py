@@ -2,7 +2,7 @@
 
 ``./course grade ASSIGNMENT SUBMISSIONS --cluster tcp://host:8786`` sends each
 submission to a running Dask scheduler as one task. The task runs on a worker
-exactly what a local run does (:func:`classgrader.grade.grade`: the same
+exactly what a local run does (:func:`classgrader.stages.grade.grade`: the same
 matching, the same bubblewrap sandbox with the same limits on the worker's
 machine, the same comparison with ``lib`` outside the learner's process) and
 returns plain data: the result (JSON), the autograded notebook (its JSON text)
@@ -54,13 +54,14 @@ from typing import Any
 
 import nbformat
 
-from . import late, sandbox
-from .assignment import AssignmentInfo, SetupError
-from .grade import Graded, Settings, grade
-from .intake import Submission
+from classgrader.after_deadline import late
+from classgrader.assignments.course import AssignmentInfo, SetupError
+from classgrader.pipeline.intake import Submission
+from classgrader.sandbox import launch as sandbox
+from classgrader.stages.grade import Graded, Settings, grade
 
 #: The pinned packages whose versions a worker must share with the client.
-CONSTRAINTS = Path(__file__).resolve().parent.parent / "requirements" / "constraints.txt"
+CONSTRAINTS = Path(__file__).resolve().parents[2] / "requirements" / "constraints.txt"
 #: Folder of the lock files that give each running sandbox on a machine its own uid.
 SLOT_DIR = Path(tempfile.gettempdir()) / "classgrader-slots"
 MAX_SLOTS = 900  # sandbox uids uid_base .. uid_base + 899
@@ -139,7 +140,7 @@ def fingerprint(names: tuple[str, ...], sandboxed: bool) -> dict[str, Any]:
         "packages": {name: _version(name) for name in names},
         "lib": tree_hash(Path(lib.__file__).parent),
         "grading": tree_hash(Path(grading.__file__).parent),
-        "classgrader": tree_hash(Path(__file__).parent),
+        "classgrader": tree_hash(Path(__file__).parents[1]),
         "sandbox": problem,
         "host": platform.node(),
     }
@@ -289,7 +290,7 @@ def pack(sub: Submission) -> Task:
 
 
 def unpack(data: dict[str, Any]) -> Graded:
-    """What a task returned, as the :class:`~classgrader.grade.Graded` a local run makes."""
+    """What a task returned, as the :class:`~classgrader.stages.grade.Graded` a local run makes."""
     nb = None if data["notebook"] is None else nbformat.reads(data["notebook"], as_version=4)
     return Graded(data["result"], nb, data["feedback"])
 

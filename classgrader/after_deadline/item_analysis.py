@@ -30,7 +30,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .records import atomic_path, read_result, write_json_atomic, write_text_atomic
+from classgrader.records import atomic_path, read_result, write_json_atomic, write_text_atomic
 
 # Okabe & Ito's colour-blind-safe palette (as the class histogram).
 BLUE = "#0072B2"
@@ -64,7 +64,7 @@ def scores_from_gradebook(
     """(``{cell: points}``, ``{student: {cell: score}}``) for one notebook of an assignment."""
     from nbgrader import api
 
-    from .gradebook import cell_scores, open_gradebook
+    from classgrader.books.gradebook import cell_scores, open_gradebook
 
     with open_gradebook(db_url, course_id) as gb:
         try:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from .assignment import AssignmentInfo
-from .records import CellResult
-from .run import Runs
+from classgrader.assignments.course import AssignmentInfo
+from classgrader.records import CellResult
+from classgrader.stages.run import Runs
 
 
 @dataclasses.dataclass

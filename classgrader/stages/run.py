@@ -21,12 +21,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any, cast
 
+from classgrader.assignments.course import AssignmentInfo
+from classgrader.pipeline.intake import Submission
+from classgrader.records import CellEvent, CheckEvent, Job, JobCell, JobCheck, RunFailure
+from classgrader.sandbox import launch as sandbox
+from classgrader.stages import notebooks
 from nbgrader_tools.cells import SELF_CHECK_ID, nbgrader_meta
-
-from . import notebooks, sandbox
-from .assignment import AssignmentInfo
-from .intake import Submission
-from .records import CellEvent, CheckEvent, Job, JobCell, JobCheck, RunFailure
 
 
 @dataclasses.dataclass
@@ -37,7 +37,7 @@ class Settings:
     sandboxed: bool = True
     kernel_record: bool = True
     uid_base: int = 61000  # worker slot i runs as uid uid_base + i
-    sandbox_mode: str = "auto"  # root, userns or auto (see classgrader.sandbox_mode)
+    sandbox_mode: str = "auto"  # root, userns or auto (see classgrader.sandbox.mode)
 
 
 @dataclasses.dataclass

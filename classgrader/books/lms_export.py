@@ -32,8 +32,8 @@ import dataclasses
 import io
 from pathlib import Path
 
-from . import late
-from .records import Result
+from classgrader.after_deadline import late
+from classgrader.records import Result
 
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MAPPING_COLUMNS = ["student_id", "canvas_id", "name", "sis_user_id", "sis_login_id", "section", "email", "id_number"]

@@ -1,17 +1,17 @@
 """Grade one submission, in five stages, each in the module of its name.
 
-1. **match** (:mod:`classgrader.match`): read the file and line its cells up
+1. **match** (:mod:`classgrader.stages.match`): read the file and line its cells up
    with the release;
-2. **run** (:mod:`classgrader.run`): run it in the sandbox, where grading's
+2. **run** (:mod:`classgrader.stages.run`): run it in the sandbox, where grading's
    collector calls the learner's functions on the checks' inputs; then, for
    the record, run it as ``nbgrader autograde`` would;
-3. **compare** (:mod:`classgrader.compare`): score each graded cell with
+3. **compare** (:mod:`classgrader.stages.compare`): score each graded cell with
    :mod:`grading`'s comparison, here in the grader's process;
-4. **record** (:mod:`classgrader.record`): the result (status, notes,
+4. **record** (:mod:`classgrader.stages.record`): the result (status, notes,
    scores, late penalty) and the autograded notebook;
-5. **report** (:mod:`classgrader.report`): the learner's feedback page.
+5. **report** (:mod:`classgrader.stages.report`): the learner's feedback page.
 
-:func:`grade` writes nothing: :mod:`classgrader.runner` saves what it returns
+:func:`grade` writes nothing: :mod:`classgrader.pipeline.class_run` saves what it returns
 and writes the gradebook. The score of every graded cell comes from the
 comparison, computed from plain JSON results that the learner's functions
 produced in the sandbox, on inputs the learner never saw before the run, so
@@ -28,15 +28,17 @@ import dataclasses
 
 import nbformat
 
-from . import late, pictures, plain_grade, sandbox
-from .assignment import AssignmentInfo
-from .compare import compare
-from .intake import Submission
-from .match import match
-from .record import record
-from .records import Result
-from .report import render
-from .run import Settings, run
+from classgrader.after_deadline import late
+from classgrader.assignments.course import AssignmentInfo
+from classgrader.pipeline.intake import Submission
+from classgrader.records import Result
+from classgrader.sandbox import launch as sandbox
+from classgrader.stages import pictures, plain_grade
+from classgrader.stages.compare import compare
+from classgrader.stages.match import match
+from classgrader.stages.record import record
+from classgrader.stages.report import render
+from classgrader.stages.run import Settings, run
 
 __all__ = ["Graded", "Settings", "grade"]
 
@@ -65,7 +67,7 @@ def grade(
 
     ``slot`` is the worker's number (its sandbox uid); ``registry`` holds the
     running sandboxes, so that an interrupt can stop them. A plain nbgrader
-    assignment (no checks in :mod:`grading`) is graded by :mod:`classgrader.plain_grade`.
+    assignment (no checks in :mod:`grading`) is graded by :mod:`classgrader.stages.plain_grade`.
     """
     if info.plain:
         return plain_grade.grade(info, sub, settings, policy, slot=slot, registry=registry)

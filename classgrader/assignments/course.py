@@ -8,9 +8,9 @@ from pathlib import Path
 
 import nbformat
 
+from classgrader.assignments import plain
+from classgrader.stages import report
 from nbgrader_tools.cells import nbgrader_meta
-
-from . import plain, report
 
 GRADER_VERSION = "1"
 
@@ -116,7 +116,7 @@ def _key_begun(course: Path) -> tuple[bytes, str, hashlib._Hash]:
 
 
 def _load_plain(course: Path, name: str) -> AssignmentInfo:
-    """A plain nbgrader assignment (:mod:`classgrader.plain`): its notebooks, data files and cache key."""
+    """A plain nbgrader assignment (:mod:`classgrader.assignments.plain`): its notebooks, data files and cache key."""
     import lib
 
     notebooks = plain.read_notebooks(course, name)
@@ -146,7 +146,8 @@ def _load_plain(course: Path, name: str) -> AssignmentInfo:
 
 def known_assignments(course: Path) -> list[str]:
     """The assignments this course can grade: a release in ``exercises/`` and either checks in ``grading``
-    or, for a plain nbgrader assignment (:mod:`classgrader.plain`), its instructor source in ``solutions/``."""
+    or, for a plain nbgrader assignment (:mod:`classgrader.assignments.plain`), its instructor source
+    in ``solutions/``."""
     import grading
 
     released = {p.name for p in (course / "exercises").glob("*") if p.is_dir()}
@@ -171,7 +172,7 @@ def unknown_message(course: Path, name: str) -> str:
 
 def submitted_bytes(info: AssignmentInfo, path: Path) -> bytes:
     """What a submission's key covers: the notebook at ``path`` or, for an assignment of several notebooks,
-    each of them found beside it (:func:`classgrader.plain_grade.submitted_notebooks`)."""
+    each of them found beside it (:func:`classgrader.stages.plain_grade.submitted_notebooks`)."""
     if len(info.plain) < 2:
         return path.read_bytes()
     parts = []

@@ -1,9 +1,9 @@
-"""Grade one submission of a plain nbgrader assignment (:mod:`classgrader.plain`), each notebook in turn.
+"""Grade one submission of a plain nbgrader assignment (:mod:`classgrader.assignments.plain`), each notebook in turn.
 
 Each notebook goes through the same stages as a course assignment's: its cells
-are lined up with the release (:func:`classgrader.notebooks.match`: test cells
+are lined up with the release (:func:`classgrader.stages.notebooks.match`: test cells
 edited, duplicated or deleted are reported and replaced), it runs in a
-sandbox of its own (:class:`classgrader.sandbox.Session`, as nbgrader gives
+sandbox of its own (:class:`classgrader.sandbox.launch.Session`, as nbgrader gives
 each notebook a kernel of its own) with every test
 cell in the instructor's source version (hidden tests back in place) and the
 release's data files beside it. Each test cell is then scored by nbgrader's
@@ -24,18 +24,19 @@ from typing import TYPE_CHECKING, Any, cast
 import nbformat
 from nbgrader.utils import determine_grade
 
+from classgrader.after_deadline import late
+from classgrader.assignments.plain import MANUAL, PlainNotebook
+from classgrader.pipeline.intake import Submission
+from classgrader.records import STATUSES, CellEvent, CellResult, Job, JobCell, Result, new_result
+from classgrader.sandbox import launch as sandbox
+from classgrader.stages import notebooks, report
+from classgrader.stages.record import cell_timeout_text, comments, outputs, sandbox_summary, status_notes, status_of
+from classgrader.stages.run import Settings, _failure, job_cells, package_files
 from nbgrader_tools.cells import nbgrader_meta
 
-from . import late, notebooks, report, sandbox
-from .intake import Submission
-from .plain import MANUAL, PlainNotebook
-from .record import cell_timeout_text, comments, outputs, sandbox_summary, status_notes, status_of
-from .records import STATUSES, CellEvent, CellResult, Job, JobCell, Result, new_result
-from .run import Settings, _failure, job_cells, package_files
-
 if TYPE_CHECKING:
-    from .assignment import AssignmentInfo
-    from .grade import Graded
+    from classgrader.assignments.course import AssignmentInfo
+    from classgrader.stages.grade import Graded
 
 
 @dataclasses.dataclass
@@ -80,8 +81,8 @@ def grade(
     registry: sandbox.Registry | None = None,
 ) -> Graded:
     """Grade every notebook of ``sub`` (see the module docstring); the result covers them all."""
-    from .assignment import submission_key, submitted_bytes
-    from .grade import Graded
+    from classgrader.assignments.course import submission_key, submitted_bytes
+    from classgrader.stages.grade import Graded
 
     parts = [Notebook(spec, path) for spec, path in zip(info.plain, submitted_notebooks(info, sub).values())]
     for part in parts:

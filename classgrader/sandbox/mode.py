@@ -1,7 +1,7 @@
 """Which bubblewrap sandbox this machine allows: built as root, or in a user namespace.
 
 Both modes give the learner's process the same world (see
-:mod:`classgrader.sandbox`): new mount, PID, network, IPC and UTS namespaces,
+:mod:`classgrader.sandbox.launch`): new mount, PID, network, IPC and UTS namespaces,
 read-only binds of ``/usr`` and the Python installation, a small tmpfs, no
 capabilities, ``no_new_privs``, the same resource and wall-time limits. They
 differ in how the process gets there and which uid it has on the host:
@@ -108,7 +108,7 @@ def userns_blockers(proc_sys: Path = Path("/proc/sys")) -> list[str]:
 
 def probe_command(mode: str) -> list[str]:
     """A minimal sandbox of ``mode`` that prints the uid its program runs as."""
-    from .sandbox import SYSTEM_FS, namespace_args
+    from classgrader.sandbox.launch import SYSTEM_FS, namespace_args
 
     base = ["bwrap", *namespace_args(mode, PROBE_UID), *SYSTEM_FS]
     if mode == "root":

@@ -1,0 +1,1 @@
+"""After the deadline: the late policy and the item analysis."""

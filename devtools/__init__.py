@@ -1,0 +1,1 @@
+"""Support for the tests and benchmarks: sample submissions and a Dask cluster on this machine. Not shipped."""
