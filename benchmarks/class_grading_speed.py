@@ -18,7 +18,7 @@ One run, one folder of submissions, both graders:
 5. both gradebooks read back: the two graders must agree on every score.
 
 Run it from the repository root, as root (the root-mode sandbox) or as any
-user (the user-namespace sandbox; see README, The sandbox's two modes):
+user (the user-namespace sandbox; see the instructors' guide, solution_book/guide_grader.md, *The sandbox's two modes*):
 
     .venv/bin/python benchmarks/class_grading_speed.py [--assignment hw2_stable_softmax] [-n 40]
 
