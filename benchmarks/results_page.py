@@ -63,8 +63,10 @@ def attention_speed_memory(data: dict[str, Any]) -> str:
     threads = ", ".join(f"{k}={v}" for k, v in sorted(m.get("environment", {}).items()))
     machine = (
         f"{m['processor']}, {m['logical_cores']} logical cores, {m['memory_gib']} GiB, Python {m['python']}, "
-        f"numpy {m['numpy']}, BLAS {m['blas']}" + (f" ({threads})" if threads else "")
-        + ", caches " + ", ".join(f"{k} {v // 1024} KiB" for k, v in m["caches"].items())
+        f"numpy {m['numpy']}, BLAS {m['blas']}"
+        + (f" ({threads})" if threads else "")
+        + ", caches "
+        + ", ".join(f"{k} {v // 1024} KiB" for k, v in m["caches"].items())
     )
     speed = data["speed"]
     shape = " x ".join(str(s) for s in speed["shape"])
@@ -103,18 +105,23 @@ def attention_speed_memory(data: dict[str, Any]) -> str:
     ]
     return "\n\n".join(
         [
-            header("Attention: speed and memory", "attention_speed_memory.py", "attention_speed_memory.json", machine,
-                   data["date"]),
+            header(
+                "Attention: speed and memory",
+                "attention_speed_memory.py",
+                "attention_speed_memory.json",
+                machine,
+                data["date"],
+            ),
             f"**Speed**, {speed['dtype']} inputs of shape ({shape}), best of {speed['repeats']} repeats:",
             table(["what runs", "ms", "time / the two products"], speed_rows),
             "**The formula's passes**, over the whole score matrix and over one cache-sized tile repeated to "
             "cover as many scores (ms):",
             table(["pass", "whole matrix", "tiles"], pass_rows),
             "**Tile size**, blocked attention, time over the two products:",
-            table(["tile side", "tile (rows x cols x heads)", "tile KiB", "shift-free path", "shifted path"],
-                  curve_rows),
-            f"**Memory**, peak extra memory traced, one head, d = {data['memory']['d']}, "
-            f"{data['memory']['dtype']}:",
+            table(
+                ["tile side", "tile (rows x cols x heads)", "tile KiB", "shift-free path", "shifted path"], curve_rows
+            ),
+            f"**Memory**, peak extra memory traced, one head, d = {data['memory']['d']}, {data['memory']['dtype']}:",
             table(["n", "reference MiB", "blocked MiB", "blocked / reference"], memory_rows),
         ]
     )
@@ -128,21 +135,44 @@ def class_grading_speed(data: dict[str, Any]) -> str:
         for i, (n, o, b) in enumerate(zip(nbgrader, ours, bare))
     ]
     med = [statistics.median(r) for r in (nbgrader, ours, bare)]
-    rows.append(["median", f"{med[0]:.1f}", f"{med[1]:.1f}", f"{med[0] / med[1]:.2f}x", f"{med[2]:.1f}",
-                 f"{med[0] / med[2]:.2f}x"])
+    rows.append(
+        [
+            "median",
+            f"{med[0]:.1f}",
+            f"{med[1]:.1f}",
+            f"{med[0] / med[1]:.2f}x",
+            f"{med[2]:.1f}",
+            f"{med[0] / med[2]:.2f}x",
+        ]
+    )
     kinds = ", ".join(f"{n} {kind}" for kind, n in data["kinds"].items())
     same = all(data["same_scores_as_nbgrader"].values())
     return "\n\n".join(
         [
-            header("Grading a class: `./course grade` against `nbgrader autograde`", "class_grading_speed.py",
-                   "class_grading_speed.json", data["machine"], data["date"]),
+            header(
+                "Grading a class: `./course grade` against `nbgrader autograde`",
+                "class_grading_speed.py",
+                "class_grading_speed.json",
+                data["machine"],
+                data["date"],
+            ),
             f"{data['submissions']} submissions of {data['assignment']} ({kinds}), {data['workers']} workers, "
             f"{data['sandbox']} sandbox, in {rounds_phrase(data['rounds'])} rounds one after the other. "
             f"`nbgrader autograde` grades one notebook after another: {med[0] / data['submissions']:.2f} s per "
             f"notebook (median). Wall seconds per round, and nbgrader's time over the class grader's:",
-            table(["round", "nbgrader autograde", "./course grade", "ratio", "./course grade --no-kernel-record",
-                   "ratio"], rows),
-            "The two graders' gradebooks hold the same scores." if same
+            table(
+                [
+                    "round",
+                    "nbgrader autograde",
+                    "./course grade",
+                    "ratio",
+                    "./course grade --no-kernel-record",
+                    "ratio",
+                ],
+                rows,
+            ),
+            "The two graders' gradebooks hold the same scores."
+            if same
             else "**The two graders' gradebooks did not hold the same scores in this run.**",
         ]
     )
@@ -155,8 +185,13 @@ def class_grading_profile(data: dict[str, Any]) -> str:
     rows = [[s["stage"], f"{s['ms_per_submission']:.1f}", f"{100 * s['share_of_wall']:.1f} %"] for s in stages]
     return "\n\n".join(
         [
-            header("The stages of grading one submission", "class_grading_profile.py",
-                   "class_grading_profile.json", data["machine"], data["date"]),
+            header(
+                "The stages of grading one submission",
+                "class_grading_profile.py",
+                "class_grading_profile.json",
+                data["machine"],
+                data["date"],
+            ),
             f"{data['submissions']} submissions of {data['assignment']}, {data['workers']} worker, "
             f"{data['sandbox']} sandbox, in-kernel record run {'on' if data['kernel_record'] else 'off'}; "
             f"{data['wall_seconds']:.2f} s wall, 1-minute load average {data['load_average_1min']}.",
@@ -171,8 +206,15 @@ def class_grading_profile(data: dict[str, Any]) -> str:
 def class_grading_cluster(data: dict[str, Any]) -> str:
     pool = data["local_pool"]
     rows: list[list[object]] = [
-        [f"local pool, {pool['workers']} workers", f"{pool['seconds']:.1f}", f"{pool['per_second']:.2f}", "", "", "",
-         ""]
+        [
+            f"local pool, {pool['workers']} workers",
+            f"{pool['seconds']:.1f}",
+            f"{pool['per_second']:.2f}",
+            "",
+            "",
+            "",
+            "",
+        ]
     ]
     for workers, c in data["cluster"].items():
         overhead = c["overhead_per_task_seconds"]
@@ -190,13 +232,28 @@ def class_grading_cluster(data: dict[str, Any]) -> str:
     paper = data["paper_10000_on_10x16"]
     return "\n\n".join(
         [
-            header("Grading a class on a Dask cluster", "class_grading_cluster.py", "class_grading_cluster.json",
-                   data["machine"], data["date"]),
+            header(
+                "Grading a class on a Dask cluster",
+                "class_grading_cluster.py",
+                "class_grading_cluster.json",
+                data["machine"],
+                data["date"],
+            ),
             f"{data['submissions']} submissions of {data['assignment']}, in-kernel record run "
             f"{'on' if data['kernel_record'] else 'off'}, on local Dask clusters of single-threaded workers "
             "against the local pool:",
-            table(["", "wall s", "submissions per s", "s per task", "Dask's overhead per task, ms",
-                   "fixed s per run", "same scores as the local pool"], rows),
+            table(
+                [
+                    "",
+                    "wall s",
+                    "submissions per s",
+                    "s per task",
+                    "Dask's overhead per task, ms",
+                    "fixed s per run",
+                    "same scores as the local pool",
+                ],
+                rows,
+            ),
             f"The client spends {1000 * data['client_seconds_per_submission']:.0f} ms per submission (result files, "
             f"then the gradebook), one after another. A paper estimate for {paper['submissions']:,} submissions "
             f"on {paper['machines']} machines of {paper['cores_each']} cores: the workers need about "
@@ -217,8 +274,13 @@ def jupyterlite_first_output(data: dict[str, Any]) -> str:
 
     head = ["run", "kernel ready, s", "first cell done, s", "first output, s", "1-minute load average"]
     parts = [
-        header("Python's first answer in the in-browser Jupyter", "jupyterlite_first_output.py",
-               "jupyterlite_first_output.json", data["machine"], data["date"]),
+        header(
+            "Python's first answer in the in-browser Jupyter",
+            "jupyterlite_first_output.py",
+            "jupyterlite_first_output.json",
+            data["machine"],
+            data["date"],
+        ),
         f"Notebook `{data['notebook']}`. {data['note']}",
         "The site:",
         table(head, rows(data["runs"], data["median"])),
@@ -235,8 +297,13 @@ def tiny_lm_training(data: dict[str, Any]) -> str:
     ]
     return "\n\n".join(
         [
-            header("Training chapter 11's tiny model", "tiny_lm_training.py", "tiny_lm_training.json",
-                   data["machine"], "not recorded"),
+            header(
+                "Training chapter 11's tiny model",
+                "tiny_lm_training.py",
+                "tiny_lm_training.json",
+                data["machine"],
+                "not recorded",
+            ),
             f"1-minute load average {data['load_average_1min']:.1f}; best wall time {data['best_wall_s']:.1f} s, "
             f"best CPU time {data['best_cpu_s']:.2f} s.",
             table(["run", "wall s", "CPU s", "steps", "held-out accuracy"], rows),

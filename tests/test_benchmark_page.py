@@ -95,7 +95,10 @@ def test_the_page_gives_what_the_record_run_adds_from_the_committed_profile():
     record = sum(s["ms_per_submission"] for s in stages if s["stage"].startswith("record run:"))
     text = " ".join(section("The stages of grading one submission").split())
     assert f"The scoring run's stages take {score:.0f} ms per submission and the record run's {record:.0f} ms" in text
-    assert f"the record run (on by default) adds about {round(100 * record / score, -1):.0f} % to the workers' part" in text
+    assert (
+        f"the record run (on by default) adds about {round(100 * record / score, -1):.0f} % to the workers' part"
+        in text
+    )
     for s in stages:
         assert f"| {s['stage']} | {s['ms_per_submission']:.1f} |" in text
 
