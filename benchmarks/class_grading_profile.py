@@ -6,7 +6,7 @@ grader's own pipeline (``grade_class``), with one worker by default so that
 the stages of one submission do not overlap another's, and times:
 
 * in each sandboxed run (the scoring run, then the nbgrader-style record run,
-  both in one sandbox: see ``classgrader.sandbox.launch.Session``):
+  both in one sandbox: see ``classgrader.sandbox.session.Session``):
   **sandbox start** (scoring run: from the spawn to the driver's first line:
   prlimit, bwrap's namespaces and mounts, the interpreter's start-up,
   importing IPython and numpy once; record run: from handing over its job,
@@ -135,9 +135,9 @@ def instrumented(profile: Profile) -> Iterator[None]:
     """The class grader with a timer around each stage (put back afterwards)."""
     import nbformat
 
+    from classgrader import sandbox
     from classgrader.books import gradebook
     from classgrader.pipeline import class_run as runner
-    from classgrader.sandbox import launch as sandbox
     from classgrader.stages import grade
 
     patches = [

@@ -7,7 +7,7 @@ every student's notebook (:mod:`classgrader.pipeline.intake`) and grades each on
 1. :mod:`classgrader.stages.match` lines its cells up with the release
    (:mod:`classgrader.stages.notebooks` does the reading and the lining up);
 2. :mod:`classgrader.stages.run` runs it in a bubblewrap sandbox
-   (:mod:`classgrader.sandbox.launch`, with :mod:`classgrader.sandbox.driver` inside);
+   (:mod:`classgrader.sandbox.session`, with :mod:`classgrader.sandbox.driver` inside);
 3. :mod:`classgrader.stages.compare` scores it outside the learner's process with
    :mod:`grading`'s comparisons;
 4. :mod:`classgrader.stages.record` writes down what happened: the result and the

@@ -11,13 +11,13 @@ import os
 import sys
 from pathlib import Path
 
+from classgrader import sandbox
 from classgrader.after_deadline import late
 from classgrader.assignments.course import SetupError, known_assignments, unknown_message
 from classgrader.books import lms_export
 from classgrader.books.class_reports import summary_text
 from classgrader.pipeline import intake
 from classgrader.records import STATUSES
-from classgrader.sandbox import launch as sandbox
 from classgrader.stages.grade import Settings
 
 

@@ -85,7 +85,7 @@ class Job(TypedDict):
     In ``"score"`` mode it runs the cells that are not tests, then each check's
     collector; in ``"record"`` mode every cell in order, as nbgrader would,
     with ``hidden_seed`` for the hidden tests. The last four keys are set by
-    :meth:`classgrader.sandbox.launch.Session.run` from the limits.
+    :meth:`classgrader.sandbox.session.Session.run` from the limits.
     """
 
     mode: NotRequired[Literal["score", "record"]]  # default "score"

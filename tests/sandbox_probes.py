@@ -1,6 +1,6 @@
 """Hostile jobs run straight in the sandbox, shared by the tests of both sandbox modes.
 
-Each function runs its job with :func:`classgrader.sandbox.launch.run` and returns
+Each function runs its job with :func:`classgrader.sandbox.session.run` and returns
 plain facts (JSON-ready), so a test can run it in its own process or, through
 :mod:`ordinary_user`, as an ordinary user, and assert the same things.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from classgrader.sandbox import launch as sandbox
+from classgrader import sandbox
 
 FORKS = "\n".join(
     [

@@ -32,10 +32,10 @@ from notebook_lines import hidden_test_lines as notebook_hidden_lines
 from sandbox_probes import assert_fork_bomb_and_flood_contained, fork_bomb_and_flood
 
 import grading
+from classgrader import sandbox
 from classgrader.books import gradebook
 from classgrader.pipeline import intake
 from classgrader.pipeline.class_run import grade_class
-from classgrader.sandbox import launch as sandbox
 from classgrader.stages import notebooks
 from classgrader.stages.grade import Settings
 from devtools.sample_submissions import EXPECTED, Builder

@@ -10,8 +10,8 @@ import pytest
 from test_class_grading import LIMITS, SANDBOX_MODES, needs_sandbox
 
 import grading
+from classgrader import sandbox
 from classgrader.sandbox import bytecode
-from classgrader.sandbox import launch as sandbox
 from classgrader.stages.run import package_files
 
 # Counts every module the learner's interpreter compiles from source while importing grading.

@@ -26,8 +26,8 @@ from ordinary_user import command as as_ordinary_user
 from ordinary_user import home as ordinary_home
 from sandbox_probes import assert_fork_bomb_and_flood_contained, assert_two_runs_share_nothing_but_the_imports
 
+from classgrader import sandbox
 from classgrader.pipeline.class_run import grade_class
-from classgrader.sandbox import launch as sandbox
 from classgrader.sandbox import mode as sandbox_mode
 from classgrader.stages.grade import Settings
 from devtools.sample_submissions import EXPECTED, Builder

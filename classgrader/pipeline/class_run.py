@@ -32,13 +32,13 @@ from typing import Any
 
 import nbformat
 
+from classgrader import sandbox
 from classgrader.after_deadline import late
 from classgrader.assignments import plain
 from classgrader.assignments.course import AssignmentInfo, SetupError, load_assignment, submission_key, submitted_bytes
 from classgrader.books import class_reports, gradebook, lms_export
 from classgrader.pipeline import intake
 from classgrader.records import Result, read_result, write_json_atomic, write_text_atomic
-from classgrader.sandbox import launch as sandbox
 from classgrader.stages import report
 from classgrader.stages.grade import Graded, Settings, grade
 

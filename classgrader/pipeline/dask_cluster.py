@@ -54,10 +54,10 @@ from typing import Any
 
 import nbformat
 
+from classgrader import sandbox
 from classgrader.after_deadline import late
 from classgrader.assignments.course import AssignmentInfo, SetupError
 from classgrader.pipeline.intake import Submission
-from classgrader.sandbox import launch as sandbox
 from classgrader.stages.grade import Graded, Settings, grade
 
 #: The pinned packages whose versions a worker must share with the client.

@@ -1,6 +1,6 @@
 """The program that runs INSIDE the sandbox, in the learner's process.
 
-It is started by :mod:`classgrader.sandbox.launch` (see "serving" below; ``python
+It is started by :mod:`classgrader.sandbox.session` (see "serving" below; ``python
 -I driver.py JOB`` runs one job file alone) and uses only the standard
 library, IPython and whatever the learner imports. It never sees
 ``solutions/``, the gradebook or any other submission, nor ``lib`` in the
@@ -24,7 +24,7 @@ In ``"record"`` mode it only runs every cell in order, test cells included
 (the nbgrader-style run kept for the record).
 
 Serving: it is started once per submission, as ``python -I driver.py --serve JOBS
-CONTROL_FD [--pid-namespace]`` (:class:`classgrader.sandbox.launch.Session`), and
+CONTROL_FD [--pid-namespace]`` (:class:`classgrader.sandbox.session.Session`), and
 first imports what every run imports (IPython's shell, numpy), before any
 learner code exists. Then, for each job file named on its standard input
 (the scoring run, then the record run), it forks a fresh process that runs
@@ -69,6 +69,7 @@ if TYPE_CHECKING:  # not at run time: the driver runs alone, with the standard l
         ExitEvent,
         Job,
         JobCell,
+        JobCheck,
         ProblemEvent,
         RunStatus,
         StartEvent,
@@ -252,6 +253,7 @@ def _clear_scratch(keep: set[str]) -> None:
 
 
 def main(job_path: str) -> int:
+    """Run the job in ``job_path`` in this process, reporting each step as an event (see the module docstring)."""
     started = time.monotonic()
     # The result channel is the original stdout; learner writes to fd 1 land on fd 2.
     result_fd = os.dup(1)
@@ -272,23 +274,64 @@ def main(job_path: str) -> int:
     start: StartEvent = {"event": "start", "pid": os.getpid(), "uid": os.getuid()}
     out.emit(start)
 
-    from IPython.core.interactiveshell import InteractiveShell
+    # Only the nbgrader-style run needs a value's text/plain form.
+    cells = CellRunner(out, cell_cap, record_mode=job.get("mode") == "record")
+    if job.get("mode") == "record":
+        _record_run(job, cells, deadline)
+    else:
+        _score_run(job, cells, cells_deadline, deadline)
+    out.emit(_done(started))
+    return 0
 
-    shell = InteractiveShell.instance(colors="NoColor")
-    if shell.display_formatter is not None:
-        shell.display_formatter.active_types = ["text/plain"]
 
-    record_mode = job.get("mode") == "record"  # only the nbgrader-style run needs a value's text/plain form
+def _record_run(job: Job, cells: CellRunner, deadline: float) -> None:
+    """As nbgrader would run the notebook: every cell in order, test cells in place,
+    the hidden checks on the learner's seed (grading.seeds.hidden_seed)."""
+    if job.get("hidden_seed") is not None:
+        os.environ["GRADING_HIDDEN_SEED"] = str(int(job["hidden_seed"]))
+    for cell in job["cells"]:
+        cells.run(cell, deadline)
 
-    def run_cell(cell: JobCell, until: float) -> None:
-        if run_and_report(cell, until) != "ok":
-            _forget_error(shell)  # here, once the cell's own frame (holding its result) has gone
 
-    def run_and_report(cell: JobCell, until: float) -> RunStatus:
+def _score_run(job: Job, cells: CellRunner, cells_deadline: float, deadline: float) -> None:
+    """The notebook's own code, then the graded checks, each check with its share of the time left."""
+    # 1. the notebook's own code, in order
+    for cell in job["cells"]:
+        if cell.get("role") != "test":
+            cells.run(cell, cells_deadline)
+
+    # 2. the graded checks: learner functions on the grader's inputs
+    checks = job["checks"]
+    for i, check in enumerate(checks):
+        left = len(checks) - i
+        budget = max((deadline - time.monotonic()) / left, 0.05)
+        cells.out.emit(_run_check(cells.shell, check, budget, cells.cap))
+
+
+class CellRunner:
+    """Runs code cells one by one in one IPython shell, each under an alarm, and reports each as it ends."""
+
+    def __init__(self, out: Reporter, cap: int, record_mode: bool):
+        from IPython.core.interactiveshell import InteractiveShell
+
+        self.out = out
+        self.cap = cap  # characters of output kept per stream and cell
+        self.record_mode = record_mode
+        self.shell = InteractiveShell.instance(colors="NoColor")
+        if self.shell.display_formatter is not None:
+            self.shell.display_formatter.active_types = ["text/plain"]
+
+    def run(self, cell: JobCell, until: float) -> None:
+        """Run ``cell``, stopped at the monotonic time ``until``, and report it."""
+        if self._run_and_report(cell, until) != "ok":
+            _forget_error(self.shell)  # here, once the cell's own frame (holding its result) has gone
+
+    def _run_and_report(self, cell: JobCell, until: float) -> RunStatus:
+        shell = self.shell
         n = cell["n"]
         cell_start: CellStartEvent = {"event": "cell_start", "n": n}
-        out.emit(cell_start)
-        stdout, stderr = BoundedText(cell_cap), BoundedText(cell_cap)
+        self.out.emit(cell_start)
+        stdout, stderr = BoundedText(self.cap), BoundedText(self.cap)
         old = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = stdout, stderr
         status: RunStatus = "ok"
@@ -302,10 +345,10 @@ def main(job_path: str) -> int:
                 _disarm()
             if type(result.result) in (int, float):  # a cell's value: nbgrader's partial credit
                 value = result.result
-            if result.result is not None and record_mode:  # it runs the value's __repr__: under the same alarm
+            if result.result is not None and self.record_mode:  # it runs the value's __repr__: under the same alarm
                 _alarm(until - time.monotonic())
                 try:
-                    display = _plain_text(shell, result.result, cell_cap)
+                    display = _plain_text(shell, result.result, self.cap)
                 finally:
                     _disarm()
             exc = result.error_before_exec or result.error_in_exec
@@ -335,64 +378,43 @@ def main(job_path: str) -> int:
             "display": display,
             "seconds": round(time.monotonic() - t0, 3),
         }
-        out.emit(ran)
+        self.out.emit(ran)
         return status
 
-    if job.get("mode") == "record":
-        # As nbgrader would run it: every cell in order, test cells in place,
-        # the hidden checks on the learner's seed (grading.seeds.hidden_seed).
-        if job.get("hidden_seed") is not None:
-            os.environ["GRADING_HIDDEN_SEED"] = str(int(job["hidden_seed"]))
-        for cell in job["cells"]:
-            run_cell(cell, deadline)
-        out.emit(_done(started))
-        return 0
 
-    # 1. the notebook's own code, in order
-    for cell in job["cells"]:
-        if cell.get("role") != "test":
-            run_cell(cell, cells_deadline)
-
-    # 2. the graded checks: learner functions on the grader's inputs
-    checks = job["checks"]
-    for i, check in enumerate(checks):
-        left = len(checks) - i
-        budget = max((deadline - time.monotonic()) / left, 0.05)
-        status: RunStatus = "ok"
-        results, error = None, None
-        stdout, stderr = BoundedText(cell_cap), BoundedText(cell_cap)
-        old = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = stdout, stderr
+def _run_check(shell: Any, check: JobCheck, budget: float, cap: int) -> CheckEvent:
+    """One check: its collector calls the learner's functions on the grader's cases, within ``budget`` seconds."""
+    status: RunStatus = "ok"
+    results, error = None, None
+    stdout, stderr = BoundedText(cap), BoundedText(cap)
+    old = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = stdout, stderr
+    try:
+        module_name, attr = check["collector"].split(":")
+        collector = getattr(importlib.import_module(module_name), attr)
+        functions = {name: shell.user_ns[name] for name in check["functions"] if name in shell.user_ns}
+        _alarm(budget)
         try:
-            module_name, attr = check["collector"].split(":")
-            collector = getattr(importlib.import_module(module_name), attr)
-            functions = {name: shell.user_ns[name] for name in check["functions"] if name in shell.user_ns}
-            _alarm(budget)
-            try:
-                results = collector(functions, check["cases"])
-            finally:
-                _disarm()
-            # Plain JSON only: an object that pretends to be a number fails here.
-            json.dumps(results, allow_nan=True)
-        except SandboxTimeout as exc:
-            status, results, error = "timeout", None, _short_traceback(exc)
-        except MemoryError:
-            status, results, error = "memory", None, "MemoryError"
-        except BaseException as exc:  # the learner's code may raise anything
-            status, results, error = "error", None, _short_traceback(exc)
+            results = collector(functions, check["cases"])
         finally:
-            sys.stdout, sys.stderr = old
-        checked: CheckEvent = {
-            "event": "check",
-            "id": check["id"],
-            "status": status,
-            "results": results,
-            "error": error,
-        }
-        out.emit(checked)
-
-    out.emit(_done(started))
-    return 0
+            _disarm()
+        # Plain JSON only: an object that pretends to be a number fails here.
+        json.dumps(results, allow_nan=True)
+    except SandboxTimeout as exc:
+        status, results, error = "timeout", None, _short_traceback(exc)
+    except MemoryError:
+        status, results, error = "memory", None, "MemoryError"
+    except BaseException as exc:  # the learner's code may raise anything
+        status, results, error = "error", None, _short_traceback(exc)
+    finally:
+        sys.stdout, sys.stderr = old
+    return {
+        "event": "check",
+        "id": check["id"],
+        "status": status,
+        "results": results,
+        "error": error,
+    }
 
 
 def _done(started: float) -> DoneEvent:

@@ -1,7 +1,7 @@
 """Which bubblewrap sandbox this machine allows: built as root, or in a user namespace.
 
 Both modes give the learner's process the same world (see
-:mod:`classgrader.sandbox.launch`): new mount, PID, network, IPC and UTS namespaces,
+:mod:`classgrader.sandbox.command`): new mount, PID, network, IPC and UTS namespaces,
 read-only binds of ``/usr`` and the Python installation, a small tmpfs, no
 capabilities, ``no_new_privs``, the same resource and wall-time limits. They
 differ in how the process gets there and which uid it has on the host:
@@ -34,6 +34,8 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+
+from classgrader.sandbox.command import SYSTEM_FS, namespace_args, setpriv_args
 
 MODES = ("root", "userns")
 #: What the summary says about each mode (and about running without a sandbox).
@@ -108,23 +110,9 @@ def userns_blockers(proc_sys: Path = Path("/proc/sys")) -> list[str]:
 
 def probe_command(mode: str) -> list[str]:
     """A minimal sandbox of ``mode`` that prints the uid its program runs as."""
-    from classgrader.sandbox.launch import SYSTEM_FS, namespace_args
-
     base = ["bwrap", *namespace_args(mode, PROBE_UID), *SYSTEM_FS]
     if mode == "root":
-        return [
-            *base,
-            "setpriv",
-            f"--reuid={PROBE_UID}",
-            f"--regid={PROBE_UID}",
-            "--clear-groups",
-            "--inh-caps=-all",
-            "--bounding-set=-all",
-            "--no-new-privs",
-            "--",
-            "/usr/bin/id",
-            "-u",
-        ]
+        return [*base, *setpriv_args(PROBE_UID), "/usr/bin/id", "-u"]
     return [*base, "/usr/bin/id", "-u"]
 
 
@@ -168,6 +156,16 @@ def resolve(wanted: str = "auto") -> str:
             return mode
         problems[mode] = problem
     raise SandboxUnavailable(_refusal(problems))
+
+
+def check_available(mode: str = "auto") -> str:
+    """The sandbox mode that works here (``root`` or ``userns``).
+
+    ``mode`` is ``auto`` or one of them. Raises :class:`SandboxUnavailable`
+    with a clear message (the package to install, the sysctl to change)
+    unless a sandbox can start.
+    """
+    return resolve(mode)
 
 
 def _refusal(problems: dict[str, str]) -> str:

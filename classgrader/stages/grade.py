@@ -28,11 +28,11 @@ import dataclasses
 
 import nbformat
 
+from classgrader import sandbox
 from classgrader.after_deadline import late
 from classgrader.assignments.course import AssignmentInfo
 from classgrader.pipeline.intake import Submission
 from classgrader.records import Result
-from classgrader.sandbox import launch as sandbox
 from classgrader.stages import pictures, plain_grade
 from classgrader.stages.compare import compare
 from classgrader.stages.match import match

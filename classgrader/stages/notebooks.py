@@ -25,6 +25,7 @@ import dataclasses
 import difflib
 import json
 import re
+from typing import Any
 
 import nbformat
 
@@ -147,130 +148,171 @@ class Plan:
 
 def match(learner: nbformat.NotebookNode, release: nbformat.NotebookNode) -> Plan:
     """Line the learner's cells up with the release's (see the module docstring)."""
-    rcells = release.cells
-    roles = [release_role(c) for c in rcells]
-    by_id = {nbgrader_meta(c).get("grade_id"): i for i, c in enumerate(rcells) if nbgrader_meta(c).get("grade_id")}
-    owned = {i for i, r in enumerate(roles) if r in ("test", "locked")}
-    by_source: dict[tuple[str, str], list[int]] = {}
-    for i in owned:
-        by_source.setdefault((rcells[i].cell_type, normalise_source(rcells[i].source)), []).append(i)
-
-    release_has_meta = bool(by_id)
-    learner_has_meta = any(nbgrader_meta(c).get("grade_id") in by_id for c in learner.cells)
-    stripped = release_has_meta and not learner_has_meta
-    repairs: dict[str, list[str]] = {}
-
-    def note(kind: str, detail: str) -> None:
-        repairs.setdefault(kind, []).append(detail)
-
+    rel = _Release.of(release)
+    learner_has_meta = any(nbgrader_meta(c).get("grade_id") in rel.by_id for c in learner.cells)
+    stripped = bool(rel.by_id) and not learner_has_meta
+    found = _Matching(mapping=[None] * len(learner.cells))
     # Pass 1: what each learner cell is, where the metadata or the content says so.
-    mapping: list[int | None] = [None] * len(learner.cells)  # learner index -> release index
-    dropped: set[int] = set()
-    seen: set[int] = set()
-    for j, cell in enumerate(learner.cells):
-        gid = nbgrader_meta(cell).get("grade_id")
-        r = by_id.get(gid) if gid else None
-        if r is not None and rcells[r].cell_type != cell.cell_type:
-            r = None
-        if r is None and cell.cell_type in ("code", "markdown") and normalise_source(cell.source):
-            hits = [i for i in by_source.get((cell.cell_type, normalise_source(cell.source)), []) if i not in seen]
-            dup = by_source.get((cell.cell_type, normalise_source(cell.source)), [])
-            if hits:
-                r = hits[0]
-            elif dup:
-                r = dup[0]
+    _match_known(learner.cells, rel, found)
+    # Pass 2: answers (and edited test cells) of notebooks without metadata.
+    free = [j for j in range(len(learner.cells)) if found.mapping[j] is None and j not in found.dropped]
+    _place_answers(learner.cells, rel, found, free)
+    _find_edited_tests(learner.cells, rel, found, free)
+    for r in [i for i, role in enumerate(rel.roles) if role == "test" and i not in found.seen]:
+        found.note("deleted", f"test cell {_label(rel.cells[r])} was missing; the release's version is used")
+    return Plan(_assemble(learner.cells, rel, found), found.repairs, stripped)
+
+
+@dataclasses.dataclass
+class _Release:
+    """The release's cells, indexed for lining a learner's cells up with them."""
+
+    cells: list
+    roles: list[str]  # release_role of each cell
+    by_id: dict[Any, int]  # grade_id -> index (as the metadata gives it)
+    owned: set[int]  # test and locked cells: always run as the release's copy
+    by_source: dict[tuple[str, str], list[int]]  # (cell type, normalised source) -> owned cells with it
+
+    @classmethod
+    def of(cls, release: nbformat.NotebookNode) -> _Release:
+        cells = release.cells
+        roles = [release_role(c) for c in cells]
+        by_id = {nbgrader_meta(c).get("grade_id"): i for i, c in enumerate(cells) if nbgrader_meta(c).get("grade_id")}
+        owned = {i for i, r in enumerate(roles) if r in ("test", "locked")}
+        by_source: dict[tuple[str, str], list[int]] = {}
+        for i in owned:
+            by_source.setdefault((cells[i].cell_type, normalise_source(cells[i].source)), []).append(i)
+        return cls(cells, roles, by_id, owned, by_source)
+
+
+@dataclasses.dataclass
+class _Matching:
+    """What is known so far: which release cell each learner cell is, and what was repaired."""
+
+    mapping: list[int | None]  # learner index -> release index
+    dropped: set[int] = dataclasses.field(default_factory=set)  # learner cells replaced by the release's copy
+    seen: set[int] = dataclasses.field(default_factory=set)  # release cells already found
+    repairs: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+
+    def note(self, kind: str, detail: str) -> None:
+        self.repairs.setdefault(kind, []).append(detail)
+
+
+def _release_cell_of(cell: nbformat.NotebookNode, rel: _Release, seen: set[int]) -> int | None:
+    """The release cell ``cell`` is: by its grade_id (same cell type), else a test or locked cell by its source."""
+    gid = nbgrader_meta(cell).get("grade_id")
+    r = rel.by_id.get(gid) if gid else None
+    if r is not None and rel.cells[r].cell_type != cell.cell_type:
+        r = None
+    if r is None and cell.cell_type in ("code", "markdown") and normalise_source(cell.source):
+        same = rel.by_source.get((cell.cell_type, normalise_source(cell.source)), [])
+        hits = [i for i in same if i not in seen]
+        if hits:
+            r = hits[0]
+        elif same:
+            r = same[0]
+    return r
+
+
+def _match_known(cells: list, rel: _Release, found: _Matching) -> None:
+    """Map each learner cell that names or copies a release cell; drop second copies of test and locked cells."""
+    for j, cell in enumerate(cells):
+        r = _release_cell_of(cell, rel, found.seen)
         if r is None:
             continue
-        if r in owned:
-            if r in seen:
-                dropped.add(j)
-                if roles[r] == "test":
-                    note("duplicated", f"test cell {_label(rcells[r])} appears more than once")
+        if r in rel.owned:
+            if r in found.seen:
+                found.dropped.add(j)
+                if rel.roles[r] == "test":
+                    found.note("duplicated", f"test cell {_label(rel.cells[r])} appears more than once")
                 continue
-            seen.add(r)
-            mapping[j] = r
-            if roles[r] == "test" and normalise_source(cell.source) != normalise_source(rcells[r].source):
-                note("edited", f"test cell {_label(rcells[r])} was edited; the release's version is used")
-        elif roles[r] == "answer":
-            if r in seen:
+            found.seen.add(r)
+            found.mapping[j] = r
+            if rel.roles[r] == "test" and normalise_source(cell.source) != normalise_source(rel.cells[r].source):
+                found.note("edited", f"test cell {_label(rel.cells[r])} was edited; the release's version is used")
+        elif rel.roles[r] == "answer":
+            if r in found.seen:
                 continue  # a second copy of an answer cell stays as the learner's own code
-            seen.add(r)
-            mapping[j] = r
+            found.seen.add(r)
+            found.mapping[j] = r
 
-    # Pass 2: answers (and edited test cells) of notebooks without metadata.
-    answers = [i for i, r in enumerate(roles) if r == "answer" and i not in seen]
-    free = [j for j, c in enumerate(learner.cells) if mapping[j] is None and j not in dropped]
+
+def _place_answers(cells: list, rel: _Release, found: _Matching, free: list[int]) -> None:
+    """Each answer not found yet: the unmatched learner cell between its neighbours that defines its names
+    (or looks most like it), taken out of ``free``."""
+    answers = [i for i, r in enumerate(rel.roles) if r == "answer" and i not in found.seen]
     for r in answers:
-        lo, hi = _neighbours(r, mapping)
-        window = [j for j in free if lo < j < hi and learner.cells[j].cell_type == rcells[r].cell_type]
+        lo, hi = _neighbours(r, found.mapping)
+        window = [j for j in free if lo < j < hi and cells[j].cell_type == rel.cells[r].cell_type]
         if not window:
             continue
-        want = _defined_names(rcells[r].source) if rcells[r].cell_type == "code" else set()
+        want = _defined_names(rel.cells[r].source) if rel.cells[r].cell_type == "code" else set()
         best = max(
             window,
             key=lambda j: (
-                len(want & _defined_names(learner.cells[j].source)) if want else 0,
-                _similar(learner.cells[j].source, rcells[r].source),
+                len(want & _defined_names(cells[j].source)) if want else 0,
+                _similar(cells[j].source, rel.cells[r].source),
             ),
         )
-        if want and not (want & _defined_names(learner.cells[best].source)) and len(window) > 1:
+        if want and not (want & _defined_names(cells[best].source)) and len(window) > 1:
             continue
-        mapping[best] = r
-        seen.add(r)
+        found.mapping[best] = r
+        found.seen.add(r)
         free.remove(best)
-    for r in [i for i, role in enumerate(roles) if role == "test" and i not in seen]:
-        for j in list(free):
-            cell = learner.cells[j]
-            if cell.cell_type == "code" and _similar(cell.source, rcells[r].source) >= 0.8:
-                dropped.add(j)
-                free.remove(j)
-                seen.add(r)
-                note("edited", f"test cell {_label(rcells[r])} was edited; the release's version is used")
-                break
-    for r in [i for i, role in enumerate(roles) if role == "test" and i not in seen]:
-        note("deleted", f"test cell {_label(rcells[r])} was missing; the release's version is used")
 
-    # Assemble: release order, learner extras after the cell they followed.
+
+def _find_edited_tests(cells: list, rel: _Release, found: _Matching, free: list[int]) -> None:
+    """Each test cell not found yet: an unmatched learner code cell much like it is its edited copy (dropped)."""
+    for r in [i for i, role in enumerate(rel.roles) if role == "test" and i not in found.seen]:
+        for j in list(free):
+            cell = cells[j]
+            if cell.cell_type == "code" and _similar(cell.source, rel.cells[r].source) >= 0.8:
+                found.dropped.add(j)
+                free.remove(j)
+                found.seen.add(r)
+                found.note("edited", f"test cell {_label(rel.cells[r])} was edited; the release's version is used")
+                break
+
+
+def _assemble(cells: list, rel: _Release, found: _Matching) -> list[PlanCell]:
+    """The cells to run: release order, learner extras after the cell they followed."""
     after: dict[int, list[int]] = {}
     anchor = -1
-    for j in range(len(learner.cells)):
-        if (r := mapping[j]) is not None:
+    for j in range(len(cells)):
+        if (r := found.mapping[j]) is not None:
             anchor = r
-        elif j not in dropped:
+        elif j not in found.dropped:
             after.setdefault(anchor, []).append(j)
-    answer_of = {r: j for j, r in enumerate(mapping) if r is not None and roles[r] == "answer"}
+    answer_of = {r: j for j, r in enumerate(found.mapping) if r is not None and rel.roles[r] == "answer"}
 
-    plan: list[PlanCell] = []
-
-    def extras(anchor_index: int) -> None:
-        for j in after.get(anchor_index, []):
-            cell = learner.cells[j]
-            plan.append(
-                PlanCell(
-                    role="extra" if cell.cell_type == "code" else "markdown",
-                    source=cell.source,
-                    cell_type=cell.cell_type,
-                    learner_index=j,
-                )
+    def extras(anchor_index: int) -> list[PlanCell]:
+        return [
+            PlanCell(
+                role="extra" if cells[j].cell_type == "code" else "markdown",
+                source=cells[j].source,
+                cell_type=cells[j].cell_type,
+                learner_index=j,
             )
+            for j in after.get(anchor_index, [])
+        ]
 
-    extras(-1)
-    for i, rc in enumerate(rcells):
+    plan = extras(-1)
+    for i, rc in enumerate(rel.cells):
         gid = nbgrader_meta(rc).get("grade_id")
-        if roles[i] == "answer":
+        if rel.roles[i] == "answer":
             answer = answer_of.get(i)
             if answer is None:
                 plan.append(PlanCell("missing_answer", rc.source, rc.cell_type, gid, i, None))
             else:
                 role = "answer" if rc.cell_type == "code" else "markdown"
-                plan.append(PlanCell(role, learner.cells[answer].source, rc.cell_type, gid, i, answer))
-        elif roles[i] == "test":
+                plan.append(PlanCell(role, cells[answer].source, rc.cell_type, gid, i, answer))
+        elif rel.roles[i] == "test":
             plan.append(PlanCell("test", rc.source, rc.cell_type, gid, i, None))
         else:
             role = "setup" if rc.cell_type == "code" else "markdown"
             plan.append(PlanCell(role, rc.source, rc.cell_type, gid, i, None))
-        extras(i)
-    return Plan(plan, repairs, stripped)
+        plan += extras(i)
+    return plan
 
 
 def _neighbours(r: int, mapping: list[int | None]) -> tuple[int, int]:

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any, cast
 import nbformat
 from nbgrader.utils import determine_grade
 
+from classgrader import sandbox
 from classgrader.after_deadline import late
 from classgrader.assignments.plain import MANUAL, PlainNotebook
 from classgrader.pipeline.intake import Submission
 from classgrader.records import STATUSES, CellEvent, CellResult, Job, JobCell, Result, new_result
-from classgrader.sandbox import launch as sandbox
 from classgrader.stages import notebooks, report
 from classgrader.stages.record import cell_timeout_text, comments, outputs, sandbox_summary, status_notes, status_of
 from classgrader.stages.run import Settings, _failure, job_cells, package_files

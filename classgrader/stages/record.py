@@ -15,11 +15,11 @@ from typing import Any
 
 import nbformat
 
+from classgrader import sandbox
 from classgrader.after_deadline import late
 from classgrader.assignments.course import AssignmentInfo
 from classgrader.pipeline.intake import Submission
 from classgrader.records import CellEvent, CellResult, CheckEvent, Result, RunFailure, SandboxSummary, new_result
-from classgrader.sandbox import launch as sandbox
 from classgrader.stages import notebooks
 from classgrader.stages.compare import Scores, Verdict
 from classgrader.stages.match import Matched

@@ -21,10 +21,10 @@ import dataclasses
 from pathlib import Path
 from typing import Any, cast
 
+from classgrader import sandbox
 from classgrader.assignments.course import AssignmentInfo
 from classgrader.pipeline.intake import Submission
 from classgrader.records import CellEvent, CheckEvent, Job, JobCell, JobCheck, RunFailure
-from classgrader.sandbox import launch as sandbox
 from classgrader.stages import notebooks
 from nbgrader_tools.cells import SELF_CHECK_ID, nbgrader_meta
 
