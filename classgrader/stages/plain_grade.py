@@ -3,7 +3,7 @@
 Each notebook goes through the same stages as a course assignment's: its cells
 are lined up with the release (:func:`classgrader.stages.notebooks.match`: test cells
 edited, duplicated or deleted are reported and replaced), it runs in a
-sandbox of its own (:class:`classgrader.sandbox.launch.Session`, as nbgrader gives
+sandbox of its own (:class:`classgrader.sandbox.session.Session`, as nbgrader gives
 each notebook a kernel of its own) with every test
 cell in the instructor's source version (hidden tests back in place) and the
 release's data files beside it. Each test cell is then scored by nbgrader's
