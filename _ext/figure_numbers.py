@@ -2,13 +2,14 @@
 
 Sphinx numbers figures per chapter only under a numbered toctree, which would
 also number every title ("4. Scaled dot-product attention", "4.2 ..."); without
-one it counts figures on through the whole book (chapter 4's first figure was
-Fig. 7). This extension keeps the titles as they are and renumbers each page's
-figures (and tables and code listings with captions) after Sphinx has counted
-them: a page ``chapters/NN_name`` is chapter NN (the welcome page is chapter 0),
-and its k-th figure, in the order of the page, is NN.k. A page outside
-chapters/ numbers its own figures 1, 2, ... The caption and every {numref} to
-the figure read the new number.
+one it counts figures on through the whole book (chapter 4's first figure would
+be numbered after every figure of chapters 0 to 3). This extension keeps the
+titles as they are and renumbers each page's figures (and tables and code
+listings with captions) after Sphinx has counted them: a page
+``chapters/NN_name`` is chapter NN (the welcome page is chapter 0), and its
+k-th figure, in the order of the page, is NN.k. A page outside chapters/
+numbers its own figures 1, 2, ... The caption and every {numref} to the figure
+read the new number.
 
 Sphinx rewrites a page whose figure numbers changed since the last build; it
 compares with the numbers it counted itself, so they are kept aside

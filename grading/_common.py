@@ -221,7 +221,7 @@ def row_sum_tol(dtype: np.dtype, rtol: float | None, n: int) -> float:
     Each weight is within ``rtol`` (relative) of the exact one, so their sum
     is within ``rtol`` of 1; adding n numbers in floating point adds up to
     ``n eps`` more (any order of summation). Hence ``rtol + n eps``: the
-    same bound as the weights, never a fixed number (a fixed 1e-4 failed a
+    same bound as the weights, never a fixed number (a fixed 1e-4 would fail a
     correct ``exp(z - logsumexp(z))`` in float32 at logits of 1e4, whose rows
     sum to 1 +- 3e-4).
     """

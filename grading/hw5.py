@@ -37,8 +37,8 @@ per draw, below 1e-19 over all n draws.
 One run of all four checks makes 36 such comparisons (two per case: the
 mean and variance of the scores, or the unscaled and scaled variance;
 6 + 10 in the score checks, 6 + 14 in the variance checks), so
-the false-failure rate is at most 36 * 4.5e-11 = 1.6e-9 per run. It was
-designed for < 1e-6, leaving a factor of 600 for the approximations.
+the false-failure rate is at most 36 * 4.5e-11 = 1.6e-9 per run. The
+target is < 1e-6, leaving a factor of 600 for the approximations.
 ``tests/test_homework_grading.py`` checks the standard deviations above
 against simulation.
 

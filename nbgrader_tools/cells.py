@@ -6,7 +6,7 @@ nbgrader keeps what it knows about a cell in ``cell.metadata["nbgrader"]``:
 source of truth; the writers here only make the metadata that nbgrader
 expects.
 
->>> cell = test_cell("hw1.check_scores_loop(scores_loop)", "scores_loop", 2)
+>>> cell = autograder_tests_cell("hw1.check_scores_loop(scores_loop)", "scores_loop", 2)
 >>> nbgrader_meta(cell)["points"], nbgrader_meta(cell)["locked"]
 (2, True)
 >>> nbgrader_meta({"cell_type": "code", "metadata": {"nbgrader": "broken"}})
@@ -65,8 +65,9 @@ def answer_cell(source: str, grade_id: str):
     return nbformat.v4.new_code_cell(source.strip(), metadata=_meta(grade_id, grade=False, solution=True, locked=False))
 
 
-def test_cell(source: str, grade_id: str, points: float):
-    """A read-only, graded test cell (hidden tests between the HIDDEN TESTS markers)."""
+def autograder_tests_cell(source: str, grade_id: str, points: float):
+    """A read-only, graded test cell, nbgrader's "Autograder tests" (hidden tests
+    between the HIDDEN TESTS markers)."""
     return nbformat.v4.new_code_cell(
         source.strip(), metadata=_meta(grade_id, grade=True, solution=False, locked=True, points=points)
     )

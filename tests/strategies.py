@@ -64,7 +64,7 @@ logit_rows = hnp.arrays(
 )
 
 
-# ---------------------------------------------------------------- homework grading (issue 11)
+# ---------------------------------------------------------------- homework grading
 
 #: Seeds of the hidden homework inputs (31 bits, as grading.seeds makes them).
 grading_seeds = st.integers(min_value=0, max_value=2**31 - 1)

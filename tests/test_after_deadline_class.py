@@ -178,7 +178,7 @@ def test_the_gradebook_holds_the_same_penalty_and_nbgrader_export_agrees(graded)
 
 
 @needs_sandbox
-def test_moving_the_deadline_reprices_without_regrading(graded, tmp_path):
+def test_moving_the_deadline_reprices_without_regrading(graded):
     root = graded["root"]
     moved = dict(POLICY, deadline="2026-03-31 23:59")
     messages = []

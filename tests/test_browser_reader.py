@@ -191,6 +191,8 @@ def test_title_logo_and_favicon(open_page, site_server):
     assert logo.get_attribute("alt"), "the logo has no alt text"
     assert logo.evaluate("(img) => img.complete && img.naturalWidth > 0"), "the logo did not load"
     icon = page.locator("link[rel~=icon]").first.evaluate("(l) => l.href")
+    # A file of the built site, served on 127.0.0.1: fetching it sends nothing off this machine.
+    assert site_server.file_for(icon) is not None, f"the favicon {icon} is not on the book's own server"
     with urllib.request.urlopen(icon) as response:
         assert response.status == 200
         assert b"<svg" in response.read(2000)

@@ -36,6 +36,8 @@ def test_largest_score_7_54_is_sat_with_itself(page):
     tokens, x, e = _scores()
     i, j = np.unravel_index(e.argmax(), e.shape)
     assert (i, j) == (2, 2) and f"{e.max():.2f}" == "7.54"
+    claim = f'The largest entry, {e.max():.2f}, is the diagonal cell of "{tokens[i]}".'
+    assert any(claim in alt for alt in page.alts), claim
 
 
 def test_row_maxima_sat_and_mat_on_diagonal_the_cat_prefer_mat_on_prefers_sat(page):
@@ -43,6 +45,18 @@ def test_row_maxima_sat_and_mat_on_diagonal_the_cat_prefer_mat_on_prefers_sat(pa
     best = [tokens[int(r.argmax())] for r in e]
     assert best == ["mat", "mat", "sat", "sat", "mat", "mat"]
     assert [i for i in range(6) if e[i].argmax() == i] == [2, 5]  # "true for only two rows"
+    on_diagonal = [tokens[i] for i in range(6) if e[i].argmax() == i]
+    claim = (
+        f'The outlined row maxima are on the diagonal for "{on_diagonal[0]}" and "{on_diagonal[1]}"; '
+        f'the rows of "{tokens[0]}" and "{tokens[1]}" have their maximum in the column of "{best[0]}", '
+        f'and the row of "{tokens[3]}" in the column of "{best[3]}".'
+    )
+    assert best[1] == best[0] and any(claim in alt for alt in page.alts), claim
+    said = (
+        f"true for only two rows, “{on_diagonal[0]}” and “{on_diagonal[1]}”. The rows of “{tokens[0]}” and "
+        f"“{tokens[1]}” prefer “{best[0]}”, and the row of “{tokens[3]}” prefers “{best[3]}”"
+    )
+    assert said in page.prose, said
 
 
 def test_one_hot_scores_have_eight_ones(page):

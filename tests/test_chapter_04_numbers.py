@@ -52,9 +52,15 @@ def regions(page) -> dict[str, str]:
     return {"output": "\n".join(page.outputs), "admonition": page.notes, "other": page.prose, "input": page.inputs}
 
 
-def test_the_independent_values_differ_from_the_seeds_digits():
+def test_the_independent_values_differ_from_the_seeds_digits(regions):
     weights, output = exact_digits()
     assert not set(weights + output) & set(SEED_SLIPPED)
+    # The note sets each slipped number beside the exact one, both cut after the
+    # first decimal where they part: "(0.66974 against 0.66976)".
+    for seed, exact in ((SEED_SLIPPED[0], weights[0]), (SEED_SLIPPED[2], output[0])):
+        place = _first_differing_decimal(seed, exact)
+        seed_cut, exact_cut = (d[: d.index(".") + 1 + place] for d in (seed, exact))
+        assert f"({seed_cut} against {exact_cut})" in regions["admonition"], (seed_cut, exact_cut)
 
 
 def test_page_prints_the_exact_weights_and_output_in_cell_outputs(regions):
@@ -163,6 +169,14 @@ def test_sat_bars_cat_and_sat_tallest_then_on(page):
     _, weights = naive_attention(q, k, v)
     order = sorted(range(len(tokens)), key=lambda j: -weights[2][j])
     assert {tokens[order[0]], tokens[order[1]]} == {"cat", "sat"} and tokens[order[2]] == "on"
+    tallest = [tokens[j] for j in sorted(order[:2])]
+    lowest = sorted(tokens[j] for j in order[3:])
+    assert lowest == ["mat", "the", "the"]
+    claim = (
+        f'The bars for "{tallest[0]}" and "{tallest[1]}" are the tallest, "{tokens[order[2]]}" is a little lower, '
+        f'and the two "the" bars and "mat" are the lowest.'
+    )
+    assert any(claim in alt for alt in page.alts), claim
 
 
 def test_sat_row_most_negative_at_the_two_the(page):
@@ -170,6 +184,16 @@ def test_sat_row_most_negative_at_the_two_the(page):
     scores = [sum(a * b for a, b in zip(q[2], kj)) for kj in k]
     lowest = sorted(range(len(tokens)), key=lambda j: scores[j])[:2]
     assert sorted(lowest) == [0, 4]
+    assert [tokens[j] for j in lowest] == ["the", "the"] and all(scores[j] < 0 for j in lowest)
+    # The heatmap's row as the page prints it: its two most negative cells are the "the" columns.
+    printed = numbers(page.output_with("row 2 equals s_2j from the walk-through").split("row 2")[0])
+    row = printed[2 * len(tokens) : 3 * len(tokens)]
+    assert_printed(row, [s / math.sqrt(len(q[2])) for s in scores], 4)
+    assert sorted(sorted(range(len(tokens)), key=lambda j: row[j])[:2]) == sorted(lowest)
+    assert any(
+        'The row of query "sat" is outlined; it is most negative in the columns of the two "the" keys.' in alt
+        for alt in page.alts
+    )
 
 
 # --------------------------------------------------------------------------- hand-built heads

@@ -120,7 +120,7 @@ def test_the_causal_tile_counts(page_text):
     assert abs(10**6 * (10**6 - 1) / 2 / 10**12 - 0.5) < 1e-5
 
 
-def test_the_worked_example_s_quoted_maxima(page_text):
+def test_the_worked_example_s_quoted_maxima():
     scores = scaled_scores_of_query(QUERY)
     first, second = max(scores[:2]), max(scores[:4])
     tokens, _ = lib.example_sentence()

@@ -422,7 +422,7 @@ def _grade_corpus(assignment: str, root: Path, submitted: Path, regrade: bool) -
 @needs_sandbox
 @pytest.mark.parametrize("assignment", corpus.ASSIGNMENTS)
 def test_the_corpus_gets_the_same_scores_twice_and_no_flag(tmp_path, assignment):
-    """Issue 11: every learners'-corpus file, graded with the class grader and
+    """Every learners'-corpus file, graded with the class grader and
     regraded (--regrade), gets the same points per cell both times, within what
     its fixture says and equal to the in-process grading of the same student;
     the nbgrader-style record run sees the same inputs, so no honest file is flagged."""

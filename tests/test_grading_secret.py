@@ -136,7 +136,8 @@ def test_the_first_grade_makes_a_private_secret_records_it_and_both_graders_use_
     assert by_nbgrader["solution"]["total"] == sum(c.points for c in grading.checks_for(ASSIGNMENT))
 
 
-def test_an_existing_secret_file_is_never_overwritten(home, course, tmp_path, monkeypatch):
+@pytest.mark.usefixtures("home")
+def test_an_existing_secret_file_is_never_overwritten(course, tmp_path, monkeypatch):
     xdg = tmp_path / "xdg"
     monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
     mine = xdg / "sdpa-course" / COURSE_ID / "grading-secret"
@@ -177,7 +178,8 @@ def test_nothing_falls_back_to_the_course_id(home, course):
     assert not (home / ".config").exists()  # only ./course grade makes a secret
 
 
-def test_a_learner_without_any_secret_still_practises(home, course, monkeypatch):
+@pytest.mark.usefixtures("home")
+def test_a_learner_without_any_secret_still_practises(course, monkeypatch):
     # The learner's own runs (check-before-submit, the hidden kinds on fresh inputs) need no secret.
     from grading import hw2
 

@@ -377,7 +377,7 @@ def test_fixture_submissions_earn_what_they_say(assignment, path):
 
 @pytest.mark.parametrize("assignment", subs.ASSIGNMENTS)
 def test_the_corpus_has_three_correct_submissions_and_three_mistakes(assignment):
-    """Issue 11: at least 6 ordinary submissions per assignment, 3 correct-but-different."""
+    """At least 6 ordinary submissions per assignment, 3 correct-but-different."""
     points = {c.id: c.points for c in grading.checks_for(assignment)}
     correct, mistakes = [], []
     for _, path in subs.fixtures(assignment):
@@ -557,7 +557,7 @@ def test_the_variance_checks_catch_a_wrong_scale_and_an_ignored_generator():
     )
 
 
-# ---------------------------------------------------------------- check before you submit (issue 11, item 6)
+# ---------------------------------------------------------------- check before you submit
 
 
 def test_check_before_submit_says_what_passed_and_what_each_failure_means(capsys):
@@ -605,7 +605,7 @@ def test_the_released_check_cell_degrades_where_grading_cannot_be_imported(tmp_p
     assert "install it (see Start here" in done.stdout and "Nothing was checked" in done.stdout
 
 
-def test_the_released_notebook_runs_its_check_cell_in_the_course_folder(tmp_path):
+def test_the_released_notebook_runs_its_check_cell_in_the_course_folder():
     """As a learner would: the release as committed, answers filled in, run top to bottom in its folder."""
     from release_run import run_release
 
@@ -620,7 +620,7 @@ def test_the_released_notebook_runs_its_check_cell_in_the_course_folder(tmp_path
     assert masked["outputs"][-1]["data"]["text/plain"] == "1.0"
 
 
-# ---------------------------------------------------------------- the points-per-mistake table (issue 11, item 3)
+# ---------------------------------------------------------------- the points-per-mistake table
 
 
 def _mistake_table() -> list[dict]:
@@ -665,7 +665,7 @@ def test_the_points_per_mistake_table_is_what_the_grader_gives():
                 assert (assignment.split("_")[0], path.stem) in named, f"{path.stem} is missing from the table"
 
 
-# ---------------------------------------------------------------- seeds (issue 11, item 2)
+# ---------------------------------------------------------------- seeds
 
 
 def test_seeds_are_an_hmac_of_the_secret_assignment_and_student():
@@ -701,7 +701,7 @@ def test_the_course_secret_comes_from_the_file_the_config_names(tmp_path, monkey
     assert seeds.course_secret(tmp_path)[0] == b"from-env"
 
 
-def test_reading_the_courses_config_in_a_hidden_cell_imports_no_nbconvert(tmp_path):
+def test_reading_the_courses_config_in_a_hidden_cell_imports_no_nbconvert():
     # Every hidden test cell under nbgrader autograde reads nbgrader_config.py
     # for the secret, inside the learner's kernel: the course's own config must
     # not import nbconvert or nbgrader there (that took ~2.7 s per notebook).

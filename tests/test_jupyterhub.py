@@ -112,7 +112,8 @@ def _singleuser_env(root: Path, user: str) -> Path:
     wheel = build_wheel(root / "kit")
     pip = [sys.executable, "-m", "pip", "--python", str(env / "bin" / "python"), "--disable-pip-version-check"]
     subprocess.run([*pip, "install", "--quiet", "--no-deps", "--no-index", str(wheel)], check=True)
-    # Only now (pip would take the course's editable install here for the kit, already installed).
+    # After the install: with this file in place, pip would find the course's editable install
+    # and skip the kit's wheel as already installed.
     ours = next(p for p in sys.path if p.endswith("site-packages") and Path(p).is_relative_to(sys.prefix))
     (site / "course_packages.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
     for args in _labextension_lines():  # hub/singleuser.sh's own, into this environment

@@ -55,7 +55,7 @@ ALLOWED: dict[str, set[str]] = {
 
 
 def old_notation(text: str) -> list[str]:
-    """Every phrase of ``text`` that writes an old form, in order."""
+    """Every phrase of ``text`` written in one of ``OLD_FORMS`` (the column-vector notation), in order."""
     found = [(m.start(), m.group(0).strip()) for pattern in OLD_FORMS.values() for m in pattern.finditer(text)]
     return [phrase for _, phrase in sorted(found)]
 

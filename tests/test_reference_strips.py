@@ -28,9 +28,10 @@ def small_strips(monkeypatch):
     assert tiny(50, 40, 8, 4, 8).rows <= lib.tiles.MIN_SIDE < 50
 
 
+@pytest.mark.usefixtures("small_strips")
 @pytest.mark.parametrize("mask_kind", ["none", "bool", "float", "causal"])
 @pytest.mark.parametrize("big", [False, True])  # big: scores too large for the shift-free path
-def test_several_strips_equal_plain_loops(small_strips, mask_kind, big):
+def test_several_strips_equal_plain_loops(mask_kind, big):
     rng = np.random.default_rng(5)
     n_q, n_k, d = 50, 40, 8
     size = 30.0 if big else 1.0

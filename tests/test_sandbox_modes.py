@@ -222,7 +222,7 @@ def test_auto_picks_root_mode_as_root():
 
 
 @needs_userns
-def test_an_ordinary_user_is_refused_the_root_mode_with_a_reason(tmp_path):
+def test_an_ordinary_user_is_refused_the_root_mode_with_a_reason():
     user_home = ordinary_home()
     try:
         done = run_as_user(
