@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -183,3 +184,11 @@ def test_the_grading_run_gets_the_files_settings_under_the_command_lines(tmp_pat
     assert (settings.limits.wall_seconds, settings.limits.memory_bytes, settings.sandbox_mode) == (5.0, GIB, "userns")
     assert settings.sandboxed and settings.kernel_record
     assert policy.deadline == dt.datetime(2026, 3, 1, 23, 59, tzinfo=dt.UTC) and policy.penalty == Amount(1, False)
+
+
+def test_the_guides_lines_for_the_class_grader_are_read_as_it_says(tmp_path):
+    text = (REPO / "solution_book" / "guide_grader.md").read_text(encoding="utf-8")
+    lines = re.findall(r"`(c\.ClassGrader\.\w+ = [^`]+)`", text)
+    assert len(lines) == 3, lines
+    grader = course_config.read(write_config(tmp_path, *lines)).grader
+    assert (grader.timeout, grader.memory, grader.sandbox) == (120.0, 4 * GIB, "userns")

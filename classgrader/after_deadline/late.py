@@ -62,14 +62,13 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from traitlets.config import Config
 
 from classgrader.records import Late, Result
 from grading import course_config
 from grading.course_config import PERIODS, Amount, ConfigError, LatePolicy
-
-__all__ = ["PERIODS", "Amount", "LatePolicy"]
 
 UTC = dt.UTC
 
@@ -104,7 +103,7 @@ def zone_name(tz: dt.tzinfo) -> str:
     >>> zone_name(zone("Europe/Berlin")), zone_name(UTC), zone_name(zone("-03:30"))
     ('Europe/Berlin', 'UTC', '-03:30')
     """
-    if isinstance(tz, course_config.ZoneInfo):
+    if isinstance(tz, ZoneInfo):
         return tz.key
     offset = tz.utcoffset(None) or dt.timedelta(0)
     if not offset:
