@@ -2,6 +2,12 @@
 
 ``./course grade ASSIGNMENT --analyse-only`` writes the item analysis of an
 assignment already graded (from the gradebook and the results), grading nothing.
+
+The options for the course's settings (the limits, the sandbox mode, the late
+policy) are made from their declarations in :mod:`grading.course_config`
+(name, help, type, default): each overrides its line of the course's
+``nbgrader_config.py`` for one run. The other options say what this run grades
+and how; a new one goes in the ``_add_*`` function of its kind.
 """
 
 from __future__ import annotations
