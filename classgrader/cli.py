@@ -2,14 +2,25 @@
 
 ``./course grade ASSIGNMENT --analyse-only`` writes the item analysis of an
 assignment already graded (from the gradebook and the results), grading nothing.
+
+The options for the course's settings (the limits, the sandbox mode, the late
+policy) are made from their declarations in :mod:`grading.course_config`
+(name, help, type, default): each overrides its line of the course's
+``nbgrader_config.py`` for one run. The other options say what this run grades
+and how; a new one goes in the ``_add_*`` function of its kind.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
+from typing import Any
+
+from traitlets import TraitType
+from traitlets.config import Configurable
 
 from classgrader import sandbox
 from classgrader.after_deadline import late
@@ -19,14 +30,8 @@ from classgrader.books.class_reports import summary_text
 from classgrader.pipeline import intake
 from classgrader.records import STATUSES
 from classgrader.stages.grade import Settings
-
-
-def _size(text: str) -> int:
-    units = {"k": 1024, "m": 1024**2, "g": 1024**3}
-    t = text.strip().lower().removesuffix("b")
-    if t and t[-1] in units:
-        return int(float(t[:-1]) * units[t[-1]])
-    return int(t)
+from grading import course_config
+from grading.course_config import ClassGrader, ConfigError, CourseSettings, LatePolicy
 
 
 def parser() -> argparse.ArgumentParser:
@@ -37,8 +42,18 @@ def parser() -> argparse.ArgumentParser:
         epilog="Each submission ends with one status: "
         + ", ".join(STATUSES)
         + ". The instructors' guide (./course solutions: The class grader in detail) explains them, "
-        "the accepted file names and the sandbox.",
+        "the accepted file names and the sandbox. Options marked c.CLASS.NAME override that setting of the "
+        "course's nbgrader_config.py for one run.",
     )
+    _add_inputs(p)
+    _add_run_options(p)
+    _add_settings(p, ClassGrader)
+    _add_after_deadline(p)
+    return p
+
+
+def _add_inputs(p: argparse.ArgumentParser) -> None:
+    """What is graded and where the results go."""
     p.add_argument("assignment", help="assignment name, e.g. hw2_stable_softmax")
     p.add_argument(
         "submissions",
@@ -67,23 +82,6 @@ def parser() -> argparse.ArgumentParser:
         "or postgresql://user@host:port/dbname",
     )
     p.add_argument(
-        "--workers",
-        "-j",
-        type=int,
-        default=os.cpu_count() or 1,
-        help="parallel workers (default: number of cores, %(default)s here)",
-    )
-    p.add_argument(
-        "--cluster",
-        metavar="ADDRESS",
-        default=None,
-        help="grade on the workers of a running Dask scheduler, e.g. tcp://host:8786 (--workers does "
-        "not apply); this machine still writes the gradebook and every file. The instructors' "
-        "guide (./course solutions: Grading on a cluster) says how to provision workers",
-    )
-    p.add_argument("--timeout", type=float, default=60.0, help="wall seconds per submission (default 60)")
-    p.add_argument("--memory", default="2g", help="memory (address space) per submission, e.g. 1g, 512m (default 2g)")
-    p.add_argument(
         "--roster",
         type=Path,
         default=None,
@@ -103,6 +101,25 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="in the LMS files, 0 for a student with no submission (default: an empty cell, no grade)",
     )
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    """How this run grades (not course settings: nothing in nbgrader_config.py)."""
+    p.add_argument(
+        "--workers",
+        "-j",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="parallel workers (default: number of cores, %(default)s here)",
+    )
+    p.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        default=None,
+        help="grade on the workers of a running Dask scheduler, e.g. tcp://host:8786 (--workers does "
+        "not apply); this machine still writes the gradebook and every file. The instructors' "
+        "guide (./course solutions: Grading on a cluster) says how to provision workers",
+    )
     p.add_argument("--regrade", action="store_true", help="grade again even unchanged, already graded submissions")
     p.add_argument(
         "--no-kernel-record",
@@ -110,45 +127,21 @@ def parser() -> argparse.ArgumentParser:
         help="skip the second sandboxed run that records the in-kernel (nbgrader-style) test results",
     )
     p.add_argument(
-        "--sandbox",
-        dest="sandbox_mode",
-        choices=("auto", "root", "userns"),
-        default="auto",
-        help="how each sandbox is built: root (as root, learner code as a spare uid), userns (bubblewrap's "
-        "unprivileged mode, in a user namespace, for any user) or auto: root mode when run as root, "
-        "else userns (default auto)",
-    )
-    p.add_argument(
         "--no-sandbox",
         action="store_true",
         help="run learner code WITHOUT isolation (trusted code only, e.g. to try the tool)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _add_after_deadline(p: argparse.ArgumentParser) -> None:
     a = p.add_argument_group(
         "after the deadline",
         "The late policy comes from c.LatePolicy in the course's nbgrader_config.py; these options override it "
         "for one run. A time without a zone is taken in --timezone. The instructors' guide "
         "(./course solutions: The homework and its grading, After the deadline) has the rules.",
     )
-    a.add_argument(
-        "--deadline",
-        default=None,
-        help="this assignment's deadline, e.g. '2026-03-01 23:59' or '2026-03-01T23:59:00+01:00'",
-    )
-    a.add_argument(
-        "--timezone",
-        default=None,
-        help="IANA zone (e.g. Europe/Berlin) for deadlines and submission times written without a zone "
-        "(default UTC, as nbgrader)",
-    )
-    a.add_argument(
-        "--penalty",
-        default=None,
-        help="penalty per started period late: points (e.g. 1) or percent of the maximum (e.g. 10%%)",
-    )
-    a.add_argument("--period", choices=sorted(late.PERIODS), default=None, help="the penalty's period (default day)")
-    a.add_argument("--grace", default=None, help="lateness that costs nothing, e.g. 15m, 2h (default 0)")
-    a.add_argument("--cap", default=None, help="the most a late submission can lose, points or percent (default none)")
+    _add_settings(a, LatePolicy)
     a.add_argument(
         "--timestamps",
         type=Path,
@@ -162,7 +155,54 @@ def parser() -> argparse.ArgumentParser:
         help="grade nothing: write the item analysis (pass rate, common messages and score histogram "
         "per graded cell) of what is already graded into reports/ASSIGNMENT/",
     )
-    return p
+
+
+def _add_settings(group: argparse._ActionsContainer, cls: type[Configurable]) -> None:
+    """An option ``--NAME`` for each trait of ``cls`` tagged ``option=True``: its help, type and default.
+
+    The option's value is stored under ``"Class.trait"`` (None when not
+    given, so that the course's nbgrader_config.py decides).
+    """
+    for name, trait in vars(cls).items():
+        if not (isinstance(trait, TraitType) and trait.metadata.get("option")):
+            continue
+        values = getattr(trait, "values", None)
+        group.add_argument(
+            f"--{name}",
+            dest=f"{cls.__name__}.{name}",
+            type=_checked(cls, name),
+            choices=values,
+            metavar=None if values else getattr(trait, "metavar", "TEXT"),
+            default=None,
+            help=_help(cls, name, trait),
+        )
+
+
+def _help(cls: type[Configurable], name: str, trait: TraitType[Any, Any]) -> str:
+    default = trait.default_value
+    where = f"c.{cls.__name__}.{name} in nbgrader_config.py"
+    if default is not None:
+        where = f"default {default:g}; {where}" if isinstance(default, float) else f"default {default}; {where}"
+    return f"{trait.help} ({where})".replace("%", "%%")  # argparse formats help with %
+
+
+def _checked(cls: type[Configurable], name: str) -> Any:
+    """argparse's ``type`` for the option of ``cls.name``: the text, once the trait has read it."""
+
+    def check(text: str) -> str:
+        try:
+            course_config.check(cls, name, text)
+        except course_config.BadSetting as exc:
+            raise argparse.ArgumentTypeError(exc.problem) from None
+        return text
+
+    check.__name__ = name
+    return check
+
+
+def overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """``{"Class.trait": value}`` of the course settings given on the command line."""
+    return {key: value for key, value in vars(args).items() if "." in key and value is not None}
 
 
 def read_roster(path: Path) -> list[str]:
@@ -174,13 +214,24 @@ def read_roster(path: Path) -> list[str]:
     return ids
 
 
+class _Refused(Exception):
+    """The run cannot start; the message says why (printed after "classgrader: ")."""
+
+
+@dataclasses.dataclass
+class _Prepared:
+    """What a grading run needs beyond its options: the course's settings, read and checked."""
+
+    settings: CourseSettings
+    policy: late.Policy
+    timestamps: dict[str, str] | None
+    lms: lms_export.LmsOptions
+    made_secret: str | None  # what to tell the instructor when this run made the course secret
+
+
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
-    from classgrader.assignments import secret
-    from classgrader.pipeline.class_run import course_id_of, grade_class
-    from grading import seeds
-
     if args.assignment not in known_assignments(args.course):
         print(f"classgrader: {unknown_message(args.course, args.assignment)}", file=sys.stderr)
         return 2
@@ -189,42 +240,50 @@ def main(argv: list[str] | None = None) -> int:
     if args.submissions is None:
         p.error("the submissions folder or zip is required (unless --analyse-only)")
     try:
-        policy = late.policy_for(
-            args.course,
-            args.assignment,
-            {
-                "deadline": args.deadline,
-                "timezone": args.timezone,
-                "penalty": args.penalty,
-                "period": args.period,
-                "grace": args.grace,
-                "cap": args.cap,
-            },
-        )
+        prepared = _prepare(args)
+    except _Refused as exc:
+        print(f"classgrader: {exc}", file=sys.stderr)
+        return 2
+    if prepared.made_secret:
+        print(prepared.made_secret, file=sys.stderr)
+    return _grade(args, prepared)
+
+
+def _prepare(args: argparse.Namespace) -> _Prepared:
+    """The course's settings with the command line's on top, the late policy, the LMS options, the secret."""
+    from classgrader.assignments import secret
+    from grading import seeds
+
+    try:
+        settings = course_config.read(args.course, overrides(args))
+    except ConfigError as exc:
+        raise _Refused(str(exc)) from None
+    try:
+        policy = late.policy_of(settings.late, args.assignment)
         timestamps = late.read_timestamps_file(args.timestamps) if args.timestamps else None
     except (late.LatePolicyError, OSError) as exc:
-        print(f"classgrader: late policy: {exc}", file=sys.stderr)
-        return 2
+        raise _Refused(f"late policy: {exc}") from None
     try:
         lms = lms_export.options_for(
             args.course, args.assignment, roster=args.lms_roster, missing_as_zero=args.missing_as_zero
         )
     except lms_export.MappingError as exc:
-        print(f"classgrader: {exc}", file=sys.stderr)
-        return 2
-
+        raise _Refused(str(exc)) from None
     try:
-        made = secret.ensure_secret(args.course, course_id_of(args.course))
+        made = secret.ensure_secret(args.course, settings.course_id)
     except (OSError, seeds.SecretMissing) as exc:
-        print(f"classgrader: the course secret: {exc}", file=sys.stderr)
-        return 2
-    if made:
-        print(made, file=sys.stderr)
+        raise _Refused(f"the course secret: {exc}") from None
+    return _Prepared(settings, policy, timestamps, lms, made)
 
+
+def _grade(args: argparse.Namespace, prepared: _Prepared) -> int:
+    from classgrader.pipeline.class_run import grade_class
+
+    grader = prepared.settings.grader
     settings = Settings(
-        limits=sandbox.Limits(wall_seconds=args.timeout, memory_bytes=_size(args.memory)),
+        limits=sandbox.Limits(wall_seconds=grader.timeout, memory_bytes=grader.memory),
         sandboxed=not args.no_sandbox,
-        sandbox_mode=args.sandbox_mode,
+        sandbox_mode=grader.sandbox,
         kernel_record=not args.no_kernel_record,
     )
     if args.no_sandbox:
@@ -244,10 +303,10 @@ def main(argv: list[str] | None = None) -> int:
             regrade=args.regrade,
             progress=False if args.quiet else None,
             log=lambda msg: print(msg, file=sys.stderr),
-            late_policy=policy,
-            timestamps=timestamps,
+            late_policy=prepared.policy,
+            timestamps=prepared.timestamps,
             cluster=args.cluster,
-            lms=lms,
+            lms=prepared.lms,
         )
     except KeyboardInterrupt:
         return 130
@@ -262,7 +321,6 @@ def main(argv: list[str] | None = None) -> int:
 def _analyse_only(args: argparse.Namespace) -> int:
     from classgrader.after_deadline import item_analysis
     from classgrader.books import gradebook
-    from classgrader.pipeline.class_run import course_id_of
 
     out = (args.out or args.course).resolve()
     db_url = gradebook.normalise_url(args.db_url or gradebook.sqlite_url(out / "gradebook.db"))
@@ -276,12 +334,12 @@ def _analyse_only(args: argparse.Namespace) -> int:
     try:
         analysis = item_analysis.write(
             db_url,
-            course_id_of(args.course.resolve()),
+            course_config.course_id(args.course.resolve()),
             args.assignment,
             reports_dir,
             order=item_analysis.release_order(args.course, args.assignment),
         )
-    except item_analysis.AnalysisError as exc:
+    except (item_analysis.AnalysisError, ConfigError) as exc:
         print(f"classgrader: {exc}", file=sys.stderr)
         return 2
     print(item_analysis.table_text(analysis))

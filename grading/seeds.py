@@ -15,7 +15,8 @@ Looked for, in order:
 
 1. the environment variable ``COURSE_GRADING_SECRET`` (its text is the secret);
 2. the file named by ``c.CourseGrading.secret_file`` in the course's
-   ``nbgrader_config.py`` (relative to the course folder, ``~`` allowed).
+   ``nbgrader_config.py`` (relative to the course folder, ``~`` allowed; read
+   by :mod:`grading.course_config`, which declares it).
    A file that is named but missing or empty is an error with a message
    saying how to make one (``python -m grading.seeds new-secret PATH``);
 3. nothing configured: an error (:class:`SecretMissing`) saying how to make
@@ -65,15 +66,6 @@ def seed_for(secret: bytes, assignment: str, student: str) -> int:
     return int.from_bytes(mac[:4], "big") & 0x7FFFFFFF
 
 
-def _config(course: Path) -> dict:
-    path = Path(course) / CONFIG
-    if not path.is_file():
-        return {}
-    from traitlets.config.loader import PyFileConfigLoader
-
-    return PyFileConfigLoader(path.name, path=str(path.parent)).load_config()
-
-
 def course_secret(course: Path) -> tuple[bytes, str]:
     """``(secret, where it came from)`` for the course folder ``course``.
 
@@ -83,9 +75,10 @@ def course_secret(course: Path) -> tuple[bytes, str]:
     env = os.environ.get(ENV_SECRET)
     if env:
         return env.encode(), f"the environment variable {ENV_SECRET}"
-    config = _config(Path(course))
-    named = config.get("CourseGrading", {}).get("secret_file")
-    if isinstance(named, str) and named:
+    from .course_config import CourseGrading, read_section  # traitlets: not needed by a learner practising
+
+    named = read_section(Path(course), CourseGrading).secret_file
+    if named:
         path = Path(os.path.expanduser(named))
         path = path if path.is_absolute() else Path(course) / path
         try:

@@ -46,8 +46,10 @@ Configuration, in ``nbgrader_config.py`` beside nbgrader's own settings::
     c.LatePolicy.grace = "15m"                # free lateness: "0", "90s", "15m", "2h", "1d"
     c.LatePolicy.cap = "50%"                  # the most a late submission can lose
 
-``./course grade`` options ``--deadline``, ``--penalty``, ``--period``,
-``--grace``, ``--cap``, ``--timezone`` override these for one run.
+The settings are declared, and read from the file, in
+:class:`grading.course_config.LatePolicy`; ``./course grade``'s options
+``--deadline``, ``--penalty``, ``--period``, ``--grace``, ``--cap``,
+``--timezone`` (derived from them) override them for one run.
 """
 
 from __future__ import annotations
@@ -57,17 +59,21 @@ import dataclasses
 import datetime as dt
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
+
+from traitlets.config import Config
 
 from classgrader.records import Late, Result
+from grading import course_config
+from grading.course_config import PERIODS, Amount, ConfigError, LatePolicy
 
-PERIODS = {"hour": 3600, "day": 86400}
 UTC = dt.UTC
 
 
-class LatePolicyError(ValueError):
+class LatePolicyError(ConfigError):
     """The late policy cannot be used as configured; the message says which setting is wrong."""
 
 
@@ -84,26 +90,11 @@ _OFFSET = re.compile(r"^[+-]\d{2}:?\d{2}$")
 
 
 def zone(name: str) -> dt.tzinfo:
-    """The time zone called ``name``: ``UTC``, ``GMT``, ``Z``, an offset like ``+01:00``, or an IANA name.
-
-    >>> zone("UTC")
-    datetime.timezone.utc
-    >>> zone("Europe/Berlin")
-    zoneinfo.ZoneInfo(key='Europe/Berlin')
-    """
-    text = (name or "").strip()
-    if text.upper() in ("UTC", "GMT", "Z"):
-        return UTC
-    if _OFFSET.match(text):
-        sign = 1 if text[0] == "+" else -1
-        digits = text[1:].replace(":", "")
-        return dt.timezone(sign * dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
+    """The time zone called ``name`` (:func:`grading.course_config.zone`); raises :class:`LatePolicyError`."""
     try:
-        return ZoneInfo(text)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise LatePolicyError(
-            f"unknown time zone {name!r}: use UTC, an offset such as +01:00, or an IANA name such as Europe/Berlin"
-        ) from None
+        return course_config.zone(name)
+    except ValueError as exc:
+        raise LatePolicyError(str(exc)) from None
 
 
 def zone_name(tz: dt.tzinfo) -> str:
@@ -163,52 +154,6 @@ def parse_time(text: str, default_zone: dt.tzinfo, *, source: str = "the timesta
     return when
 
 
-def parse_duration(text: str | float | int, *, setting: str) -> float:
-    """Seconds from ``"0"``, ``"90s"``, ``"15m"``, ``"2h"``, ``"1d"`` (a bare number is seconds).
-
-    >>> parse_duration("15m", setting="grace")
-    900.0
-    """
-    if isinstance(text, (int, float)):
-        seconds = float(text)
-    else:
-        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", str(text))
-        if not m:
-            raise LatePolicyError(f"{setting} {text!r} is not a duration: write e.g. 0, 90s, 15m, 2h or 1d")
-        seconds = float(m[1]) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m[2]]
-    if not math.isfinite(seconds) or seconds < 0:
-        raise LatePolicyError(f"{setting} must be a duration of 0 or more, not {text!r}")
-    return seconds
-
-
-@dataclasses.dataclass(frozen=True)
-class Amount:
-    """Points, or a percentage of the assignment's maximum score."""
-
-    value: float
-    percent: bool
-
-    @classmethod
-    def parse(cls, text: str | float | int | None, *, setting: str) -> Amount | None:
-        if text is None or (isinstance(text, str) and not text.strip()):
-            return None
-        t = str(text).strip()
-        percent = t.endswith("%")
-        try:
-            value = float(t.rstrip("%").strip())
-        except ValueError:
-            raise LatePolicyError(f"{setting} {text!r} is not a number of points or a percentage like 10%") from None
-        if not math.isfinite(value) or value < 0:
-            raise LatePolicyError(f"{setting} must be 0 or more, not {text!r}")
-        return cls(value, percent)
-
-    def points(self, max_score: float) -> float:
-        return self.value * max_score / 100 if self.percent else self.value
-
-    def __str__(self) -> str:
-        return f"{self.value:g}%" if self.percent else f"{self.value:g} points"
-
-
 # --------------------------------------------------------------------------
 # The policy
 # --------------------------------------------------------------------------
@@ -236,55 +181,49 @@ class Policy:
         return text
 
 
-SETTINGS = ("deadline", "deadlines", "timezone", "penalty", "period", "grace", "cap")
-
-
-def make_policy(assignment: str, settings: dict[str, Any]) -> Policy:
-    """A :class:`Policy` from plain settings (``c.LatePolicy.*`` and the command line).
+def make_policy(assignment: str, settings: Mapping[str, Any]) -> Policy:
+    """A :class:`Policy` from plain settings (the traits of :class:`~grading.course_config.LatePolicy`).
 
     ``deadline`` (for this run) wins over ``deadlines[assignment]``.
     """
-    unknown = sorted(set(settings) - set(SETTINGS))
+    known = LatePolicy.class_trait_names(config=True)
+    unknown = sorted(set(settings) - set(known))
     if unknown:
-        raise LatePolicyError(f"unknown late-policy setting(s) {', '.join(unknown)}; known: {', '.join(SETTINGS)}")
-    tz = zone(settings.get("timezone") or "UTC")
-    deadlines = settings.get("deadlines") or {}
-    if not isinstance(deadlines, dict):
-        raise LatePolicyError(
-            "LatePolicy.deadlines must map assignment names to deadlines, e.g. "
-            "{'hw2_stable_softmax': '2026-03-01 23:59'}"
-        )
-    text = settings.get("deadline") or deadlines.get(assignment)
+        raise LatePolicyError(f"unknown late-policy setting(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    try:
+        section = course_config.section(Config({"LatePolicy": dict(settings)}), LatePolicy)
+    except ConfigError as exc:
+        raise LatePolicyError(str(exc)) from None
+    return policy_of(section, assignment)
+
+
+def policy_of(settings: LatePolicy, assignment: str) -> Policy:
+    """The :class:`Policy` of ``assignment`` under the course's ``c.LatePolicy`` (read and checked)."""
+    text = settings.deadline or settings.deadlines.get(assignment)
     deadline = None
     if text:
         try:
-            deadline = parse_time(str(text), tz, source=f"the deadline of {assignment}")
+            deadline = parse_time(text, settings.timezone, source=f"the deadline of {assignment}")
         except TimestampError as exc:
             raise LatePolicyError(str(exc)) from None
-    period = str(settings.get("period") or "day").strip().lower().removeprefix("per ")
-    if period not in PERIODS:
-        raise LatePolicyError(f"LatePolicy.period must be 'day' or 'hour', not {settings.get('period')!r}")
-    penalty = Amount.parse(settings.get("penalty"), setting="LatePolicy.penalty") or Amount(0.0, False)
     return Policy(
         deadline=deadline,
-        timezone=tz,
-        penalty=penalty,
-        period=period,
-        grace_seconds=parse_duration(settings.get("grace") or 0, setting="LatePolicy.grace"),
-        cap=Amount.parse(settings.get("cap"), setting="LatePolicy.cap"),
+        timezone=settings.timezone,
+        penalty=settings.penalty,
+        period=settings.period,
+        grace_seconds=settings.grace,
+        cap=settings.cap,
     )
 
 
-def settings_from_config(course: Path) -> dict[str, Any]:
-    """The ``c.LatePolicy`` section of the course's ``nbgrader_config.py`` (empty if none)."""
-    cfg = course / "nbgrader_config.py"
-    if not cfg.is_file():
-        return {}
-    from traitlets.config.loader import PyFileConfigLoader
-
-    loaded = PyFileConfigLoader(cfg.name, path=str(course)).load_config()
-    section = loaded.get("LatePolicy", {})
-    return {k: v for k, v in dict(section).items()}
+def policy_for(course: Path, assignment: str, overrides: Mapping[str, Any] | None = None) -> Policy:
+    """The course's policy (``c.LatePolicy`` in ``nbgrader_config.py``) with ``overrides`` on top."""
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    try:
+        section = course_config.read_section(course, LatePolicy, given)
+    except ConfigError as exc:
+        raise LatePolicyError(str(exc)) from None
+    return policy_of(section, assignment)
 
 
 def read_timestamps_file(path: Path) -> dict[str, str]:
@@ -353,63 +292,56 @@ def assess(
             out["submitted_at"] = when.astimezone(UTC).isoformat()
         except TimestampError as exc:
             if policy.deadline is not None:  # without a deadline the time does not matter
-                out.update(
-                    {
-                        "status": "unreadable",
-                        "note": f"{exc}; no late penalty was computed: check this submission's time by hand",
-                    }
-                )
+                note = f"{exc}; no late penalty was computed: check this submission's time by hand"
+                out.update({"status": "unreadable", "note": note})
                 return out
     if policy.deadline is None:
         out["status"] = "no_deadline"
         return out
+    charged = _lateness(policy, policy.deadline, when, lms_late, out)
+    if charged is not None:
+        _charge(policy, out, *charged, raw_score=raw_score, max_score=max_score)
+    return out
+
+
+def _lateness(
+    policy: Policy, deadline: dt.datetime, when: dt.datetime | None, lms_late: bool | None, out: Late
+) -> tuple[int, str] | None:
+    """Set ``out``'s status; ``(started periods, why)`` when lateness costs, else None."""
     if when is None:
         if lms_late is False:
-            out.update(
-                {
-                    "status": "on_time",
-                    "source": "LMS",
-                    "note": "the LMS did not mark it late (its export gives no time)",
-                }
-            )
-            return out
-        if lms_late:
-            periods = 1
-            seconds = None
-            out["status"] = "late_no_time"
-            why = (
-                "the LMS marked it LATE but its export gives no time: charged one "
-                f"{policy.period}, the least a late submission costs"
-            )
-        else:
-            out.update(
-                {
-                    "status": "no_time",
-                    "note": "the export records no submission time: no late penalty was computed "
-                    "(give times with --timestamps)",
-                }
-            )
-            return out
-    else:
-        seconds = (when - policy.deadline).total_seconds()
-        if seconds <= 0:
-            out["status"] = "on_time"
-            return out
-        out["seconds_late"] = seconds
-        if seconds <= policy.grace_seconds:
-            out.update(
-                {
-                    "status": "in_grace",
-                    "note": f"submitted {_human(seconds)} after the deadline, within the grace period "
-                    f"of {_human(policy.grace_seconds)}: no penalty",
-                }
-            )
-            return out
-        periods = math.ceil(seconds / PERIODS[policy.period])
-        out["status"] = "late"
-        why = (
-            f"submitted {_human(seconds)} after the deadline ({periods} started {policy.period}{'s' * (periods != 1)})"
+            note = "the LMS did not mark it late (its export gives no time)"
+            out.update({"status": "on_time", "source": "LMS", "note": note})
+            return None
+        if not lms_late:
+            note = "the export records no submission time: no late penalty was computed (give times with --timestamps)"
+            out.update({"status": "no_time", "note": note})
+            return None
+        out.update({"status": "late_no_time", "seconds_late": None})
+        why = f"the LMS marked it LATE but its export gives no time: charged one {policy.period}, the least a late "
+        return 1, why + "submission costs"
+    seconds = (when - deadline).total_seconds()
+    if seconds <= 0:
+        out["status"] = "on_time"
+        return None
+    out["seconds_late"] = seconds
+    if seconds <= policy.grace_seconds:
+        note = (
+            f"submitted {_human(seconds)} after the deadline, within the grace period "
+            f"of {_human(policy.grace_seconds)}: no penalty"
         )
+        out.update({"status": "in_grace", "note": note})
+        return None
+    periods = math.ceil(seconds / PERIODS[policy.period])
+    out["status"] = "late"
+    return (
+        periods,
+        f"submitted {_human(seconds)} after the deadline ({periods} started {policy.period}{'s' * (periods != 1)})",
+    )
+
+
+def _charge(policy: Policy, out: Late, periods: int, why: str, *, raw_score: float, max_score: float) -> None:
+    """Put the penalty of ``periods`` started periods in ``out``, bounded by the cap and the raw score."""
     penalty = periods * policy.penalty.points(max_score)
     capped = ""
     if policy.cap is not None and penalty > policy.cap.points(max_score):
@@ -425,9 +357,6 @@ def assess(
             "note": f"{why}: late penalty {penalty:g} point{'s' * (penalty != 1)}{capped}",
         }
     )
-    if seconds is None:
-        out["seconds_late"] = None
-    return out
 
 
 def _human(seconds: float) -> str:
@@ -440,13 +369,6 @@ def _human(seconds: float) -> str:
     if not d and not h:
         parts += [f"{s} s"] * bool(s)
     return " ".join(parts) or "0 s"
-
-
-def policy_for(course: Path, assignment: str, overrides: dict[str, Any] | None = None) -> Policy:
-    """The course's policy (``c.LatePolicy`` in ``nbgrader_config.py``) with ``overrides`` on top."""
-    settings = settings_from_config(course)
-    settings.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    return make_policy(assignment, settings)
 
 
 def with_gradebook_duedate(policy: Policy, duedate: dt.datetime | None) -> Policy:

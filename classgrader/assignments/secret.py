@@ -20,7 +20,7 @@ import os
 import re
 from pathlib import Path
 
-from grading import seeds
+from grading import course_config, seeds
 
 APP = "sdpa-course"
 FILE_NAME = "grading-secret"
@@ -39,8 +39,7 @@ def is_configured(course: Path) -> bool:
     """Whether the environment or ``nbgrader_config.py`` names a secret (readable or not)."""
     if os.environ.get(seeds.ENV_SECRET):
         return True
-    named = seeds._config(Path(course)).get("CourseGrading", {}).get("secret_file")
-    return isinstance(named, str) and bool(named)
+    return bool(course_config.read_section(Path(course), course_config.CourseGrading).secret_file)
 
 
 def _private_folder(folder: Path) -> list[Path]:

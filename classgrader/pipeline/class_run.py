@@ -45,15 +45,9 @@ from classgrader.stages.grade import Graded, Settings, grade
 
 def course_id_of(course: Path) -> str:
     """nbgrader's ``CourseDirectory.course_id`` from the course's ``nbgrader_config.py``."""
-    cfg = course / "nbgrader_config.py"
-    if cfg.is_file():
-        from traitlets.config.loader import PyFileConfigLoader
+    from grading.course_config import course_id
 
-        loaded = PyFileConfigLoader(cfg.name, path=str(course)).load_config()
-        cid = loaded.get("CourseDirectory", {}).get("course_id")
-        if isinstance(cid, str) and cid:
-            return cid
-    return "default_course"
+    return course_id(course)
 
 
 class Paths:

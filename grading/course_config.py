@@ -1,0 +1,431 @@
+"""The course's grading settings: declared once, read from ``nbgrader_config.py`` by one reader.
+
+nbgrader's plugins declare their settings as traitlets ``Configurable``
+classes, and so does the course: each class below is a section of the
+course's ``nbgrader_config.py`` (``c.LatePolicy.penalty = "10%"``), each
+trait one setting with its type, default and help. ``./course grade`` derives
+its command-line options from the traits tagged ``option=True``
+(:mod:`classgrader.cli`); an option given there wins over the file.
+
+=====================  ==========================================================
+``CourseDirectory``    ``course_id``: the one setting of nbgrader's own class
+                       that the graders read (nbgrader declares the rest)
+``CourseGrading``      ``secret_file``: the course secret of the hidden tests'
+                       seeds (:mod:`grading.seeds`), read by both graders
+``ClassGrader``        ``timeout``, ``memory``, ``sandbox``: how ``./course grade``
+                       runs each submission
+``LatePolicy``         ``deadlines``, ``deadline``, ``timezone``, ``penalty``,
+                       ``period``, ``grace``, ``cap``
+                       (:mod:`classgrader.after_deadline.late`)
+=====================  ==========================================================
+
+Each trait parses the text people write (``"2g"``, ``"15m"``, ``"10%"``,
+``"Europe/Berlin"``) into the value the graders use, and a value it cannot
+read is an error (:class:`ConfigError`) that names the setting and where it
+was written.
+
+This module stays light: the hidden test cells of ``nbgrader autograde`` read
+the course secret through it inside the learner's kernel, so it imports only
+the standard library and traitlets (never nbconvert, nbgrader or numpy).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from traitlets import TraitError, TraitType, Unicode, validate
+from traitlets.config import Config, Configurable
+from traitlets.config.loader import PyFileConfigLoader
+
+from .seeds import CONFIG
+
+PERIODS = {"hour": 3600, "day": 86400}
+SANDBOX_MODES = ("auto", "root", "userns")
+#: nbgrader's gradebook calls a course with no ``course_id`` this.
+DEFAULT_COURSE_ID = "default_course"
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used; the message names it and where it was written."""
+
+
+class BadSetting(TraitError):
+    """A trait's value that cannot be read: ``setting`` (``Class.trait``) and ``problem`` (what is wrong)."""
+
+    def __init__(self, setting: str, problem: str) -> None:
+        super().__init__(f"{setting} {problem}")
+        self.setting = setting
+        self.problem = problem
+
+
+# --------------------------------------------------------------------------
+# Reading the values people write
+# --------------------------------------------------------------------------
+
+_OFFSET = re.compile(r"^[+-]\d{2}:?\d{2}$")
+
+
+def zone(name: str) -> dt.tzinfo:
+    """The time zone called ``name``: ``UTC``, ``GMT``, ``Z``, an offset like ``+01:00``, or an IANA name.
+
+    >>> zone("UTC")
+    datetime.timezone.utc
+    >>> zone("Europe/Berlin")
+    zoneinfo.ZoneInfo(key='Europe/Berlin')
+    """
+    text = (name or "").strip()
+    if text.upper() in ("UTC", "GMT", "Z"):
+        return dt.UTC
+    if _OFFSET.match(text):
+        sign = 1 if text[0] == "+" else -1
+        digits = text[1:].replace(":", "")
+        return dt.timezone(sign * dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
+    try:
+        return ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"unknown time zone {name!r}: use UTC, an offset such as +01:00, or an IANA name such as Europe/Berlin"
+        ) from None
+
+
+def seconds_of(text: str | float | int) -> float:
+    """Seconds from ``"0"``, ``"90s"``, ``"15m"``, ``"2h"``, ``"1d"`` (a bare number is seconds).
+
+    >>> seconds_of("15m")
+    900.0
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        seconds = float(text)
+    else:
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", str(text))
+        if not m:
+            raise ValueError(f"{text!r} is not a duration: write e.g. 0, 90s, 15m, 2h or 1d")
+        seconds = float(m[1]) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m[2]]
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"must be a duration of 0 or more, not {text!r}")
+    return seconds
+
+
+def bytes_of(text: str | int) -> int:
+    """Bytes from ``"2g"``, ``"512m"``, ``"64k"`` (powers of 1024; a trailing ``b`` allowed) or a number.
+
+    >>> bytes_of("2g"), bytes_of("1.5k"), bytes_of(4096)
+    (2147483648, 1536, 4096)
+    """
+    units = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmg]?)b?\s*", str(text).lower())
+    if isinstance(text, bool) or not m:
+        raise ValueError(f"{text!r} is not a size: write e.g. 512m, 2g or a number of bytes")
+    size = int(float(m[1]) * units[m[2]])
+    if size <= 0:
+        raise ValueError(f"must be more than 0 bytes, not {text!r}")
+    return size
+
+
+@dataclasses.dataclass(frozen=True)
+class Amount:
+    """Points, or a percentage of the assignment's maximum score."""
+
+    value: float
+    percent: bool
+
+    @classmethod
+    def parse(cls, text: str | float | int) -> Amount:
+        """``"10%"`` -> 10 percent, ``"1"`` or ``1`` -> 1 point."""
+        t = str(text).strip()
+        percent = t.endswith("%")
+        try:
+            value = float(t.rstrip("%").strip())
+        except ValueError:
+            raise ValueError(f"{text!r} is not a number of points or a percentage like 10%") from None
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"must be 0 or more, not {text!r}")
+        return cls(value, percent)
+
+    def points(self, max_score: float) -> float:
+        return self.value * max_score / 100 if self.percent else self.value
+
+    def __str__(self) -> str:
+        return f"{self.value:g}%" if self.percent else f"{self.value:g} points"
+
+
+# --------------------------------------------------------------------------
+# The traits: each reads what people write, or names itself in the error
+# --------------------------------------------------------------------------
+
+
+def _blank(value: object) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+class Setting(TraitType[Any, Any]):
+    """A setting read from text by :meth:`read`, whose errors name ``Class.trait``.
+
+    ``default_value`` is the text the help shows (e.g. ``"2g"``); a blank value
+    (``""``) means the default (``None`` when that is none).
+    """
+
+    #: what the help says the value is, e.g. "SECONDS"
+    metavar = "TEXT"
+
+    def read(self, value: Any) -> Any:
+        return value
+
+    def validate(self, obj: Any, value: Any) -> Any:
+        if _blank(value):
+            if not _blank(self.default_value):
+                value = self.default_value
+            elif self.allow_none:
+                return None
+        try:
+            return self.read(value)
+        except (ValueError, TypeError) as exc:
+            owner = self.this_class.__name__ if self.this_class else "?"
+            raise BadSetting(f"{owner}.{self.name}", str(exc)) from None
+
+
+class Text(Setting):
+    def read(self, value: Any) -> str:
+        if not isinstance(value, str):
+            raise ValueError(f"must be text, not {value!r}")
+        return value
+
+
+class Seconds(Setting):
+    metavar = "SECONDS"
+
+    def read(self, value: Any) -> float:
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{value!r} is not a number of seconds") from None
+        if isinstance(value, bool) or not math.isfinite(seconds) or seconds <= 0:
+            raise ValueError(f"must be a number of seconds above 0, not {value!r}")
+        return seconds
+
+
+class Size(Setting):
+    metavar = "SIZE"
+
+    def read(self, value: Any) -> int:
+        return bytes_of(value)
+
+
+class Duration(Setting):
+    metavar = "DURATION"
+
+    def read(self, value: Any) -> float:
+        return seconds_of(value)
+
+
+class Points(Setting):
+    metavar = "AMOUNT"
+
+    def read(self, value: Any) -> Amount:
+        return value if isinstance(value, Amount) else Amount.parse(value)
+
+
+class Zone(Setting):
+    metavar = "ZONE"
+
+    def read(self, value: Any) -> dt.tzinfo:
+        return value if isinstance(value, dt.tzinfo) else zone(str(value))
+
+
+class Choice(Setting):
+    """One of ``values``; ``prefix`` (e.g. ``"per "``) may be written before it, in any case."""
+
+    def __init__(self, values: tuple[str, ...], default_value: str, *, prefix: str = "", **kwargs: Any) -> None:
+        super().__init__(default_value, **kwargs)
+        self.values = values
+        self.prefix = prefix
+
+    def read(self, value: Any) -> str:
+        word = str(value).strip().lower().removeprefix(self.prefix)
+        if word not in self.values:
+            *others, last = map(repr, self.values)
+            raise ValueError(f"must be {', '.join(others)} or {last}, not {value!r}")
+        return word
+
+
+class Deadlines(Setting):
+    def read(self, value: Any) -> dict[str, str]:
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+            raise ValueError("must map assignment names to deadlines, e.g. {'hw2_stable_softmax': '2026-03-01 23:59'}")
+        return {k: str(v) for k, v in value.items()}
+
+
+# --------------------------------------------------------------------------
+# The sections of nbgrader_config.py
+# --------------------------------------------------------------------------
+
+
+class CourseDirectory(Configurable):
+    """The course id: the one setting of nbgrader's ``CourseDirectory`` that the graders read.
+
+    nbgrader's own class (``nbgrader.coursedir.CourseDirectory``) declares it
+    alike, with its other settings; importing it would import nbgrader.
+    """
+
+    course_id = Unicode("", help="A key that is unique per instructor and course.").tag(config=True)
+
+    @validate("course_id")
+    def _strip(self, proposal: dict[str, Any]) -> str:
+        return str(proposal["value"]).strip()  # as nbgrader does
+
+
+class CourseGrading(Configurable):
+    """The course secret, read by ``./course grade`` and by ``nbgrader autograde``'s hidden test cells."""
+
+    secret_file = Text(
+        "",
+        help="The file holding the course secret that seeds each learner's hidden tests (relative to the course "
+        "folder, ~ allowed; never in the repository or a release). Made by the first ./course grade.",
+    ).tag(config=True)
+
+
+class ClassGrader(Configurable):
+    """How ``./course grade`` runs each submission: its limits and its sandbox."""
+
+    timeout = Seconds(60.0, help="wall seconds per submission").tag(config=True, option=True)
+    memory = Size("2g", help="memory (address space) per submission, e.g. 1g, 512m").tag(config=True, option=True)
+    sandbox = Choice(
+        SANDBOX_MODES,
+        "auto",
+        help="how each sandbox is built: root (as root, learner code as a spare uid), userns (bubblewrap's "
+        "unprivileged mode, in a user namespace, for any user) or auto: root mode when run as root, else userns",
+    ).tag(config=True, option=True)
+
+
+class LatePolicy(Configurable):
+    """The deadline and what lateness costs (:mod:`classgrader.after_deadline.late`)."""
+
+    deadlines = Deadlines({}, help="each assignment's deadline, e.g. {'hw2_stable_softmax': '2026-03-01 23:59'}").tag(
+        config=True
+    )
+    deadline = Text(
+        None,
+        allow_none=True,
+        help="this run's deadline, e.g. '2026-03-01 23:59' or '2026-03-01T23:59:00+01:00', instead of the "
+        "assignment's entry in deadlines",
+    ).tag(config=True, option=True)
+    timezone = Zone(
+        "UTC",
+        help="the time zone (an IANA name such as Europe/Berlin, or UTC as nbgrader assumes) of deadlines and "
+        "submission times written without one",
+    ).tag(config=True, option=True)
+    penalty = Points(
+        "0", help="penalty per started period late: points (e.g. 1) or percent of the maximum (e.g. 10%)"
+    ).tag(config=True, option=True)
+    period = Choice(tuple(sorted(PERIODS)), "day", prefix="per ", help="the penalty's period").tag(
+        config=True, option=True
+    )
+    grace = Duration("0", help="lateness that costs nothing, e.g. 15m, 2h").tag(config=True, option=True)
+    cap = Points(
+        None, allow_none=True, help="the most a late submission can lose, points or percent; no cap when unset"
+    ).tag(config=True, option=True)
+
+
+SECTIONS: tuple[type[Configurable], ...] = (CourseDirectory, CourseGrading, ClassGrader, LatePolicy)
+S = TypeVar("S", bound=Configurable)
+
+
+# --------------------------------------------------------------------------
+# The reader
+# --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class CourseSettings:
+    """Every section of one course's ``nbgrader_config.py``, checked, with the command line's values on top."""
+
+    directory: CourseDirectory
+    grading: CourseGrading
+    grader: ClassGrader
+    late: LatePolicy
+
+    @property
+    def course_id(self) -> str:
+        return self.directory.course_id or DEFAULT_COURSE_ID
+
+
+def load(course: Path) -> Config:
+    """What the course's ``nbgrader_config.py`` says, unchecked (empty when there is no file)."""
+    path = Path(course) / CONFIG
+    if not path.is_file():
+        return Config()
+    return PyFileConfigLoader(path.name, path=str(path.parent)).load_config()
+
+
+def section(config: Config, cls: type[S], overrides: Mapping[str, Any] | None = None, *, where: str = "") -> S:
+    """The section ``cls`` of ``config``, then ``overrides`` (``{trait: value}``, from the command line) on top.
+
+    ``where`` (e.g. ``"in course/nbgrader_config.py"``) ends the message of a
+    bad value from ``config``. Raises :class:`ConfigError`.
+    """
+    name = cls.__name__
+    given = dict(config[name]) if name in config else {}
+    known = cls.class_trait_names(config=True)
+    unknown = sorted(set(given) - set(known))
+    if unknown and cls is not CourseDirectory:  # nbgrader declares the rest of that one
+        raise ConfigError(
+            f"unknown {name} setting(s) {', '.join(unknown)}{' ' * bool(where)}{where}; known: {', '.join(known)}"
+        )
+    try:
+        obj = cls(config=Config({name: {k: v for k, v in given.items() if k in known}}))
+    except TraitError as exc:
+        raise ConfigError(f"{exc}{' ' * bool(where)}{where}") from None
+    for trait, value in (overrides or {}).items():
+        if trait not in known:
+            raise ConfigError(f"unknown {name} setting {trait}; known: {', '.join(known)}")
+        try:
+            setattr(obj, trait, value)
+        except TraitError as exc:
+            raise ConfigError(str(exc)) from None
+    return obj
+
+
+def read_section(course: Path, cls: type[S], overrides: Mapping[str, Any] | None = None) -> S:
+    """One section of the course's ``nbgrader_config.py`` (see :func:`section`)."""
+    return section(load(course), cls, overrides, where=f"in {Path(course) / CONFIG}")
+
+
+def read(course: Path, overrides: Mapping[str, Any] | None = None) -> CourseSettings:
+    """Every section of the course's ``nbgrader_config.py``, with ``overrides`` on top.
+
+    ``overrides`` maps ``"Class.trait"`` to a value (``None`` values are
+    skipped: an option not given). Raises :class:`ConfigError`.
+    """
+    config = load(course)
+    where = f"in {Path(course) / CONFIG}"
+    mine: dict[str, dict[str, Any]] = {cls.__name__: {} for cls in SECTIONS}
+    for key, value in (overrides or {}).items():
+        cls_name, _, trait = key.partition(".")
+        if cls_name not in mine:
+            raise ConfigError(f"unknown section {cls_name} in {key}; known: {', '.join(mine)}")
+        if value is not None:
+            mine[cls_name][trait] = value
+
+    def part(cls: type[S]) -> S:
+        return section(config, cls, mine[cls.__name__], where=where)
+
+    return CourseSettings(part(CourseDirectory), part(CourseGrading), part(ClassGrader), part(LatePolicy))
+
+
+def check(cls: type[Configurable], trait: str, value: Any) -> Any:
+    """``value`` as the trait ``cls.trait`` reads it; raises :class:`BadSetting` naming what is wrong."""
+    obj = cls()
+    setattr(obj, trait, value)
+    return getattr(obj, trait)
+
+
+def course_id(course: Path) -> str:
+    """nbgrader's ``c.CourseDirectory.course_id`` of the course (``default_course`` when none is set)."""
+    return read_section(course, CourseDirectory).course_id or DEFAULT_COURSE_ID

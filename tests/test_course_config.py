@@ -1,0 +1,194 @@
+"""The course's grading settings: declared once (grading/course_config.py), read by one reader.
+
+The reader stays light enough for the learner's kernel; the command-line
+options of ``./course grade`` come from the declarations and win over the
+file; a bad value, in the file or on the command line, is an error that
+names the setting.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from classgrader import cli
+from classgrader.sandbox import launch as sandbox
+from classgrader.sandbox import mode
+from grading import course_config
+from grading.course_config import Amount, ClassGrader, ConfigError, CourseGrading, LatePolicy
+
+REPO = Path(__file__).resolve().parent.parent
+ASSIGNMENT = "hw2_stable_softmax"
+GIB = 1024 * 1024 * 1024
+
+
+def write_config(folder: Path, *lines: str) -> Path:
+    (folder / "nbgrader_config.py").write_text("c = get_config()\n" + "".join(f"{line}\n" for line in lines))
+    return folder
+
+
+def test_reading_the_settings_and_the_secret_in_a_fresh_interpreter_imports_no_nbconvert_or_nbgrader(tmp_path):
+    (tmp_path / "secret.txt").write_text("s3cret\n")
+    write_config(tmp_path, 'c.CourseGrading.secret_file = "secret.txt"', 'c.LatePolicy.penalty = "10%"')
+    code = (
+        "import sys; from pathlib import Path; from grading import course_config, seeds; "
+        f"course = Path({str(tmp_path)!r}); "
+        "settings = course_config.read(course); "
+        "print(seeds.course_secret(course)[0].decode(), settings.late.penalty); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('nbconvert', 'nbgrader', 'classgrader')))"
+    )
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # no COURSE_GRADING_SECRET: the file is read
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    read, imported = done.stdout.splitlines()
+    assert read == "s3cret 10%"
+    assert imported == "[]"
+
+
+@pytest.mark.parametrize("module", ["course_config", "seeds"])
+def test_the_reader_imports_only_the_standard_library_traitlets_and_itself(module):
+    # numpy, nbconvert and nbgrader stay out of the reader, whatever the grading package imports.
+    tree = ast.parse((REPO / "grading" / f"{module}.py").read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add("." + (node.module or "") if node.level else (node.module or "").split(".")[0])
+    outside = {name for name in imported if name not in sys.stdlib_module_names}
+    assert outside <= {"traitlets", ".seeds", ".course_config"}, outside
+
+
+def test_the_course_id_is_nbgraders_course_directory_setting(tmp_path):
+    from nbgrader.coursedir import CourseDirectory as NbgraderCourseDirectory
+
+    ours = course_config.CourseDirectory.class_traits()["course_id"]
+    theirs = NbgraderCourseDirectory.class_traits()["course_id"]
+    assert type(ours) is type(theirs) and ours.default_value == theirs.default_value == ""
+    write_config(tmp_path, 'c.CourseDirectory.course_id = " demo "', 'c.CourseDirectory.root = "."')
+    assert course_config.course_id(tmp_path) == NbgraderCourseDirectory(course_id=" demo ").course_id == "demo"
+    assert course_config.course_id(tmp_path / "nowhere") == "default_course"  # nbgrader's name for no id
+    assert course_config.course_id(REPO) == "sdpa-course"
+
+
+def test_the_grader_settings_default_to_the_sandbox_limits_and_modes():
+    defaults = ClassGrader()
+    assert defaults.timeout == sandbox.Limits().wall_seconds == 60
+    assert defaults.memory == sandbox.Limits().memory_bytes == 2 * GIB
+    assert course_config.SANDBOX_MODES == ("auto", *mode.MODES)
+    assert CourseGrading().secret_file == ""
+
+
+def test_the_file_is_read_and_the_command_line_wins(tmp_path):
+    write_config(
+        tmp_path,
+        "c.ClassGrader.timeout = 5",
+        'c.ClassGrader.memory = "1g"',
+        'c.ClassGrader.sandbox = "userns"',
+        "c.LatePolicy.deadlines = {'hw2_stable_softmax': '2026-03-01 23:59'}",
+        'c.LatePolicy.timezone = "Europe/Berlin"',
+        'c.LatePolicy.penalty = "10%"',
+        'c.LatePolicy.period = "per Hour"',
+        'c.LatePolicy.grace = "15m"',
+    )
+    from_file = course_config.read(tmp_path)
+    assert (from_file.grader.timeout, from_file.grader.memory, from_file.grader.sandbox) == (5.0, GIB, "userns")
+    late = from_file.late
+    assert late.deadlines == {ASSIGNMENT: "2026-03-01 23:59"} and late.deadline is None and late.cap is None
+    assert late.timezone.utcoffset(dt.datetime(2026, 3, 1)) == dt.timedelta(hours=1)
+    assert (late.penalty, late.period, late.grace) == (Amount(10, True), "hour", 900.0)
+    args = cli.parser().parse_args(
+        [ASSIGNMENT, "subs", "--timeout", "7", "--memory", "512m", "--penalty", "2", "--cap", "50%"]
+    )
+    given = cli.overrides(args)
+    assert given == {
+        "ClassGrader.timeout": "7",
+        "ClassGrader.memory": "512m",
+        "LatePolicy.penalty": "2",
+        "LatePolicy.cap": "50%",
+    }
+    both = course_config.read(tmp_path, given)
+    assert (both.grader.timeout, both.grader.memory, both.grader.sandbox) == (7.0, 512 * 1024 * 1024, "userns")
+    assert (both.late.penalty, both.late.cap, both.late.grace) == (Amount(2, False), Amount(50, True), 900.0)
+
+
+def test_every_setting_with_an_option_keeps_its_name_and_shows_its_help_and_default():
+    p = cli.parser()
+    options = {a.option_strings[0]: a for a in p._actions if a.option_strings}
+    for name in ("--timeout", "--memory", "--sandbox", "--deadline", "--timezone", "--penalty", "--period", "--grace"):
+        assert name in options
+    assert "--cap" in options
+    for cls in (ClassGrader, LatePolicy):
+        for name, trait in cls.class_traits(option=True).items():
+            action = options[f"--{name}"]
+            assert trait.help.replace("%", "%%") in action.help
+            assert f"c.{cls.__name__}.{name}" in action.help
+    assert "(default 60;" in options["--timeout"].help and "(default 2g;" in options["--memory"].help
+    assert list(options["--sandbox"].choices) == ["auto", "root", "userns"]
+    assert list(options["--period"].choices) == ["day", "hour"]
+    assert "deadlines" not in options and "--secret_file" not in options  # settings for the file only
+
+
+def test_a_bad_value_in_the_file_names_the_setting_and_the_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(cli, "known_assignments", lambda course: [ASSIGNMENT])
+    write_config(tmp_path, 'c.ClassGrader.memory = "lots"')
+    assert cli.main([ASSIGNMENT, str(tmp_path), "--course", str(tmp_path), "--no-sandbox"]) == 2
+    err = capsys.readouterr().err
+    assert "ClassGrader.memory 'lots' is not a size" in err and str(tmp_path / "nbgrader_config.py") in err
+    write_config(tmp_path, 'c.LatePolicy.cap = "half"')
+    with pytest.raises(ConfigError, match=r"LatePolicy.cap 'half' is not a number of points or a percentage"):
+        course_config.read(tmp_path)
+    write_config(tmp_path, "c.ClassGrader.timout = 5")
+    with pytest.raises(ConfigError, match=r"unknown ClassGrader setting\(s\) timout .*known: memory, sandbox, timeout"):
+        course_config.read(tmp_path)
+
+
+def test_a_bad_value_on_the_command_line_names_the_option(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([ASSIGNMENT, str(tmp_path), "--course", str(REPO), "--timeout", "0"])
+    assert exit_.value.code == 2
+    assert "argument --timeout: must be a number of seconds above 0, not '0'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main([ASSIGNMENT, str(tmp_path), "--course", str(REPO), "--grace", "a while"])
+    assert "argument --grace: 'a while' is not a duration" in capsys.readouterr().err
+
+
+def test_the_grading_run_gets_the_files_settings_under_the_command_lines(tmp_path, monkeypatch):
+    from classgrader.pipeline import class_run
+
+    monkeypatch.setenv("COURSE_GRADING_SECRET", "test-secret")
+    monkeypatch.setattr(cli, "known_assignments", lambda course: [ASSIGNMENT])
+    seen = {}
+
+    def grade_class(course, assignment, submissions, **kwargs):
+        seen.update(kwargs)
+        return {"reports": str(tmp_path / "reports")}
+
+    monkeypatch.setattr(class_run, "grade_class", grade_class)
+    monkeypatch.setattr(cli, "summary_text", lambda summary: "")
+    write_config(
+        tmp_path,
+        "c.ClassGrader.timeout = 5",
+        'c.ClassGrader.sandbox = "userns"',
+        "c.LatePolicy.deadlines = {'hw2_stable_softmax': '2026-03-01 23:59'}",
+        'c.LatePolicy.penalty = "1"',
+    )
+    assert cli.main([ASSIGNMENT, str(tmp_path), "--course", str(tmp_path), "--memory", "1g", "--quiet"]) == 0
+    settings, policy = seen["settings"], seen["late_policy"]
+    assert (settings.limits.wall_seconds, settings.limits.memory_bytes, settings.sandbox_mode) == (5.0, GIB, "userns")
+    assert settings.sandboxed and settings.kernel_record
+    assert policy.deadline == dt.datetime(2026, 3, 1, 23, 59, tzinfo=dt.UTC) and policy.penalty == Amount(1, False)
+
+
+def test_the_guides_lines_for_the_class_grader_are_read_as_it_says(tmp_path):
+    text = (REPO / "solution_book" / "guide_grader.md").read_text(encoding="utf-8")
+    lines = re.findall(r"`(c\.ClassGrader\.\w+ = [^`]+)`", text)
+    assert len(lines) == 3, lines
+    grader = course_config.read(write_config(tmp_path, *lines)).grader
+    assert (grader.timeout, grader.memory, grader.sandbox) == (120.0, 4 * GIB, "userns")
