@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from classgrader import cli
-from classgrader.sandbox import launch as sandbox
+from classgrader import cli, sandbox
 from classgrader.sandbox import mode
 from grading import course_config
 from grading.course_config import Amount, ClassGrader, ConfigError, CourseGrading, LatePolicy
