@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     except (SetupError, intake.IntakeError, sandbox.SandboxUnavailable) as exc:
         print(f"classgrader: {exc}", file=sys.stderr)
         return 2
-    print(summary_text(summary))
+    print(summary_text(summary.report))
     print(f"reports: {summary['reports']}")
     return 0
 
