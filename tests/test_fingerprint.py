@@ -175,6 +175,29 @@ def test_another_version_of_a_pinned_package_changes_the_key(info, monkeypatch):
     assert after.changed_since(before.inputs) == ["environment"]
 
 
+def test_the_message_names_each_changed_input_once_and_results_graded_without_a_record(tmp_path):
+    now = fingerprint.Fingerprint(dict.fromkeys(fingerprint.INPUTS, "a"))
+    old = fingerprint.Fingerprint({**now.inputs, "lib": "b", "limits": "c"})
+    fingerprint.write_record(tmp_path, old, [])
+    said = fingerprint.stale_message(now, [old.key, old.key, "0123456789abcdef"], tmp_path, ASSIGNMENT)
+    assert said.count("changed since") == 1
+    assert "lib (the reference implementation) changed; the limits (--timeout, --memory) changed" in said
+    assert "the checks" not in said and "the secret" not in said
+    assert f"for 1 saved result, what graded them is not recorded in {tmp_path / 'fingerprint.json'}" in said
+    assert "3 saved results would be regraded" in said and "--regrade" in said
+
+
+def test_the_record_keeps_the_earlier_keys_that_saved_results_still_carry(tmp_path):
+    first = fingerprint.Fingerprint(dict.fromkeys(fingerprint.INPUTS, "a"))
+    second = fingerprint.Fingerprint({**first.inputs, "lib": "b"})
+    third = fingerprint.Fingerprint({**first.inputs, "lib": "c"})
+    fingerprint.write_record(tmp_path, first, [])
+    fingerprint.write_record(tmp_path, second, [first.key])
+    assert set(fingerprint.read_record(tmp_path)) == {first.key, second.key}
+    fingerprint.write_record(tmp_path, third, [second.key])  # no result carries the first key any more
+    assert fingerprint.read_record(tmp_path) == {second.key: second.inputs, third.key: third.inputs}
+
+
 # ---------------------------------------------------------------- the command line
 
 

@@ -210,8 +210,8 @@ def prepare(
             f"{assignment} is a plain nbgrader assignment: it is graded on this machine only (no --cluster)"
         )
     # The key follows the sandbox mode as asked for, so a local and a cluster run share it.
-    print_ = fingerprint.of(course, info, settings)
-    info = dataclasses.replace(info, key=print_.key)
+    inputs = fingerprint.of(course, info, settings)
+    info = dataclasses.replace(info, key=inputs.key)
     if settings.sandboxed and cluster is None:  # on a cluster, each worker checks its own
         settings = dataclasses.replace(settings, sandbox_mode=sandbox.check_available(settings.sandbox_mode))
         if settings.sandbox_mode == "userns" and os.geteuid() == 0:
@@ -226,7 +226,7 @@ def prepare(
         gradebook.ensure_assignment(db_url, cid, assignment, info.source_dir, notebook)
     policy = late_policy if late_policy is not None else late.policy_for(course, assignment)
     paths = Paths(out, assignment, Path(info.notebook).stem)
-    return ClassRun(course, info, paths, settings, policy, db_url, cid, print_, log)
+    return ClassRun(course, info, paths, settings, policy, db_url, cid, inputs, log)
 
 
 def take_in(

@@ -228,6 +228,10 @@ def write_record(folder: Path, fingerprint: Fingerprint, still_used: Iterable[st
     )
 
 
+def _results(n: int) -> str:
+    return f"{n} saved result{'s' if n != 1 else ''}"
+
+
 def stale_message(fingerprint: Fingerprint, stale_keys: list[str], folder: Path, assignment: str) -> str:
     """Why a run stops before regrading ``len(stale_keys)`` results saved under other keys, and what to pass."""
     known = read_record(folder)
@@ -238,13 +242,11 @@ def stale_message(fingerprint: Fingerprint, stale_keys: list[str], folder: Path,
             changed += [n for n in fingerprint.changed_since(known[key]) if n not in changed]
         else:
             unrecorded += 1
-    what = [INPUTS[n] for n in INPUTS if n in changed]
+    what = [f"{INPUTS[n]} changed" for n in INPUTS if n in changed]
     if unrecorded:
-        what.append(f"unknown for {unrecorded} results (no record of what graded them in {folder / RECORD})")
-    n = len(stale_keys)
+        what.append(f"for {_results(unrecorded)}, what graded them is not recorded in {folder / RECORD}")
     return (
-        f"what decides the scores of {assignment} changed since it was graded: "
-        + "; ".join(f"{w} changed" if not w.startswith("unknown") else w for w in what)
-        + f". {n} saved result{'s' if n != 1 else ''} would be regraded. Nothing was graded: run again with "
-        "--regrade to regrade them, or undo the change to keep them."
+        f"what decides the scores of {assignment} changed since it was graded: {'; '.join(what)}. "
+        f"{_results(len(stale_keys))} would be regraded. Nothing was graded: run again with --regrade to "
+        "regrade them, or undo the change to keep them."
     )
