@@ -104,7 +104,7 @@ class Sorted:
 
 
 @dataclasses.dataclass
-class Graded:
+class NewlyGraded:
     """What :func:`grade_rest` did: the results it saved, and who was not graded (graded by the next run)."""
 
     results: list[Result]
@@ -176,7 +176,7 @@ def grade_class(
         subs = take_in(run, submissions, Path(tmp), writer, list(roster or []), timestamps or {})
         plan = sort_out(run, subs, regrade)
         reused = reuse(run, plan.reusable, writer)
-        done = Graded([], [], workers)
+        done = NewlyGraded([], [], workers)
         try:
             grade_rest(run, plan.todo, executor, writer, progress, done)
         except KeyboardInterrupt:
@@ -307,7 +307,7 @@ def grade_rest(
     executor: Executor,
     writer: gradebook.Writer,
     progress: bool | None,
-    done: Graded,
+    done: NewlyGraded,
 ) -> None:
     """Step 5: grade ``todo`` on ``executor``; save each outcome, then write it to the gradebook; add it to
     ``done`` (which keeps what was saved when an interrupt propagates).
