@@ -137,7 +137,7 @@ def instrumented(profile: Profile) -> Iterator[None]:
 
     from classgrader import sandbox
     from classgrader.books import gradebook
-    from classgrader.pipeline import class_run as runner
+    from classgrader.pipeline import outputs
     from classgrader.stages import grade
 
     patches = [
@@ -147,8 +147,8 @@ def instrumented(profile: Profile) -> Iterator[None]:
         (grade, "render", profile.timed("report", grade.render)),
         (sandbox.Session, "run", profile.sandbox_run(sandbox.Session.run)),
         (nbformat, "writes", profile.timed("save", nbformat.writes)),
-        (runner, "write_text_atomic", profile.timed("save", runner.write_text_atomic)),
-        (runner, "write_json_atomic", profile.timed("save", runner.write_json_atomic)),
+        (outputs, "write_text_atomic", profile.timed("save", outputs.write_text_atomic)),
+        (outputs, "write_json_atomic", profile.timed("save", outputs.write_json_atomic)),
         (gradebook.Writer, "write", profile.timed("gradebook", gradebook.Writer.write)),
     ]
     saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]

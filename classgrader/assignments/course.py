@@ -1,4 +1,4 @@
-"""What is graded: one assignment's release, instructor source, checks and cache key."""
+"""What is graded: one assignment's release, instructor source and checks; a submission's cache key."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ import nbformat
 from classgrader.assignments import plain
 from classgrader.stages import report
 from nbgrader_tools.cells import nbgrader_meta
-
-GRADER_VERSION = "1"
 
 
 class SetupError(RuntimeError):
@@ -30,9 +28,11 @@ class AssignmentInfo:
     source_dir: Path  # the folder holding solutions/<assignment>
     checks: list  # grading Check objects
     grade_cells: dict[str, float]  # grade_id -> points, in notebook order
-    key: str  # changes when the release, the checks, the course secret or this grader change
     grading_dir: Path
     lib_dir: Path
+    #: The hash of everything that decides a raw score; set by the class run
+    #: (:mod:`classgrader.pipeline.fingerprint`), which alone knows the limits and sandbox settings.
+    key: str = ""
     secret: bytes = b""
     secret_source: str = ""
     book_url: str | None = None  # the published book, for the feedback's links to its chapters
@@ -75,15 +75,7 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
         meta = nbgrader_meta(cell)
         if meta.get("grade") and meta.get("grade_id"):
             grade_cells[meta["grade_id"]] = float(meta.get("points", 0) or 0)
-    secret, secret_source, digest = _key_begun(course)
-    digest.update(release_nbs[0].read_bytes())
-    # What decides this assignment's scores: its checks, their shared code, and lib.
-    gdir = Path(grading.__file__).parent
-    module = grading.ASSIGNMENTS.get(name)
-    own = [Path(str(module.__file__))] if module is not None else sorted(gdir.glob("hw*.py"))
-    shared = [p for p in sorted(gdir.glob("*.py")) if not p.name.startswith("hw")]
-    for path in [*shared, *own, *sorted(Path(lib.__file__).parent.rglob("*.py"))]:
-        digest.update(path.name.encode() + path.read_bytes())
+    secret, secret_source = _secret(course)
     return AssignmentInfo(
         name=name,
         notebook=nb_name,
@@ -92,7 +84,6 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
         source_dir=course / "solutions",
         checks=checks,
         grade_cells=grade_cells,
-        key=digest.hexdigest()[:16],
         grading_dir=Path(grading.__file__).parent,
         lib_dir=Path(lib.__file__).parent,
         secret=secret,
@@ -101,29 +92,22 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
     )
 
 
-def _key_begun(course: Path) -> tuple[bytes, str, hashlib._Hash]:
-    """The course secret, where it came from, and a cache key begun with the grader's version and the secret."""
+def _secret(course: Path) -> tuple[bytes, str]:
+    """The course secret and where it came from."""
     from grading import seeds
 
     try:
-        secret, secret_source = seeds.course_secret(course)
+        return seeds.course_secret(course)
     except seeds.SecretMissing as exc:
         raise SetupError(str(exc)) from None
-    digest = hashlib.sha256()
-    digest.update(GRADER_VERSION.encode())
-    digest.update(hashlib.sha256(secret).digest())
-    return secret, secret_source, digest
 
 
 def _load_plain(course: Path, name: str) -> AssignmentInfo:
-    """A plain nbgrader assignment (:mod:`classgrader.assignments.plain`): its notebooks, data files and cache key."""
+    """A plain nbgrader assignment (:mod:`classgrader.assignments.plain`): its notebooks and data files."""
     import lib
 
     notebooks = plain.read_notebooks(course, name)
-    secret, secret_source, digest = _key_begun(course)
-    digest.update(plain.digest_inputs(course, name, notebooks))
-    for path in sorted(Path(lib.__file__).parent.rglob("*.py")):
-        digest.update(path.name.encode() + path.read_bytes())
+    secret, secret_source = _secret(course)
     first = notebooks[0]
     return AssignmentInfo(
         name=name,
@@ -133,7 +117,6 @@ def _load_plain(course: Path, name: str) -> AssignmentInfo:
         source_dir=course / "solutions",
         checks=[],
         grade_cells={gid: pts for nb in notebooks for gid, pts in nb.grade_cells.items()},
-        key=digest.hexdigest()[:16],
         grading_dir=Path(lib.__file__).parent.parent / "grading",
         lib_dir=Path(lib.__file__).parent,
         secret=secret,
@@ -183,6 +166,12 @@ def submitted_bytes(info: AssignmentInfo, path: Path) -> bytes:
 
 
 def submission_key(info: AssignmentInfo, data: bytes | None) -> str:
-    """The key of one submitted file: unchanged file and assignment key, unchanged score."""
+    """The key of one submitted file: unchanged file and fingerprint (``info.key``), unchanged raw score."""
     h = hashlib.sha256(data or b"").hexdigest()[:24]
     return f"{h}-{info.key}"
+
+
+def key_parts(key: str) -> tuple[str, str]:
+    """A submission key's two parts: the submitted file's hash and the fingerprint's key."""
+    file_part, _, fingerprint_part = key.partition("-")
+    return file_part, fingerprint_part

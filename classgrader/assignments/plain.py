@@ -17,7 +17,6 @@ process: :data:`THREAT_MODEL` says what that costs and what still holds.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from pathlib import Path
 
 import nbformat
@@ -138,18 +137,3 @@ def data_files(course: Path, name: str) -> dict[str, Path]:
             )
         files[path.name] = path
     return files
-
-
-def digest_inputs(course: Path, name: str, notebooks: list[PlainNotebook]) -> bytes:
-    """What decides a plain assignment's scores: its release files, its sources' test cells and this grader."""
-    digest = hashlib.sha256()
-    for path in sorted((course / "exercises" / name).iterdir()):
-        if path.is_file():
-            digest.update(path.name.encode() + path.read_bytes())
-    for nb in notebooks:
-        for gid, text in nb.tests.items():
-            digest.update(f"{nb.name}/{gid}".encode() + text.encode())
-    grader = Path(__file__).parents[1]
-    for module in ("assignments/plain.py", "stages/plain_grade.py", "sandbox/driver.py", "stages/notebooks.py"):
-        digest.update((grader / module).read_bytes())
-    return digest.digest()

@@ -1,4 +1,18 @@
-"""Grade a whole class: a bounded pool of sandboxed workers, one gradebook writer.
+"""Grade a whole class, in named steps: prepare -> intake -> sort out -> reuse -> grade the rest -> books.
+
+1. :func:`prepare`: the assignment, its outputs' places, the gradebook's
+   assignment, and the :mod:`~classgrader.pipeline.fingerprint` of what
+   decides a raw score;
+2. :func:`take_in`: the submissions (:mod:`classgrader.pipeline.intake`);
+3. :func:`sort_out`: which saved results still hold; if some were graded
+   under other inputs, stop and name them unless asked to regrade
+   (:class:`~classgrader.pipeline.fingerprint.FingerprintChanged`);
+4. :func:`reuse`: the results that hold, re-priced under the current late
+   policy and put back in the gradebook if they differ there;
+5. :func:`grade_rest`: every other submission, on an
+   :class:`~classgrader.pipeline.executors.Executor` (a local pool or a Dask
+   cluster), each outcome saved here, in this thread;
+6. :func:`write_books`: the class reports and the item analysis.
 
 Order of writes for each submission, so that an interruption at any moment
 loses nothing and counts nothing twice:
@@ -10,37 +24,45 @@ loses nothing and counts nothing twice:
 3. the gradebook, one transaction per submission, by the main thread only.
 
 A second run skips every submission whose result JSON carries the same key
-(the hash of the submitted file, the release, ``grading``, ``lib`` and this
-grader) and re-applies its scores to the gradebook only if they differ; a
-submission interrupted before step 2 is simply graded again.
+(the hash of the submitted file and the fingerprint) and re-applies its
+scores to the gradebook only if they differ; a submission interrupted before
+step 2 is simply graded again.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import contextlib
 import dataclasses
 import os
-import queue
 import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
-
-import nbformat
 
 from classgrader import sandbox
 from classgrader.after_deadline import late
 from classgrader.assignments import plain
-from classgrader.assignments.course import AssignmentInfo, SetupError, load_assignment, submission_key, submitted_bytes
+from classgrader.assignments.course import (
+    AssignmentInfo,
+    SetupError,
+    key_parts,
+    load_assignment,
+    submission_key,
+    submitted_bytes,
+)
 from classgrader.books import class_reports, gradebook, lms_export
-from classgrader.pipeline import intake
-from classgrader.records import Result, read_result, write_json_atomic, write_text_atomic
-from classgrader.stages import report
-from classgrader.stages.grade import Graded, Settings, grade
+from classgrader.pipeline import fingerprint, intake
+from classgrader.pipeline.executors import Executor, open_executor
+from classgrader.pipeline.outputs import Paths, put_back_feedback, save
+from classgrader.records import Result, read_result, write_json_atomic
+from classgrader.stages.grade import Settings
+
+__all__ = ["ClassSummary", "course_id_of", "grade_class"]
+
+Log = Callable[[str], Any]
 
 
 def course_id_of(course: Path) -> str:
@@ -50,89 +72,58 @@ def course_id_of(course: Path) -> str:
     return course_id(course)
 
 
-class Paths:
-    """Where one assignment's outputs go, under ``out``."""
+@dataclasses.dataclass
+class ClassRun:
+    """What every step of one class run shares."""
 
-    def __init__(self, out: Path, assignment: str, notebook_stem: str):
-        self.out = out
-        self.assignment = assignment
-        self.stem = notebook_stem
-        self.reports = out / "reports" / assignment
-        self.results = self.reports / "results"
-
-    def result(self, student: str) -> Path:
-        return self.results / f"{student}.json"
-
-    def autograded(self, student: str, stem: str | None = None) -> Path:
-        return self.out / "autograded" / student / self.assignment / f"{stem or self.stem}.ipynb"
-
-    def feedback(self, student: str, stem: str | None = None) -> Path:
-        return self.out / "feedback" / student / self.assignment / f"{stem or self.stem}.html"
+    course: Path
+    info: AssignmentInfo  # its key is the fingerprint's
+    paths: Paths
+    settings: Settings
+    policy: late.Policy
+    db_url: str
+    course_id: str
+    fingerprint: fingerprint.Fingerprint
+    log: Log
 
 
-#: The files of an nbgrader submission that its feedback needs: ``nbgrader release_feedback`` reads both
-#: beside each feedback page (the secret makes the name under which ``fetch_feedback`` finds the page).
-HANDOVER = ("timestamp.txt", "submission_secret.txt")
+@dataclasses.dataclass
+class Sorted:
+    """The submissions of a run, each with what to do with it."""
+
+    subs: list[intake.Submission]
+    reusable: list[tuple[intake.Submission, Result]]  # saved results that still hold
+    todo: list[intake.Submission]  # to grade
+    stale: list[str]  # fingerprint keys of saved results graded under other inputs (their files unchanged)
 
 
-def _save(paths: Paths, graded: Graded, sub: intake.Submission) -> None:
-    """The autograded notebook, the feedback page, then the result: from now on it counts as graded.
+@dataclasses.dataclass
+class NewlyGraded:
+    """What :func:`grade_rest` did: the results it saved, and who was not graded (graded by the next run)."""
 
-    A student with no submission gets no feedback page: there is nothing to return (and
-    ``nbgrader release_feedback`` would stop at a page with no submission behind it).
-    """
-    result = graded.result
-    student = result["student"]
-    pages = graded.pages or {paths.stem: (graded.notebook, graded.feedback)}
-    for stem, (notebook, page) in pages.items():
-        if notebook is not None:
-            write_text_atomic(paths.autograded(student, stem), nbformat.writes(notebook))
-        if result["status"] != "missing":
-            write_text_atomic(paths.feedback(student, stem), page)
-    if result["status"] != "missing":
-        hand_over(paths, sub)
-    result["graded_at"] = gradebook.utcnow()
-    write_json_atomic(paths.result(student), result)
+    results: list[Result]
+    not_graded: list[str]
+    workers: int
 
 
-def hand_over(paths: Paths, sub: intake.Submission) -> None:
-    """Copy the submission's ``timestamp.txt`` and ``submission_secret.txt`` (nbgrader's layout) beside its
-    feedback page and autograded notebook, as ``nbgrader autograde`` and ``generate_feedback`` do, so that
-    ``nbgrader release_feedback`` and ``fetch_feedback`` return the course's page to the learner."""
-    if sub.path is None or sub.layout != "nbgrader":
-        return
-    folders = [paths.feedback(sub.student).parent, paths.autograded(sub.student).parent]
-    for name in HANDOVER:
-        src = sub.path.parent / name
-        if not src.is_file():
-            continue
-        text = src.read_text(errors="replace")
-        for folder in folders:
-            dest = folder / name
-            if folder.is_dir() and (not dest.is_file() or dest.read_text(errors="replace") != text):
-                write_text_atomic(dest, text)
+@dataclasses.dataclass(frozen=True)
+class ClassSummary(Mapping[str, Any]):
+    """What a class run did; read as a mapping, it is ``summary.json`` plus ``reports`` (the folder)."""
 
+    reports: Path
+    reused: int
+    graded: int
+    not_graded: tuple[str, ...]
+    report: dict[str, Any]  # summary.json
 
-def _put_back_feedback(paths: Paths, info: AssignmentInfo, sub: intake.Submission, result: Result) -> None:
-    """The course's feedback page for an already graded submission, written again if it is missing or if
-    another tool (``nbgrader generate_feedback``) has replaced it; and the files the exchange needs."""
-    if result["status"] == "missing":
-        return
-    for stem in result.get("notebooks") or [paths.stem]:  # a plain assignment's notebooks, each with its page
-        autograded = paths.autograded(sub.student, stem)
-        nb = nbformat.read(autograded, as_version=4) if autograded.exists() else None
-        page = report.render(result, nb, base_url=info.book_url)
-        target = paths.feedback(sub.student, stem)
-        if not target.is_file() or target.read_text(errors="replace") != page:
-            write_text_atomic(target, page)
-    hand_over(paths, sub)
+    def __getitem__(self, name: str) -> Any:
+        return str(self.reports) if name == "reports" else self.report[name]
 
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self.report, "reports"])
 
-def _same_scores(current: dict[str, float | None] | None, result: Result) -> bool:
-    if current is None:
-        return False
-    want = {gid: c.get("score") for gid, c in result["cells"].items()}
-    return all(current.get(gid) == score for gid, score in want.items())
+    def __len__(self) -> int:
+        return len(self.report) + 1
 
 
 def grade_class(
@@ -147,38 +138,74 @@ def grade_class(
     roster: list[str] | None = None,
     regrade: bool = False,
     progress: bool | None = None,
-    log: Callable[[str], Any] = print,
+    log: Log = print,
     late_policy: late.Policy | None = None,
     timestamps: dict[str, str] | None = None,
     analyse: bool = True,
     cluster: Any = None,
     lms: lms_export.LmsOptions | None = None,
-) -> dict:
+) -> ClassSummary:
     """Grade every submission of ``assignment`` found at ``submissions``; return the summary.
 
     ``late_policy`` defaults to the course's (``c.LatePolicy`` in its
     ``nbgrader_config.py``); ``timestamps`` (``{student: time}``) wins over the
-    times the submissions record. ``analyse`` also writes the item analysis.
-    ``cluster`` (a Dask scheduler's address, or a connected
-    ``distributed.Client``) grades on that cluster's workers
-    instead of a local pool (:mod:`classgrader.pipeline.dask_cluster`); this process still
-    writes every output.
+    times the submissions record. ``regrade`` grades every submission again,
+    also those whose saved results still hold; without it, a run stops before
+    grading anything if saved results were graded under other inputs
+    (:class:`~classgrader.pipeline.fingerprint.FingerprintChanged`).
+    ``analyse`` also writes the item analysis. ``cluster`` (a Dask
+    scheduler's address, or a connected ``distributed.Client``) grades on
+    that cluster's workers instead of a local pool
+    (:mod:`classgrader.pipeline.dask_cluster`); this process still writes
+    every output.
     """
     started = time.monotonic()
+    run = prepare(course, assignment, out, db_url, settings or Settings(), late_policy, cluster, log)
+    workers = max(1, workers or os.cpu_count() or 1)
+    with (
+        tempfile.TemporaryDirectory(prefix="classgrader-intake-") as tmp,
+        gradebook.Writer(run.db_url, run.course_id) as writer,
+        open_executor(cluster, run.settings, workers, log) as executor,
+    ):
+        subs = take_in(run, submissions, Path(tmp), writer, list(roster or []), timestamps or {})
+        plan = sort_out(run, subs, regrade)
+        reused = reuse(run, plan.reusable, writer)
+        done = NewlyGraded([], [], workers)
+        try:
+            grade_rest(run, plan.todo, executor, writer, progress, done)
+        except KeyboardInterrupt:
+            log(
+                f"classgrader: interrupted; {len(reused) + len(done.results)} of {len(subs)} submissions are "
+                "graded and saved. Run the same command again to grade the rest."
+            )
+            raise
+    by_student = {r["student"]: r for r in [*reused, *done.results]}
+    ordered = [by_student[s.student] for s in subs if s.student in by_student]
+    report = write_books(run, ordered, time.monotonic() - started, done.workers, cluster is not None, lms, analyse)
+    return ClassSummary(run.paths.reports, len(reused), len(done.results), tuple(done.not_graded), report)
+
+
+def prepare(
+    course: Path,
+    assignment: str,
+    out: Path | None,
+    db_url: str | None,
+    settings: Settings,
+    late_policy: late.Policy | None,
+    cluster: Any,
+    log: Log,
+) -> ClassRun:
+    """Step 1: the assignment, where its outputs go, its gradebook entry and its fingerprint."""
     course = course.resolve()
     out = (out or course).resolve()
-    settings = settings or Settings()
-    workers = max(1, workers or os.cpu_count() or 1)
-    info: AssignmentInfo = load_assignment(course, assignment)
+    info = load_assignment(course, assignment)
     if info.plain and cluster is not None:
         raise SetupError(
             f"{assignment} is a plain nbgrader assignment: it is graded on this machine only (no --cluster)"
         )
-    policy = late_policy if late_policy is not None else late.policy_for(course, assignment)
-    paths = Paths(out, assignment, Path(info.notebook).stem)
-    out.mkdir(parents=True, exist_ok=True)
-    db_url = gradebook.normalise_url(db_url or gradebook.sqlite_url(out / "gradebook.db"))
-    cid = course_id_of(course)
+    # The key follows the sandbox mode as asked for, so a local and a cluster run share it.
+    inputs = fingerprint.of(course, info, settings)
+    info = dataclasses.replace(info, key=inputs.key)
     if settings.sandboxed and cluster is None:  # on a cluster, each worker checks its own
         settings = dataclasses.replace(settings, sandbox_mode=sandbox.check_available(settings.sandbox_mode))
         if settings.sandbox_mode == "userns" and os.geteuid() == 0:
@@ -186,145 +213,155 @@ def grade_class(
                 "classgrader: the userns sandbox runs as root here, where the kernel does not hold uid 0 to the "
                 "process-count limit; the root mode (the default as root) does"
             )
+    out.mkdir(parents=True, exist_ok=True)
+    db_url = gradebook.normalise_url(db_url or gradebook.sqlite_url(out / "gradebook.db"))
+    cid = course_id_of(course)
     for notebook in [nb.name for nb in info.plain] or [info.notebook]:
         gradebook.ensure_assignment(db_url, cid, assignment, info.source_dir, notebook)
+    policy = late_policy if late_policy is not None else late.policy_for(course, assignment)
+    paths = Paths(out, assignment, Path(info.notebook).stem)
+    return ClassRun(course, info, paths, settings, policy, db_url, cid, inputs, log)
 
-    with (
-        tempfile.TemporaryDirectory(prefix="classgrader-intake-") as tmp,
-        gradebook.Writer(db_url, cid) as writer,
-        _session(cluster, settings, log) as session,
-    ):
-        root = submissions
-        if submissions.is_file():
-            root = intake.extract_zip(submissions, Path(tmp) / "unzipped")
-        known = [s.id for s in writer.gb.students]
-        policy = late.with_gradebook_duedate(policy, writer.gb.find_assignment(assignment).duedate)
-        subs = intake.discover(root, assignment, info.notebook, roster=list(roster or []) + known)
-        if not subs:
-            raise intake.IntakeError(f"no submissions of {assignment} found in {submissions}")
-        for sub in subs:
-            if timestamps and sub.student in timestamps:
-                sub.timestamp, sub.timestamp_source, sub.lms_late = timestamps[sub.student], "--timestamps", None
 
-        todo: list[intake.Submission] = []
-        results: dict[str, Result] = {}
-        for sub in subs:
-            prev = None if regrade else read_result(paths.result(sub.student))
-            if (
-                prev is not None
-                and "status" in prev
-                and sub.path is not None
-                and prev.get("key") == submission_key(info, submitted_bytes(info, sub.path))
-                and prev.get("assignment") == assignment
-            ):
-                results[sub.student] = prev
-                late_changed = late.annotate(prev, sub, policy)
-                if late_changed:
-                    write_json_atomic(paths.result(sub.student), prev)
-                if prev["status"] != "missing" and (
-                    late_changed or not _same_scores(writer.current(assignment, sub.student), prev)
-                ):
-                    writer.write(prev)
-                _put_back_feedback(paths, info, sub, prev)
-            else:
-                todo.append(sub)
-        if len(results):
-            log(
-                f"classgrader: {len(results)} of {len(subs)} submissions already graded and unchanged; "
-                f"grading the other {len(todo)}"
-            )
+def take_in(
+    run: ClassRun,
+    submissions: Path,
+    tmp: Path,
+    writer: gradebook.Writer,
+    roster: list[str],
+    timestamps: dict[str, str],
+) -> list[intake.Submission]:
+    """Step 2: the submissions at ``submissions`` (a folder or a zip), one per student of the roster and
+    the gradebook; the late policy takes the gradebook's due date."""
+    name = run.info.name
+    root = intake.extract_zip(submissions, tmp / "unzipped") if submissions.is_file() else submissions
+    known = [s.id for s in writer.gb.students]
+    run.policy = late.with_gradebook_duedate(run.policy, writer.gb.find_assignment(name).duedate)
+    subs = intake.discover(root, name, run.info.notebook, roster=roster + known)
+    if not subs:
+        raise intake.IntakeError(f"no submissions of {name} found in {submissions}")
+    for sub in subs:
+        if sub.student in timestamps:
+            sub.timestamp, sub.timestamp_source, sub.lms_late = timestamps[sub.student], "--timestamps", None
+    return subs
 
-        stop = threading.Event()
-        registry = sandbox.Registry()
-        slots: queue.Queue[int] = queue.Queue()
-        for i in range(workers):
-            slots.put(i)
 
-        def work(sub: intake.Submission) -> Result | None:
-            if stop.is_set():
-                return None
-            slot = slots.get()
-            try:
-                graded = grade(info, sub, settings, policy, slot=slot, registry=registry)
-            finally:
-                slots.put(slot)
-            if stop.is_set():
-                return None  # killed by the interrupt: not a real outcome, grade it next time
-            _save(paths, graded, sub)
-            return graded.result
+def sort_out(run: ClassRun, subs: list[intake.Submission], regrade: bool) -> Sorted:
+    """Step 3: which saved results hold; stop (before any write) if some were graded under other inputs.
 
-        from tqdm import tqdm
-
-        bar = tqdm(
-            total=len(todo),
-            desc=f"grading {assignment}",
-            unit="nb",
-            disable=(not progress) if progress is not None else None,
+    With ``regrade``, every submission is graded again. Then the fingerprint is recorded beside the
+    results, keeping the earlier ones that saved results still carry.
+    """
+    plan = Sorted(subs, [], [], [])
+    used: set[str] = set()
+    for sub in subs:
+        prev = None if regrade else read_result(run.paths.result(sub.student))
+        if prev is None or "status" not in prev or sub.path is None or prev.get("assignment") != run.info.name:
+            plan.todo.append(sub)
+            continue
+        saved_file, saved_print = key_parts(str(prev.get("key", "")))
+        used.add(saved_print)
+        now = submission_key(run.info, submitted_bytes(run.info, sub.path))
+        if prev.get("key") == now:
+            plan.reusable.append((sub, prev))
+            continue
+        if saved_file == key_parts(now)[0]:
+            plan.stale.append(saved_print)
+        plan.todo.append(sub)
+    if plan.stale:
+        message = fingerprint.stale_message(run.fingerprint, plan.stale, run.paths.reports, run.info.name)
+        raise fingerprint.FingerprintChanged(message)
+    fingerprint.write_record(run.paths.reports, run.fingerprint, used)
+    if plan.reusable:
+        run.log(
+            f"classgrader: {len(plan.reusable)} of {len(subs)} submissions already graded and unchanged; "
+            f"grading the other {len(plan.todo)}"
         )
-        pool = cf.ThreadPoolExecutor(max_workers=workers if session is None else 1, thread_name_prefix="classgrader")
-        old_term = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
-        if old_term is not None:
-            signal.signal(signal.SIGTERM, _raise_interrupt)
-        interrupted = False
-        counts: dict[str, int] = {}
+    return plan
 
-        def finish(result: Result) -> None:
-            if result["status"] != "missing":
-                writer.write(result)
-            results[result["student"]] = result
-            counts[result["status"]] = counts.get(result["status"], 0) + 1
-            bar.set_postfix(counts, refresh=False)
-            bar.update(1)
 
-        def saved(sub: intake.Submission, graded: Graded) -> None:
-            _save(paths, graded, sub)
-            finish(graded.result)
+def reuse(run: ClassRun, reusable: list[tuple[intake.Submission, Result]], writer: gradebook.Writer) -> list[Result]:
+    """Step 4: each result that holds, re-priced under the current late policy (its raw score kept), in the
+    gradebook if it differs there, and its feedback page put back if another tool replaced it."""
+    for sub, prev in reusable:
+        late_changed = late.annotate(prev, sub, run.policy)
+        if late_changed:
+            write_json_atomic(run.paths.result(sub.student), prev)
+        if prev["status"] != "missing" and (
+            late_changed or not _same_scores(writer.current(run.info.name, sub.student), prev)
+        ):
+            writer.write(prev)
+        put_back_feedback(run.paths, run.info, sub, prev)
+    return [prev for _, prev in reusable]
 
-        def failed(sub: intake.Submission, why: str) -> None:
-            log(f"classgrader: {sub.student} not graded: {why}")
-            bar.update(1)
 
+def grade_rest(
+    run: ClassRun,
+    todo: list[intake.Submission],
+    executor: Executor,
+    writer: gradebook.Writer,
+    progress: bool | None,
+    done: NewlyGraded,
+) -> None:
+    """Step 5: grade ``todo`` on ``executor``; save each outcome, then write it to the gradebook; add it to
+    ``done`` (which keeps what was saved when an interrupt propagates).
+
+    The one place where graded submissions are saved, for a local pool and a cluster alike. An interrupt
+    (Ctrl+C, SIGTERM) stops the executor's sandboxes and propagates; what was saved stays saved.
+    """
+    from tqdm import tqdm
+
+    done.workers = executor.threads
+    counts: dict[str, int] = {}
+    disable = (not progress) if progress is not None else None
+    with (
+        tqdm(total=len(todo), desc=f"grading {run.info.name}", unit="nb", disable=disable) as bar,
+        _terminate_as_interrupt(),
+    ):
         try:
-            if session is not None:
-                workers = session.threads
-                session.grade(info, todo, policy, on_result=saved, on_failure=failed)
-            futures = {pool.submit(work, sub): sub for sub in todo} if session is None else {}
-            for fut in cf.as_completed(futures):
-                sub = futures[fut]
-                try:
-                    result = fut.result()
-                except Exception as exc:  # a bug in grading one notebook must not stop the class
-                    failed(sub, f"internal error: {type(exc).__name__}: {exc}")
+            for outcome in executor.grade(run.info, todo, run.policy):
+                bar.update(1)
+                graded, why = outcome.graded, outcome.failure
+                if graded is not None:
+                    try:
+                        save(run.paths, graded, outcome.sub)
+                    except Exception as exc:  # one notebook that cannot be saved must not stop the class
+                        graded, why = None, f"internal error: {type(exc).__name__}: {exc}"
+                if graded is None:
+                    run.log(f"classgrader: {outcome.sub.student} not graded: {why}")
+                    done.not_graded.append(outcome.sub.student)
                     continue
-                if result is not None:
-                    finish(result)
+                result = graded.result
+                if result["status"] != "missing":
+                    writer.write(result)
+                done.results.append(result)
+                counts[result["status"]] = counts.get(result["status"], 0) + 1
+                bar.set_postfix(counts, refresh=False)
         except KeyboardInterrupt:
-            interrupted = True
-            stop.set()
-            registry.kill_all()
-            pool.shutdown(wait=True, cancel_futures=True)
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-            bar.close()
-            if old_term is not None:
-                signal.signal(signal.SIGTERM, old_term)
-        if interrupted:
-            log(
-                f"classgrader: interrupted; {len(results)} of {len(subs)} submissions are graded and saved. "
-                "Run the same command again to grade the rest."
-            )
-            raise KeyboardInterrupt
+            executor.interrupt()
+            raise
 
-    ordered = [results[s.student] for s in subs if s.student in results]
-    summary = class_reports.write_all(
-        ordered,
-        paths.reports,
-        assignment=assignment,
-        seconds=time.monotonic() - started,
+
+def write_books(
+    run: ClassRun,
+    results: list[Result],
+    seconds: float,
+    workers: int,
+    on_cluster: bool,
+    lms: lms_export.LmsOptions | None,
+    analyse: bool,
+) -> dict[str, Any]:
+    """Step 6: the class reports (scores, LMS files, summary, histogram) and the item analysis."""
+    info = run.info
+    report = class_reports.write_all(
+        results,
+        run.paths.reports,
+        assignment=info.name,
+        seconds=seconds,
         workers=workers,
-        policy=policy,
-        sandbox=_sandbox_mode(settings, cluster, ordered),
-        lms=lms if lms is not None else lms_export.options_for(course, assignment),
+        policy=run.policy,
+        sandbox=_sandbox_mode(run.settings, on_cluster, results),
+        lms=lms if lms is not None else lms_export.options_for(run.course, info.name),
         threat_model=plain.THREAT_MODEL if info.plain else None,
     )
     if analyse:
@@ -332,32 +369,48 @@ def grade_class(
 
         try:
             item_analysis.write(
-                db_url, cid, assignment, paths.reports, notebook=paths.stem, order=list(info.grade_cells)
+                run.db_url,
+                run.course_id,
+                info.name,
+                run.paths.reports,
+                notebook=run.paths.stem,
+                order=list(info.grade_cells),
             )
         except item_analysis.AnalysisError as exc:
-            log(f"classgrader: no item analysis: {exc}")
-    summary["reports"] = str(paths.reports)
-    return summary
+            run.log(f"classgrader: no item analysis: {exc}")
+    return report
 
 
-def _session(cluster: Any, settings: Settings, log):
-    """A checked connection to the Dask scheduler at ``cluster``, or nothing for a local run."""
-    if cluster is None:
-        return contextlib.nullcontext()
-    from classgrader.pipeline.dask_cluster import Session
-
-    return Session(cluster, settings, log=log)
+def _same_scores(current: dict[str, float | None] | None, result: Result) -> bool:
+    if current is None:
+        return False
+    want = {gid: c.get("score") for gid, c in result["cells"].items()}
+    return all(current.get(gid) == score for gid, score in want.items())
 
 
-def _sandbox_mode(settings: Settings, cluster: Any, results: list[Result]) -> str:
+def _sandbox_mode(settings: Settings, on_cluster: bool, results: list[Result]) -> str:
     """The sandbox mode the summary names: this machine's, or on a cluster the modes its workers used."""
     if not settings.sandboxed:
         return "none"
-    if cluster is None:
+    if not on_cluster:
         return settings.sandbox_mode
     used = {str(r["sandbox"].get("mode")) for r in results if r.get("sandbox")}
     return ", ".join(sorted(used)) or settings.sandbox_mode
 
 
-def _raise_interrupt(signum, frame):
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt in the main thread while grading, so it stops cleanly too."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt

@@ -13,7 +13,7 @@ interrupted or failed run resumes as a local one does, and a task that Dask
 runs twice (its worker died after finishing) is still written once.
 
 Before any grading, :class:`Session` compares a fingerprint of every worker
-with the client's (:func:`fingerprint`: Python, the version of every pinned
+with the client's (:func:`worker_environment`: Python, the version of every pinned
 package, and a hash of ``lib``, ``grading`` and ``classgrader``) and refuses
 the run, naming each worker and what differs, if any worker differs or cannot
 start a sandbox. A worker that joins later is checked by its first task.
@@ -42,13 +42,11 @@ import contextlib
 import dataclasses
 import fcntl
 import functools
-import hashlib
 import os
 import platform
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -57,11 +55,11 @@ import nbformat
 from classgrader import sandbox
 from classgrader.after_deadline import late
 from classgrader.assignments.course import AssignmentInfo, SetupError
+from classgrader.pipeline import fingerprint
+from classgrader.pipeline.executors import Outcome
 from classgrader.pipeline.intake import Submission
 from classgrader.stages.grade import Graded, Settings, grade
 
-#: The pinned packages whose versions a worker must share with the client.
-CONSTRAINTS = Path(__file__).resolve().parents[2] / "requirements" / "constraints.txt"
 #: Folder of the lock files that give each running sandbox on a machine its own uid.
 SLOT_DIR = Path(tempfile.gettempdir()) / "classgrader-slots"
 MAX_SLOTS = 900  # sandbox uids uid_base .. uid_base + 899
@@ -86,64 +84,22 @@ class WorkerRefused(RuntimeError):
 # --------------------------------------------------------------------------
 
 
-def pinned_names(constraints: Path = CONSTRAINTS) -> list[str]:
-    """The names of the pinned packages (``requirements/constraints.txt``), or of every installed one."""
-    if constraints.is_file():
-        names = [
-            line.split("==")[0].strip()
-            for line in constraints.read_text().splitlines()
-            if "==" in line and not line.lstrip().startswith("#")
-        ]
-    else:
-        names = [d.metadata["Name"] for d in metadata.distributions() if d.metadata["Name"]]
-    return sorted({n.lower() for n in names})
-
-
-def tree_hash(folder: Path) -> str:
-    """SHA-256 of a package's ``.py`` files: their paths inside it and their bytes."""
-    digest = hashlib.sha256()
-    for path in sorted(folder.rglob("*.py")):
-        if "__pycache__" in path.parts:
-            continue
-        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
-def _version(name: str) -> str | None:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 @functools.lru_cache(maxsize=8)
-def fingerprint(names: tuple[str, ...], sandboxed: bool) -> dict[str, Any]:
+def worker_environment(names: tuple[str, ...], sandboxed: bool) -> dict[str, Any]:
     """What grading on this machine depends on (computed once per process).
 
-    ``packages`` maps each pinned name to its installed version (None when
-    absent); ``lib``, ``grading`` and ``classgrader`` are hashes of their
-    sources; ``sandbox`` is None when a sandbox can start here (or
-    ``sandboxed`` is false), else why not.
+    :func:`classgrader.pipeline.fingerprint.environment` (Python, the pinned
+    packages, hashes of ``lib``, ``grading`` and ``classgrader``), the host,
+    and ``sandbox``: None when a sandbox can start here (or ``sandboxed`` is
+    false), else why not.
     """
-    import grading
-    import lib
-
     problem = None
     if sandboxed:
         try:
             sandbox.check_available()
         except sandbox.SandboxUnavailable as exc:
             problem = str(exc)
-    return {
-        "python": f"{platform.python_implementation()} {'.'.join(platform.python_version_tuple()[:2])}",
-        "machine": platform.machine(),
-        "packages": {name: _version(name) for name in names},
-        "lib": tree_hash(Path(lib.__file__).parent),
-        "grading": tree_hash(Path(grading.__file__).parent),
-        "classgrader": tree_hash(Path(__file__).parents[1]),
-        "sandbox": problem,
-        "host": platform.node(),
-    }
+    return {**fingerprint.environment(names), "sandbox": problem, "host": platform.node()}
 
 
 WHAT = {
@@ -250,7 +206,7 @@ def grade_task(
     Refuses (:class:`WorkerRefused`) when this worker's fingerprint differs
     from the client's ``expected`` one.
     """
-    mine = fingerprint(tuple(sorted(expected["packages"])), settings.sandboxed)
+    mine = worker_environment(tuple(sorted(expected["packages"])), settings.sandboxed)
     diff = differences(expected, mine)
     if diff:
         raise WorkerRefused(f"worker on {mine['host']} differs from the client: " + "; ".join(diff))
@@ -323,6 +279,7 @@ class Session:
 
         self.settings = settings
         self.log = log
+        self._futures: dict[Any, Submission] = {}
         self._own = isinstance(cluster, str)
         if self._own:
             self.address = cluster
@@ -349,7 +306,7 @@ class Session:
     def __enter__(self) -> Session:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @property
@@ -374,10 +331,13 @@ class Session:
             raise ClusterError(
                 f"no worker joined the Dask scheduler at {self.address} within {worker_wait:g} s"
             ) from None
-        self.expected = fingerprint(tuple(pinned_names()), self.settings.sandboxed)
+        self.expected = worker_environment(tuple(fingerprint.pinned_names()), self.settings.sandboxed)
         expected = {**self.expected, "sandbox": None}
         seen = self.client.run(
-            fingerprint, tuple(sorted(self.expected["packages"])), self.settings.sandboxed, on_error="return"
+            worker_environment,
+            tuple(sorted(self.expected["packages"])),
+            self.settings.sandboxed,
+            on_error="return",
         )
         refused = []
         for address, theirs in sorted(seen.items()):
@@ -398,84 +358,78 @@ class Session:
         self.expected = expected
 
     def grade(
-        self,
-        info: AssignmentInfo,
-        subs: list[Submission],
-        policy: late.Policy | None,
-        on_result: Callable[[Submission, Graded], None],
-        on_failure: Callable[[Submission, str], None],
-        window: int | None = None,
-    ) -> None:
-        """Grade ``subs`` on the cluster; call ``on_result`` (client thread) as each one comes back.
+        self, info: AssignmentInfo, subs: list[Submission], policy: late.Policy | None, window: int | None = None
+    ) -> Iterator[Outcome]:
+        """Grade ``subs`` on the cluster; yield each one's outcome (in the client's thread) as it comes back.
 
-        ``on_failure`` gets a submission that could not be graded (its task
-        raised, or its workers kept dying) and why; it is graded by the next
-        run. At most ``window`` tasks are queued at once (default: four per
-        worker thread, at least 64). Raises :class:`ClusterLost` if the
-        scheduler goes away, :class:`ClusterError` if a worker is refused.
+        A submission that could not be graded (its task raised, or its workers
+        kept dying) comes back with why; the next run grades it. At most
+        ``window`` tasks are queued at once (default: four per worker thread,
+        at least 64). Raises :class:`ClusterLost` if the scheduler goes away,
+        :class:`ClusterError` if a worker is refused.
         """
         from distributed import as_completed
+
+        window = window or max(64, 4 * (self.threads or 1))
+        shared = self.client.scatter(for_workers(info), broadcast=True, hash=False)
+        submit = functools.partial(self._submit, shared, info.name, policy, uuid.uuid4().hex[:8])
+        todo = list(reversed(subs))
+        ac = as_completed(loop=self.client.loop)
+        done = 0
+        try:
+            while todo and len(self._futures) < window:
+                ac.add(submit(todo.pop()))
+            for fut in ac:
+                outcome = self._outcome(fut, self._futures.pop(fut), done)
+                fut.release()
+                done += outcome.graded is not None
+                yield outcome  # the class run saves it before asking for the next
+                while todo and len(self._futures) < window:
+                    ac.add(submit(todo.pop()))
+        except BaseException:
+            self.interrupt()
+            raise
+
+    def _submit(self, shared: Any, name: str, policy: late.Policy | None, run_id: str, sub: Submission) -> Any:
+        fut = self.client.submit(
+            grade_task,
+            shared,
+            pack(sub),
+            self.settings,
+            policy,
+            self.expected,
+            key=f"classgrader-{name}-{sub.student}-{run_id}",
+            pure=False,
+            retries=0,
+        )
+        self._futures[fut] = sub
+        return fut
+
+    def _outcome(self, fut: Any, sub: Submission, done: int) -> Outcome:
+        """What one finished task gave; raises when the run cannot go on (scheduler lost, worker refused)."""
         from distributed.scheduler import KilledWorker
 
-        client = self.client
-        if window is None:
-            threads = sum(client.nthreads().values()) or 1
-            window = max(64, 4 * threads)
-        shared = client.scatter(for_workers(info), broadcast=True, hash=False)
-        run_id = uuid.uuid4().hex[:8]
-        todo = list(reversed(subs))
-        futures: dict[Any, Submission] = {}
-        done = 0
-
-        def submit_more(ac) -> None:
-            while todo and len(futures) < window:
-                sub = todo.pop()
-                fut = client.submit(
-                    grade_task,
-                    shared,
-                    pack(sub),
-                    self.settings,
-                    policy,
-                    self.expected,
-                    key=f"classgrader-{info.name}-{sub.student}-{run_id}",
-                    pure=False,
-                    retries=0,
-                )
-                futures[fut] = sub
-                ac.add(fut)
-
-        ac = as_completed(loop=client.loop)
+        if fut.status == "cancelled":
+            raise ClusterLost(
+                f"the Dask scheduler at {self.address} went away: {done} submissions of this run were "
+                "graded and saved. Run the same command again (with a scheduler up) to grade the rest."
+            )
         try:
-            submit_more(ac)
-            for fut in ac:
-                sub = futures.pop(fut)
-                if fut.status == "cancelled":
-                    raise ClusterLost(
-                        f"the Dask scheduler at {self.address} went away: {done} submissions of this run were "
-                        "graded and saved. Run the same command again (with a scheduler up) to grade the rest."
-                    )
-                try:
-                    graded = unpack(fut.result())
-                except WorkerRefused as exc:
-                    raise ClusterError(
-                        f"refusing a worker that joined during the run: {exc}. "
-                        f"{done} submissions were graded and saved; fix the worker and run "
-                        "the same command again."
-                    ) from None
-                except KilledWorker:
-                    on_failure(
-                        sub,
-                        "the workers grading it died repeatedly (past Dask's allowed-failures); "
-                        "the next run tries again",
-                    )
-                except Exception as exc:  # a bug in grading one notebook must not stop the class
-                    on_failure(sub, f"internal error: {type(exc).__name__}: {exc}")
-                else:
-                    on_result(sub, graded)
-                    done += 1
-                fut.release()
-                submit_more(ac)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                client.cancel(list(futures), force=True)
-            raise
+            return Outcome(sub, unpack(fut.result()))
+        except WorkerRefused as exc:
+            raise ClusterError(
+                f"refusing a worker that joined during the run: {exc}. "
+                f"{done} submissions were graded and saved; fix the worker and run "
+                "the same command again."
+            ) from None
+        except KilledWorker:
+            why = "the workers grading it died repeatedly (past Dask's allowed-failures); the next run tries again"
+            return Outcome(sub, None, why)
+        except Exception as exc:  # a bug in grading one notebook must not stop the class
+            return Outcome(sub, None, f"internal error: {type(exc).__name__}: {exc}")
+
+    def interrupt(self) -> None:
+        """Cancel the tasks still queued or running."""
+        with contextlib.suppress(Exception):
+            self.client.cancel(list(self._futures), force=True)
+        self._futures.clear()

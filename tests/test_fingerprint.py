@@ -1,0 +1,252 @@
+"""The cache key changes with every input that decides a raw score, and with nothing else.
+
+Each input is changed in turn in a copy of the course (tests/course_copy.py),
+and the key is read there by a fresh Python process that imports the copy's
+packages; the limits, the sandbox settings and the installed versions are
+changed in this process. Files that decide no score (a chapter, the README,
+a test, another assignment's checks, the books, the late policy's code)
+leave the key alone. Then the command line: after a change to ``lib``,
+``./course grade`` stops before grading anything, names what changed and how
+many saved results it would regrade, and regrades them with ``--regrade``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from course_copy import copy_course, env_for, run_in
+from test_class_grading import needs_sandbox
+
+from classgrader.assignments.course import load_assignment
+from classgrader.pipeline import fingerprint
+from classgrader.sandbox.launch import Limits
+from classgrader.stages.grade import Settings
+from devtools.sample_submissions import Builder
+
+REPO = Path(__file__).resolve().parent.parent
+ASSIGNMENT = "hw2_stable_softmax"
+NOTEBOOK = f"{ASSIGNMENT}.ipynb"
+
+READ_KEY = (
+    "import json, sys; from pathlib import Path\n"
+    "from classgrader.assignments.course import load_assignment\n"
+    "from classgrader.pipeline import fingerprint\n"
+    "from classgrader.stages.grade import Settings\n"
+    "fp = fingerprint.of(Path.cwd(), load_assignment(Path.cwd(), sys.argv[1]), Settings())\n"
+    "print(json.dumps({'key': fp.key, 'inputs': fp.inputs}))\n"
+)
+
+
+#: Each input of the key -> a file whose change changes it.
+CHANGES = {
+    "grader": "classgrader/stages/compare.py",
+    "checks": "grading/hw2.py",
+    "lib": "lib/softmax.py",
+    "release": f"exercises/{ASSIGNMENT}/{NOTEBOOK}",
+    "source": f"solutions/{ASSIGNMENT}/{NOTEBOOK}",
+}
+#: More files that decide a score -> the input they belong to.
+MORE_CHANGES = {
+    "grading/_common.py": "checks",  # the checks' shared code
+    "classgrader/records.py": "grader",  # the recording code
+    "classgrader/sandbox/driver.py": "grader",  # the program that runs the notebook in the sandbox
+    "classgrader/stages/match.py": "grader",
+    "lib/blocked.py": "lib",
+}
+#: Files that decide no score of hw2.
+UNRELATED = {
+    "a chapter": "chapters/01_self_attention.md",
+    "the README": "README.md",
+    "a test": "tests/test_block.py",
+    "another assignment's checks": "grading/hw3.py",
+    "the gradebook writer": "classgrader/books/gradebook.py",
+    "the late policy's code": "classgrader/after_deadline/late.py",
+    "the class run": "classgrader/pipeline/class_run.py",
+}
+
+
+def append(course: Path, relative: str, text: str) -> None:
+    path = course / relative
+    # a blank line keeps a notebook valid JSON and a module valid Python
+    path.write_bytes(path.read_bytes() + text.encode())
+
+
+def read_key(course: Path, secret: str = "test-secret") -> dict:
+    env = {**env_for(course), "COURSE_GRADING_SECRET": secret}
+    done = subprocess.run(
+        [sys.executable, "-c", READ_KEY, ASSIGNMENT], cwd=course, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Path:
+    return copy_course(tmp_path_factory.mktemp("fingerprint") / "course")
+
+
+@pytest.fixture(scope="module")
+def baseline(course) -> dict:
+    return read_key(course)
+
+
+def test_the_copy_has_the_repositorys_key(baseline, monkeypatch):
+    """The key hashes what the files hold, not where the course lies."""
+    monkeypatch.setenv("COURSE_GRADING_SECRET", "test-secret")
+    here = fingerprint.of(REPO, load_assignment(REPO, ASSIGNMENT), Settings())
+    assert set(baseline["inputs"]) == set(fingerprint.INPUTS)
+    assert baseline["key"] == here.key
+
+
+def _changed(course: Path, relative: str, text: str = "\n# changed\n") -> dict:
+    """The key with ``text`` added at the end of ``relative``, which is put back afterwards."""
+    path = course / relative
+    saved = path.read_bytes()
+    try:
+        append(course, relative, text)
+        return read_key(course)
+    finally:
+        path.write_bytes(saved)
+
+
+@pytest.mark.parametrize("name", list(CHANGES))
+def test_changing_an_input_changes_the_key_and_names_it(course, baseline, name):
+    after = _changed(course, CHANGES[name], "\n" if name in ("release", "source") else "\n# changed\n")
+    assert after["key"] != baseline["key"]
+    assert fingerprint.Fingerprint(after["inputs"]).changed_since(baseline["inputs"]) == [name]
+
+
+@pytest.mark.parametrize("relative", list(MORE_CHANGES))
+def test_other_code_that_decides_a_score_changes_the_key(course, baseline, relative):
+    after = _changed(course, relative)
+    assert fingerprint.Fingerprint(after["inputs"]).changed_since(baseline["inputs"]) == [MORE_CHANGES[relative]]
+
+
+def test_another_secret_changes_the_key(course, baseline):
+    after = read_key(course, secret="another-secret")
+    assert fingerprint.Fingerprint(after["inputs"]).changed_since(baseline["inputs"]) == ["secret"]
+
+
+@pytest.mark.parametrize("what", list(UNRELATED))
+def test_a_file_that_decides_no_score_leaves_the_key(course, baseline, what):
+    after = _changed(course, UNRELATED[what])
+    assert after["key"] == baseline["key"]
+
+
+@pytest.fixture(scope="module")
+def info():
+    return load_assignment(REPO, ASSIGNMENT)
+
+
+@pytest.mark.parametrize(
+    ("name", "settings"),
+    [
+        ("limits", Settings(limits=Limits(wall_seconds=61.0))),
+        ("limits", Settings(limits=Limits(memory_bytes=1024**3))),
+        ("sandbox", Settings(sandbox_mode="userns")),
+        ("sandbox", Settings(sandboxed=False)),
+        ("sandbox", Settings(kernel_record=False)),
+    ],
+)
+def test_the_limits_and_sandbox_settings_change_the_key(info, name, settings):
+    before = fingerprint.of(REPO, info, Settings())
+    after = fingerprint.of(REPO, info, settings)
+    assert after.changed_since(before.inputs) == [name]
+    assert after.key != before.key
+
+
+def test_the_worker_slots_uid_base_leaves_the_key(info):
+    """Which uid a sandbox runs as decides no score."""
+    before = fingerprint.of(REPO, info, Settings())
+    assert fingerprint.of(REPO, info, dataclasses.replace(Settings(), uid_base=62000)).key == before.key
+
+
+def test_another_version_of_a_pinned_package_changes_the_key(info, monkeypatch):
+    before = fingerprint.of(REPO, info, Settings())
+    versions = dict(fingerprint.installed_versions(tuple(fingerprint.pinned_names())))
+    assert versions.get("numpy"), "numpy is pinned and installed"
+    monkeypatch.setattr(fingerprint, "installed_versions", lambda names: {**versions, "numpy": "0.0.1"})
+    after = fingerprint.of(REPO, info, Settings())
+    assert after.changed_since(before.inputs) == ["environment"]
+
+
+def test_the_message_names_each_changed_input_once_and_results_graded_without_a_record(tmp_path):
+    now = fingerprint.Fingerprint(dict.fromkeys(fingerprint.INPUTS, "a"))
+    old = fingerprint.Fingerprint({**now.inputs, "lib": "b", "limits": "c"})
+    fingerprint.write_record(tmp_path, old, [])
+    said = fingerprint.stale_message(now, [old.key, old.key, "0123456789abcdef"], tmp_path, ASSIGNMENT)
+    assert said.count("changed since") == 1
+    assert "lib (the reference implementation) changed; the limits (--timeout, --memory) changed" in said
+    assert "the checks" not in said and "the secret" not in said
+    assert f"for 1 saved result, what graded them is not recorded in {tmp_path / 'fingerprint.json'}" in said
+    assert "3 saved results would be regraded" in said and "--regrade" in said
+
+
+def test_the_record_keeps_the_earlier_keys_that_saved_results_still_carry(tmp_path):
+    first = fingerprint.Fingerprint(dict.fromkeys(fingerprint.INPUTS, "a"))
+    second = fingerprint.Fingerprint({**first.inputs, "lib": "b"})
+    third = fingerprint.Fingerprint({**first.inputs, "lib": "c"})
+    fingerprint.write_record(tmp_path, first, [])
+    fingerprint.write_record(tmp_path, second, [first.key])
+    assert set(fingerprint.read_record(tmp_path)) == {first.key, second.key}
+    fingerprint.write_record(tmp_path, third, [second.key])  # no result carries the first key any more
+    assert fingerprint.read_record(tmp_path) == {second.key: second.inputs, third.key: third.inputs}
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def _grade(course: Path, *extra: str) -> tuple[int, str]:
+    done = run_in(
+        course,
+        ["-m", "classgrader", ASSIGNMENT, "submitted", "--out", "out", "--quiet", "-j", "2", "--no-kernel-record"]
+        + list(extra),
+        timeout=900,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+def _results(course: Path) -> dict[str, dict]:
+    folder = course / "out" / "reports" / ASSIGNMENT / "results"
+    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+
+
+@needs_sandbox
+def test_grade_names_a_change_to_lib_and_regrades_only_when_asked(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_GRADING_SECRET", "test-secret")
+    course = copy_course(tmp_path / "course")
+    builder = Builder(REPO, ASSIGNMENT)
+    for student, fixture in (("ada", "solution"), ("bob", "blank")):
+        name, data = builder.build(fixture)
+        (course / "submitted" / student / ASSIGNMENT).mkdir(parents=True)
+        (course / "submitted" / student / ASSIGNMENT / name).write_bytes(data)
+    code, said = _grade(course)
+    assert code == 0, said
+    first = _results(course)
+    assert {s: r["score"] for s, r in first.items()} == {"ada": 10, "bob": 0}
+    record = json.loads((course / "out" / "reports" / ASSIGNMENT / "fingerprint.json").read_text())
+    assert record["key"] == first["ada"]["key"].split("-")[1] and set(record["inputs"]) == set(fingerprint.INPUTS)
+
+    append(course, "lib/softmax.py", "\n# a mid-term fix\n")
+    code, said = _grade(course)
+    assert code == 2, said
+    assert "lib (the reference implementation) changed" in said
+    assert "2 saved results would be regraded" in said and "--regrade" in said
+    assert "the checks" not in said  # only what changed is named
+    assert _results(course) == first, "nothing was graded or rewritten"
+
+    code, said = _grade(course, "--regrade")
+    assert code == 0, said
+    again = _results(course)
+    assert {s: r["score"] for s, r in again.items()} == {"ada": 10, "bob": 0}
+    assert all(again[s]["key"] != first[s]["key"] and again[s]["graded_at"] != first[s]["graded_at"] for s in first)
+
+    code, said = _grade(course)  # unchanged since: everything reused
+    assert code == 0, said
+    assert "2 of 2 submissions already graded and unchanged" in said
+    assert _results(course) == again
