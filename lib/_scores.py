@@ -33,10 +33,10 @@ def scaled_scores_of_checked(qa: np.ndarray, ka: np.ndarray, factor: float) -> n
     scores: np.ndarray
     if scores_cannot_overflow(qa, ka, factor):
         scores = (qa * factor) @ np.swapaxes(ka, -1, -2)
-        return scores
-    with np.errstate(over="ignore", invalid="ignore"):
-        scores = (qa * factor) @ np.swapaxes(ka, -1, -2)
-    check_no_overflow(scores, qa.shape, ka.shape)
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            scores = (qa * factor) @ np.swapaxes(ka, -1, -2)
+        check_no_overflow(scores, qa.shape, ka.shape)
     return scores
 
 

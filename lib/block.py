@@ -281,7 +281,7 @@ def transformer_block(
 
     if norm == "pre":
         h = xa + attend(ln_1(xa))
-        out: np.ndarray = h + ffn(ln_2(h))
-        return out
+        pre_ln: np.ndarray = h + ffn(ln_2(h))
+        return pre_ln
     h = ln_1(xa + attend(xa))
     return ln_2(h + ffn(h))

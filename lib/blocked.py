@@ -355,10 +355,10 @@ def _scaled(q_block: np.ndarray, factor: float, checked: bool) -> np.ndarray:
     scaled: np.ndarray
     if not checked:
         scaled = q_block * factor
-        return scaled
-    with np.errstate(over="ignore", invalid="ignore"):
-        scaled = q_block * factor
-        return scaled
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            scaled = q_block * factor
+    return scaled
 
 
 def _tile_scores(
@@ -368,8 +368,8 @@ def _tile_scores(
     s: np.ndarray
     if not checked:
         s = q_block @ k_t
-        return s
-    with np.errstate(over="ignore", invalid="ignore"):
-        s = q_block @ k_t
-    check_no_overflow(s, *shapes)
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            s = q_block @ k_t
+        check_no_overflow(s, *shapes)
     return s
