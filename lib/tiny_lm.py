@@ -86,7 +86,6 @@ class Config:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive finite number; got {value!r}")
-
         if not self.min_half <= self.half <= self.vocab:
             raise ValueError(f"need min_half <= half <= vocab; got {self.min_half}, {self.half}, {self.vocab}")
 
@@ -319,8 +318,7 @@ def induction_score(weights: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     token ``i``. ``weights`` has shape (batch, heads, n, n); the result (heads,).
     """
     seq, pos = _repeat_positions(lengths)
-    lengths = np.asarray(lengths)
-    score: np.ndarray = weights[seq, :, pos, pos - lengths[seq] + 1].mean(axis=0)
+    score: np.ndarray = weights[seq, :, pos, pos - np.asarray(lengths)[seq] + 1].mean(axis=0)
     return score
 
 
