@@ -30,11 +30,13 @@ def scaled_scores_of_checked(qa: np.ndarray, ka: np.ndarray, factor: float) -> n
     ``n_q x n_k`` scores (up to rounding) and saves a pass over the largest
     array.
     """
+    scores: np.ndarray
     if scores_cannot_overflow(qa, ka, factor):
-        return (qa * factor) @ np.swapaxes(ka, -1, -2)
-    with np.errstate(over="ignore", invalid="ignore"):
         scores = (qa * factor) @ np.swapaxes(ka, -1, -2)
-    check_no_overflow(scores, qa.shape, ka.shape)
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            scores = (qa * factor) @ np.swapaxes(ka, -1, -2)
+        check_no_overflow(scores, qa.shape, ka.shape)
     return scores
 
 
@@ -52,7 +54,7 @@ def scores_cannot_overflow(qa: np.ndarray, ka: np.ndarray, factor: float) -> boo
         return True
     top_q = max(float(qa.max()), -float(qa.min()))
     top_k = max(float(ka.max()), -float(ka.min()))
-    bound = qa.shape[-1] * top_q * abs(factor) * max(top_k, 1.0)
+    bound: float = qa.shape[-1] * top_q * abs(factor) * max(top_k, 1.0)
     return bound < float(np.finfo(np.result_type(qa, ka)).max) / 4
 
 
@@ -103,7 +105,7 @@ def softmax_of_checked(arr: np.ndarray, axis: int, *, overwrite: bool) -> np.nda
     # A slice made only of -inf has no finite maximum; shifting it by 0 makes
     # every exp exactly 0 instead of exp(-inf - -inf) = NaN.
     shift[np.isneginf(shift)] = 0
-    weights = np.subtract(arr, shift, out=arr if overwrite else None)
+    weights: np.ndarray = np.subtract(arr, shift, out=arr if overwrite else None)
     np.exp(weights, out=weights)
     total = weights.sum(axis=axis, keepdims=True)
     # Only a slice of -inf sums to 0 (elsewhere the maximum contributes

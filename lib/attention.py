@@ -127,23 +127,11 @@ def scaled_dot_product_attention(
     qa, ka = check_qk(q, k)
     batch = broadcast_batch({"q": qa, "k": ka})
     factor = check_scale(scale, qa.shape[-1])
-    score_dtype = np.result_type(qa, ka)
-    if (
-        qa.size == 0
-        or ka.size == 0
-        or score_dtype not in (np.float32, np.float64)
-        or not scores_cannot_overflow(qa, ka, factor)
-    ):
+    if not _strips_take(qa, ka, factor):
         return _attend_whole(q, k, v, mask, is_causal, scale, return_weights)
     n_q, n_k = qa.shape[-2], ka.shape[-2]
     if mask is not None:
-        mask = check_mask(mask, (*batch, n_q, n_k))
-        if mask.dtype != np.bool_:
-            permitted = mask == 0
-            if np.all(permitted | np.isneginf(mask)):
-                # Only 0 and -inf: the same mask as the boolean one, and the
-                # same path, so the two give the same output bit for bit.
-                mask = permitted
+        mask = _boolean_if_zero_or_neginf(check_mask(mask, (*batch, n_q, n_k)))
     va = check_v(v, qa, ka)
     if np.broadcast_shapes(batch, va.shape[:-2]) != batch:
         # V adds batch entries of its own: the weights are shared by them.
@@ -156,6 +144,29 @@ def scaled_dot_product_attention(
         assert weights is not None  # the strips return them when asked
         return out, weights
     return out
+
+
+def _strips_take(qa: np.ndarray, ka: np.ndarray, factor: float) -> bool:
+    """Whether :class:`_Strips` computes this attention: scores that exist,
+    are float32 or float64, and provably cannot overflow."""
+    score_dtype = np.result_type(qa, ka)
+    return (
+        qa.size != 0
+        and ka.size != 0
+        and score_dtype in (np.float32, np.float64)
+        and scores_cannot_overflow(qa, ka, factor)
+    )
+
+
+def _boolean_if_zero_or_neginf(mask: np.ndarray) -> np.ndarray:
+    """A float mask of only 0 and -inf as the boolean mask it means, so that
+    the two take the same path and give the same output bit for bit; any
+    other mask as it is."""
+    if mask.dtype != np.bool_:
+        permitted: np.ndarray = mask == 0
+        if np.all(permitted | np.isneginf(mask)):
+            return permitted
+    return mask
 
 
 def _attend_whole(

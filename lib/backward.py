@@ -74,7 +74,8 @@ def softmax_backward(weights: Any, grad_weights: Any, axis: int = -1) -> np.ndar
         raise ValueError(f"axis {axis} is out of range for weights of shape {a.shape}")
     dtype = np.result_type(a, g)
     a, g = a.astype(dtype, copy=False), g.astype(dtype, copy=False)
-    return a * (g - np.sum(g * a, axis=axis, keepdims=True))
+    grad: np.ndarray = a * (g - np.sum(g * a, axis=axis, keepdims=True))
+    return grad
 
 
 def _reduce_to(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

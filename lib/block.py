@@ -80,7 +80,7 @@ def layer_norm(x: Any, gain: Any | None = None, bias: Any | None = None, *, eps:
     mean = xa.mean(axis=-1, keepdims=True)
     centred = xa - mean
     var = (centred * centred).mean(axis=-1, keepdims=True)
-    y = centred / np.sqrt(var + xa.dtype.type(e))
+    y: np.ndarray = centred / np.sqrt(var + xa.dtype.type(e))
     if gain is not None:
         y = y * _vector(gain, "gain", d_model, "column of x (d_model)").astype(xa.dtype, copy=False)
     if bias is not None:
@@ -132,7 +132,8 @@ def feed_forward(x: Any, w_1: Any, b_1: Any, w_2: Any, b_2: Any) -> np.ndarray:
         )
     b2 = _vector(b_2, "b_2", d_model, "column of x (d_model)")
     hidden = np.maximum(xa @ w1 + b1, 0)
-    return hidden @ w2 + b2
+    out: np.ndarray = hidden @ w2 + b2
+    return out
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,18 @@ def random_block_weights(d_model: int, d_ff: int, *, seed: int = 0) -> BlockWeig
     )
 
 
+def _check_attention_weights(weights: BlockWeights, x_shape: tuple[int, ...]) -> None:
+    """Each of ``w_q``, ``w_k``, ``w_v``, ``w_o`` is (d_model, d_model) for x's width, or a clear error."""
+    d_model = x_shape[-1]
+    for name in ("w_q", "w_k", "w_v", "w_o"):
+        shape = np.shape(getattr(weights, name))
+        if shape != (d_model, d_model):
+            raise ValueError(
+                f"weights.{name} must have shape (d_model, d_model) = ({d_model}, {d_model}) for x of shape "
+                f"{x_shape}; got shape {shape}"
+            )
+
+
 def transformer_block(
     x: Any,
     weights: BlockWeights,
@@ -250,14 +263,7 @@ def transformer_block(
     if norm not in ("pre", "post"):
         raise ValueError(f"norm must be 'pre' or 'post'; got {norm!r}")
     xa = as_float_array(x, "x", min_ndim=2, layout="(..., n, d_model)")
-    d_model = xa.shape[-1]
-    for name in ("w_q", "w_k", "w_v", "w_o"):
-        shape = np.shape(getattr(weights, name))
-        if shape != (d_model, d_model):
-            raise ValueError(
-                f"weights.{name} must have shape (d_model, d_model) = ({d_model}, {d_model}) for x of shape "
-                f"{xa.shape}; got shape {shape}"
-            )
+    _check_attention_weights(weights, xa.shape)
 
     def attend(z: np.ndarray) -> np.ndarray:
         out = multi_head_attention(z, weights.w_q, weights.w_k, weights.w_v, weights.w_o, n_heads, is_causal=is_causal)
@@ -275,6 +281,7 @@ def transformer_block(
 
     if norm == "pre":
         h = xa + attend(ln_1(xa))
-        return h + ffn(ln_2(h))
+        pre_ln: np.ndarray = h + ffn(ln_2(h))
+        return pre_ln
     h = ln_1(xa + attend(xa))
     return ln_2(h + ffn(h))

@@ -147,7 +147,7 @@ def online_softmax(x: Any, block_size: int = DEFAULT_BLOCK_SIZE) -> np.ndarray:
         return arr.copy()
     m, total = steps[-1].running_max, steps[-1].running_sum
     shift = np.where(np.isneginf(m), np.zeros_like(m), m)
-    weights = np.exp(arr - shift[..., None])
+    weights: np.ndarray = np.exp(arr - shift[..., None])
     weights /= np.where(total > 0, total, np.ones_like(total))[..., None]
     return weights
 
@@ -208,9 +208,8 @@ def blocked_attention(
     batch = broadcast_batch({"q": qa, "k": ka})
     factor = check_scale(scale, qa.shape[-1])
     n_q, n_k = qa.shape[-2], ka.shape[-2]
-    scores_shape = (*batch, n_q, n_k)
     if mask is not None:
-        mask = check_mask(mask, scores_shape)
+        mask = check_mask(mask, (*batch, n_q, n_k))
     va = check_v(v, qa, ka)
     side = None if block_size is None else as_int(block_size, "block_size", minimum=1)
 
@@ -220,11 +219,6 @@ def blocked_attention(
     out = np.zeros((*lead, n_q, d_v), dtype=np.result_type(score_dtype, va))
     if out.size == 0 or n_k == 0:
         return out.reshape((*np.broadcast_shapes(batch, va.shape[:-2]), n_q, d_v))
-    # Views with the output's leading shape: a batch entry (head) of each is
-    # indexed alike, and nothing is copied.
-    views = [np.broadcast_to(a, (*lead, *a.shape[-2:])) for a in (qa, ka, va)]
-    if mask is not None:
-        views.append(np.broadcast_to(mask, (*lead, n_q, n_k)))
     tile = choose_tile(n_q, n_k, d_k, d_v, score_dtype.itemsize, heads=lead[-1], side=side)
     head_step = _HeadStep(
         factor,
@@ -235,11 +229,7 @@ def blocked_attention(
         shapes=(qa.shape, ka.shape),
         refuse=lambda: scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, scale=scale),
     )
-    for outer in np.ndindex(*lead[:-1]):
-        for h0 in range(0, lead[-1], tile.heads):
-            heads = (*outer, slice(h0, h0 + tile.heads))
-            q_h, k_h, v_h = (a[heads] for a in views[:3])
-            head_step.run(q_h, k_h, v_h, None if mask is None else views[3][heads], out[heads])
+    head_step.run_heads(qa, ka, va, mask, out)
     return out.reshape((*np.broadcast_shapes(batch, va.shape[:-2]), n_q, d_v))
 
 
@@ -253,6 +243,22 @@ class _HeadStep(NamedTuple):
     shift_free: bool  # a bound proves exp(score) cannot overflow: no running maximum needed
     shapes: tuple[tuple[int, ...], tuple[int, ...]]  # of the whole q and k, for the error message
     refuse: Callable[[], object]  # raises the reference's error for a score of +inf
+
+    def run_heads(
+        self, qa: np.ndarray, ka: np.ndarray, va: np.ndarray, mask: np.ndarray | None, out: np.ndarray
+    ) -> None:
+        """Write the attention of every head into ``out``, of shape (*lead, n_q, d_v),
+        ``tile.heads`` heads at a time (q, k, v and the mask broadcast to ``lead``)."""
+        lead, n_q, n_k = out.shape[:-2], qa.shape[-2], ka.shape[-2]
+        # Views with the output's leading shape: a batch entry (head) of each is
+        # indexed alike, and nothing is copied.
+        views = [np.broadcast_to(a, (*lead, *a.shape[-2:])) for a in (qa, ka, va)]
+        mask_view = None if mask is None else np.broadcast_to(mask, (*lead, n_q, n_k))
+        for outer in np.ndindex(*lead[:-1]):
+            for h0 in range(0, lead[-1], self.tile.heads):
+                heads = (*outer, slice(h0, h0 + self.tile.heads))
+                q_h, k_h, v_h = (a[heads] for a in views)
+                self.run(q_h, k_h, v_h, None if mask_view is None else mask_view[heads], out[heads])
 
     def run(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None, out: np.ndarray) -> None:
         """Write ``attention(q, k, v)`` of shape (heads, n_q, d_v) into ``out``."""
@@ -346,19 +352,24 @@ class _HeadStep(NamedTuple):
 
 def _scaled(q_block: np.ndarray, factor: float, checked: bool) -> np.ndarray:
     """``q_block * factor``; overflow is left to the check of the scores."""
+    scaled: np.ndarray
     if not checked:
-        return q_block * factor
-    with np.errstate(over="ignore", invalid="ignore"):
-        return q_block * factor
+        scaled = q_block * factor
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            scaled = q_block * factor
+    return scaled
 
 
 def _tile_scores(
     q_block: np.ndarray, k_t: np.ndarray, checked: bool, shapes: tuple[tuple[int, ...], tuple[int, ...]]
 ) -> np.ndarray:
     """One tile of scaled scores, ``q_block @ k_t``, checked for overflow if asked."""
+    s: np.ndarray
     if not checked:
-        return q_block @ k_t
-    with np.errstate(over="ignore", invalid="ignore"):
         s = q_block @ k_t
-    check_no_overflow(s, *shapes)
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            s = q_block @ k_t
+        check_no_overflow(s, *shapes)
     return s

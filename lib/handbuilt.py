@@ -137,7 +137,8 @@ def lookup_query(*names: str, sharpness: float = 6.0) -> np.ndarray:
         if name not in LOOKUP_NAMES:
             raise ValueError(f"unknown entry {name!r}; the table holds {LOOKUP_NAMES}")
         rows.append(keys[LOOKUP_NAMES.index(name)])
-    return sharpness * np.mean(rows, axis=0)
+    query: np.ndarray = sharpness * np.mean(rows, axis=0)
+    return query
 
 
 def one_hot_words(tokens: tuple[str, ...] | list[str]) -> tuple[tuple[str, ...], np.ndarray]:

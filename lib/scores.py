@@ -42,4 +42,5 @@ def dot_product_scores(x: Any, y: Any | None = None) -> np.ndarray:
     if xa.shape[-1] != ya.shape[-1]:
         raise ValueError(f"x and y must have the same vector width d: x has shape {xa.shape}, y has shape {ya.shape}")
     broadcast_batch({"x": xa, "y": ya})
-    return xa @ np.swapaxes(ya, -1, -2)
+    scores: np.ndarray = xa @ np.swapaxes(ya, -1, -2)
+    return scores

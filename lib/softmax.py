@@ -82,4 +82,5 @@ def softmax_jacobian(weights: Any) -> np.ndarray:
     """
     a = as_float_array(weights, "weights", min_ndim=1, layout="(..., n)")
     column = a[..., :, None]
-    return column * np.eye(a.shape[-1], dtype=a.dtype) - column * a[..., None, :]
+    jacobian: np.ndarray = column * np.eye(a.shape[-1], dtype=a.dtype) - column * a[..., None, :]
+    return jacobian

@@ -86,7 +86,6 @@ class Config:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive finite number; got {value!r}")
-
         if not self.min_half <= self.half <= self.vocab:
             raise ValueError(f"need min_half <= half <= vocab; got {self.min_half}, {self.half}, {self.vocab}")
 
@@ -193,7 +192,8 @@ def forward(params: Params, tokens: np.ndarray) -> Forward:
 
 def _log_softmax(logits: np.ndarray) -> np.ndarray:
     shifted = logits - logits.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    log_p: np.ndarray = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return log_p
 
 
 def cross_entropy(logits: np.ndarray, targets: np.ndarray, weight: np.ndarray) -> tuple[float, np.ndarray]:
@@ -318,15 +318,16 @@ def induction_score(weights: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     token ``i``. ``weights`` has shape (batch, heads, n, n); the result (heads,).
     """
     seq, pos = _repeat_positions(lengths)
-    lengths = np.asarray(lengths)
-    return weights[seq, :, pos, pos - lengths[seq] + 1].mean(axis=0)
+    score: np.ndarray = weights[seq, :, pos, pos - np.asarray(lengths)[seq] + 1].mean(axis=0)
+    return score
 
 
 def previous_token_score(weights: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Per head: the mean weight from each query i in 1 .. 2 L - 1 to key i - 1 (result shape (heads,))."""
     pairs = [(b, i) for b, length in enumerate(np.asarray(lengths)) for i in range(1, 2 * length)]
     seq, pos = np.array(pairs).T
-    return weights[seq, :, pos, pos - 1].mean(axis=0)
+    score: np.ndarray = weights[seq, :, pos, pos - 1].mean(axis=0)
+    return score
 
 
 @dataclass

@@ -3,12 +3,14 @@
 - ``_ext/chapter_data.py``: a chapter runs again when a data file it reads
   changes (and not when nothing changed), tested on its own and on a small
   MyST-NB book built with the execution cache in a temporary folder.
-- ``_ext/lite_build.py``: the JupyterLite step is skipped exactly when its
-  inputs and its built folder are those of the last build.
+- ``_ext/lite_freshness.py``: the JupyterLite step (``_ext/lite_build.py``) is
+  skipped exactly when its inputs and its built folder are those of the last
+  build, and its inputs include every module of the build's own code.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -19,10 +21,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
 sys.path.insert(0, str(ROOT / ".ci"))
-import lite_build  # noqa: E402
+import lite_freshness  # noqa: E402
 from chapter_data import data_files, fingerprint, stale_pages  # noqa: E402
 from check_nothing_rebuilt import what_ran  # noqa: E402
 from lite_markdown import Citation, Targets  # noqa: E402
+from lite_paths import DATA_FILES  # noqa: E402
 from myst_page import myst_page  # noqa: E402
 
 
@@ -148,7 +151,7 @@ def fake_course(root: Path) -> Path:
     write(root / "requirements" / "lite.txt", "pins\n")
     write(root / "_ext" / "node_modules" / "pyodide" / "package.json", "{}")
     write(root / "_ext" / "node_modules" / "pyodide" / "pyodide-lock.json", "{}")
-    for rel in lite_build.DATA_FILES:
+    for rel in DATA_FILES:
         write(root / rel, "{}")
     write(root / "chapters" / "01_a.md", "# A\n")
     write(root / "chapters" / "01_a.quiz.json", "[]")
@@ -162,21 +165,21 @@ def fake_course(root: Path) -> Path:
 )
 def test_the_lite_inputs_digest_changes_with_each_input(tmp_path, change):
     wheel = fake_course(tmp_path)
-    before = lite_build.inputs_digest(lite_build.input_files(tmp_path), wheel)
-    assert lite_build.inputs_digest(lite_build.input_files(tmp_path), wheel) == before
+    before = lite_freshness.inputs_digest(lite_freshness.input_files(tmp_path), wheel)
+    assert lite_freshness.inputs_digest(lite_freshness.input_files(tmp_path), wheel) == before
     target = wheel if change == "kit" else tmp_path / change
     target.write_text(target.read_text(encoding="utf-8") + " changed", encoding="utf-8")
-    assert lite_build.inputs_digest(lite_build.input_files(tmp_path), wheel) != before
+    assert lite_freshness.inputs_digest(lite_freshness.input_files(tmp_path), wheel) != before
 
 
 def test_what_the_markdown_conversion_reads_from_the_site_is_part_of_the_lite_inputs_digest(tmp_path):
     """A new page title, figure number or citation re-runs the conversion; the same ones do not."""
     wheel = fake_course(tmp_path)
-    files = lite_build.input_files(tmp_path)
+    files = lite_freshness.input_files(tmp_path)
 
     def digest(title: str = "A", number: str = "Fig. 1", citations: dict | None = None) -> str:
         targets = Targets(docs={"chapters/01_a": title}, numbers={"fig-a": number}, citations=citations or {})
-        return lite_build.inputs_digest(files, wheel, targets)
+        return lite_freshness.inputs_digest(files, wheel, targets)
 
     before = digest()
     assert digest() == before
@@ -187,26 +190,46 @@ def test_what_the_markdown_conversion_reads_from_the_site_is_part_of_the_lite_in
 
 def test_a_new_chapter_changes_the_lite_inputs_digest(tmp_path):
     wheel = fake_course(tmp_path)
-    before = lite_build.inputs_digest(lite_build.input_files(tmp_path), wheel)
+    before = lite_freshness.inputs_digest(lite_freshness.input_files(tmp_path), wheel)
     write(tmp_path / "chapters" / "02_b.md", "# B\n")
-    assert lite_build.inputs_digest(lite_build.input_files(tmp_path), wheel) != before
+    assert lite_freshness.inputs_digest(lite_freshness.input_files(tmp_path), wheel) != before
+
+
+def test_the_lite_inputs_hold_every_module_of_the_build_itself():
+    """A change to any module that the JupyterLite build imports builds it again."""
+    ext = ROOT / "_ext"
+    modules: set[str] = set()
+    todo = ["lite_build"]
+    while todo:  # follow the build's imports of modules of _ext/
+        name = todo.pop()
+        if name in modules or not (ext / f"{name}.py").is_file():
+            continue
+        modules.add(name)
+        for node in ast.walk(ast.parse((ext / f"{name}.py").read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                todo += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                todo.append(node.module)
+    assert {"lite_build", "lite_markdown", "offline_site"} < modules
+    hashed = {path.resolve() for path in lite_freshness.input_files(ROOT)}
+    assert sorted(m for m in modules if (ext / f"{m}.py").resolve() not in hashed) == []
 
 
 def test_the_lite_build_is_skipped_only_when_inputs_and_output_are_the_last_builds(tmp_path):
     output = tmp_path / "lite"
     stamp = tmp_path / "built-from.json"
-    assert not lite_build.up_to_date(stamp, "abc", output)  # never built
+    assert not lite_freshness.up_to_date(stamp, "abc", output)  # never built
     write(output / "jupyter-lite.json", "{}")
     write(output / "files" / "chapters" / "01_a.ipynb", "{}")
-    stamp.write_text(json.dumps({"inputs": "abc", "output": lite_build.output_digest(output)}), encoding="utf-8")
-    assert lite_build.up_to_date(stamp, "abc", output)
-    assert not lite_build.up_to_date(stamp, "abd", output)  # an input changed
+    stamp.write_text(json.dumps({"inputs": "abc", "output": lite_freshness.output_digest(output)}), encoding="utf-8")
+    assert lite_freshness.up_to_date(stamp, "abc", output)
+    assert not lite_freshness.up_to_date(stamp, "abd", output)  # an input changed
     write(output / "files" / "chapters" / "01_a.ipynb", "{} ")  # the built folder was altered
-    assert not lite_build.up_to_date(stamp, "abc", output)
+    assert not lite_freshness.up_to_date(stamp, "abc", output)
     (output / "files" / "chapters" / "01_a.ipynb").write_text("{}", encoding="utf-8")
-    assert lite_build.up_to_date(stamp, "abc", output)
+    assert lite_freshness.up_to_date(stamp, "abc", output)
     (output / "jupyter-lite.json").unlink()  # gone
-    assert not lite_build.up_to_date(stamp, "abc", output)
+    assert not lite_freshness.up_to_date(stamp, "abc", output)
 
 
 QUIET_LOG = (

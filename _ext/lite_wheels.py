@@ -1,0 +1,169 @@
+"""The wheels added to the site's Pyodide lock beside Pyodide's own: the course's,
+the pinned pure-Python ones (their CDN addresses pointed at the site), the
+kernel's own, and matplotlib's font cache made under Node."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from lite_paths import FONT_CACHE_SCRIPT, LiteBuildError
+from lite_pins import Pin
+from lite_pyodide import wheel_entry
+
+# Pure-Python wheels added to the lock: pinned name -> (import names, lock dependencies).
+EXTRA_PACKAGES: dict[str, tuple[list[str], list[str]]] = {
+    "comm": (["comm"], []),
+    "ipywidgets": (["ipywidgets"], ["comm", "traitlets", "ipython"]),
+    "jupyterquiz": (["jupyterquiz"], ["ipython"]),
+    "jupytercards": (["jupytercards"], ["ipython"]),
+}
+# The browser (frontend) side of the widgets, for the JupyterLite app.
+WIDGETS_FRONTEND = "jupyterlab_widgets"
+# teaching imports jupyterquiz, jupytercards and (for the live explorers)
+# ipywidgets inside its functions, where Pyodide's import scan cannot see
+# them: they load with the course.
+COURSE_PACKAGE = (
+    "sdpa-course",
+    ["lib", "teaching", "grading"],
+    ["numpy", "matplotlib", "jupyterquiz", "jupytercards", "ipywidgets"],
+)
+KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
+# The kernel's own wheels, shipped with jupyterlite-pyodide-kernel: lock name ->
+# (import names, lock dependencies).
+KERNEL_WHEELS: dict[str, tuple[list[str], list[str]]] = {
+    "piplite": (["piplite"], ["micropip"]),
+    "ipykernel": (["ipykernel"], ["comm", "ipython"]),
+    "pyodide-kernel": (["pyodide_kernel"], ["ipykernel", "ipython", "comm", "ssl", "sqlite3", "jedi"]),
+}
+# The wheel that holds matplotlib's font cache.
+FONTLIST_PACKAGE = "course-mpl-fontlist"
+
+
+def course_wheel(site: Path) -> Path:
+    """The learner kit's course wheel (``nbgrader_tools.kit``: lib, teaching, grading and
+    nothing else), made into the site if needed."""
+    from nbgrader_tools import kit
+
+    return kit.build(site) / kit.wheel_name()
+
+
+def stage_course_wheel(target: Path, wheel: Path) -> dict:
+    """The course wheel copied into target; returns its lock entry."""
+    shutil.copy2(wheel, target / wheel.name)
+    name, imports, depends = COURSE_PACKAGE
+    version = wheel.name.split("-")[1]
+    return wheel_entry(target / wheel.name, name, version, imports, depends)
+
+
+def stage_extras(target: Path, wheels: dict[str, Path], pins: dict[str, Pin]) -> dict[str, dict]:
+    entries = {}
+    for key, (imports, depends) in EXTRA_PACKAGES.items():
+        copy_rewriting_cdn(wheels[key], target / wheels[key].name)
+        entries[key] = wheel_entry(target / wheels[key].name, key, pins[key].version, imports, depends)
+    return entries
+
+
+def kernel_extension_dir() -> Path:
+    """The installed jupyterlite-pyodide-kernel browser extension (with its wheels in static/pypi)."""
+    folder = Path(sys.prefix) / "share/jupyter/labextensions" / KERNEL_PLUGIN.split(":")[0]
+    if not (folder / "package.json").is_file():
+        raise LiteBuildError(f"jupyterlite-pyodide-kernel is not installed in {sys.prefix} (run ./course build)")
+    return folder
+
+
+def stage_kernel_wheels(target: Path) -> dict[str, dict]:
+    """The kernel's own wheels copied into target; returns their lock entries."""
+    pypi = kernel_extension_dir() / "static" / "pypi"
+    entries = {}
+    for name, (imports, depends) in KERNEL_WHEELS.items():
+        stem = name.replace("-", "_")
+        found = sorted(pypi.glob(f"{stem}-*-py3-none-any.whl"))
+        if len(found) != 1:
+            raise LiteBuildError(f"want one {stem} wheel in {pypi}, found {[p.name for p in found]}")
+        shutil.copy2(found[0], target / found[0].name)
+        version = found[0].name.split("-")[1]
+        entries[name] = wheel_entry(target / found[0].name, name, version, imports, depends)
+    return entries
+
+
+def record_line(path: str, data: bytes) -> str:
+    """A wheel's RECORD line for one file: its path, sha256 (urlsafe base64, unpadded) and size."""
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{path},sha256={digest},{len(data)}"
+
+
+def stage_font_cache(target: Path) -> dict:
+    """matplotlib's font cache, made by Pyodide's own matplotlib under Node, as a wheel in target.
+
+    ``target`` must already hold the Pyodide runtime and a lock with matplotlib.
+    Returns the wheel's lock entry.
+    """
+    made = target.parent / "fontlist"
+    made.mkdir()
+    result = subprocess.run(
+        ["node", str(FONT_CACHE_SCRIPT), f"{target.resolve()}/", str(made.resolve())],
+        capture_output=True,
+        text=True,
+    )
+    cache = made / "fontlist.json"
+    if result.returncode != 0 or not cache.is_file():
+        raise LiteBuildError(
+            f"making matplotlib's font cache in Pyodide under Node failed (exit {result.returncode}):\n"
+            f"{result.stdout[-2000:]}{result.stderr[-2000:]}"
+        )
+    name, version = FONTLIST_PACKAGE.replace("-", "_"), "1.0"
+    dist = f"{name}-{version}.dist-info"
+    files = {
+        # Where Pyodide's matplotlib reads its font cache (beside font_manager.py).
+        "matplotlib/fontlist.json": cache.read_bytes(),
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {FONTLIST_PACKAGE}\nVersion: {version}\n".encode(),
+        f"{dist}/WHEEL": b"Wheel-Version: 1.0\nGenerator: lite_build\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = [record_line(path, data) for path, data in files.items()]
+    files[f"{dist}/RECORD"] = ("\n".join([*record, f"{dist}/RECORD,,"]) + "\n").encode()
+    wheel = target / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
+        for path, data in files.items():
+            # A fixed date: the same cache gives the same wheel, byte for byte.
+            z.writestr(zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0)), data, zipfile.ZIP_DEFLATED)
+    return wheel_entry(wheel, FONTLIST_PACKAGE, version, [], ["matplotlib"])
+
+
+def copy_rewriting_cdn(wheel: Path, out: Path) -> None:
+    """Copy a wheel, pointing its CDN addresses at the site's own copies.
+
+    jupyterquiz and jupytercards load MathJax from a CDN when the page has no
+    full MathJax (JupyterLite's is internal): the same addresses that
+    offline_site rewrites in the book's pages lead to the site's MathJax here.
+    The wheel's RECORD is updated to the new files' hashes and sizes.
+    """
+    from offline_site import BODY_REWRITES
+
+    # Files under lite/ are two folders below the site root (lite/notebooks/index.html).
+    rewrites = {remote.encode(): f"../../{local}".encode() for remote, local in BODY_REWRITES.items()}
+    with zipfile.ZipFile(wheel) as src:
+        files = {info.filename: src.read(info) for info in src.infolist()}
+    changed = {}
+    for name, data in files.items():
+        new = data
+        for remote, local in rewrites.items():
+            new = new.replace(remote, local)
+        if new != data:
+            files[name] = changed[name] = new
+    record = next(name for name in files if name.endswith(".dist-info/RECORD"))
+    lines = []
+    for line in files[record].decode().splitlines():
+        name = line.split(",", 1)[0]
+        if name in changed:
+            line = record_line(name, changed[name])
+        lines.append(line)
+    files[record] = ("\n".join(lines) + "\n").encode()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for name, data in files.items():
+            dst.writestr(name, data)
