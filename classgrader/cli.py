@@ -313,7 +313,7 @@ def _grade(args: argparse.Namespace, prepared: _Prepared) -> int:
     except (SetupError, intake.IntakeError, sandbox.SandboxUnavailable) as exc:
         print(f"classgrader: {exc}", file=sys.stderr)
         return 2
-    print(summary_text(summary.report))
+    print(summary_text(summary))
     print(f"reports: {summary['reports']}")
     return 0
 

@@ -24,7 +24,7 @@ from test_class_grading import needs_sandbox
 
 from classgrader.assignments.course import load_assignment
 from classgrader.pipeline import fingerprint
-from classgrader.sandbox.launch import Limits
+from classgrader.sandbox.limits import Limits
 from classgrader.stages.grade import Settings
 from devtools.sample_submissions import Builder
 

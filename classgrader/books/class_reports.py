@@ -11,7 +11,9 @@ from __future__ import annotations
 import collections
 import csv
 import io
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from classgrader.after_deadline import late
 from classgrader.books import lms_export
@@ -129,7 +131,7 @@ def summary(
     }
 
 
-def summary_text(s: dict) -> str:
+def summary_text(s: Mapping[str, Any]) -> str:
     lines = [f"{s['assignment']}: {s['students']} students in {s['seconds']:.1f} s with {s['workers']} workers"]
     if s.get("sandbox"):
         lines.append(f"  sandbox: {s['sandbox']} ({DESCRIPTIONS.get(s['sandbox'], s['sandbox'])})")
@@ -168,7 +170,7 @@ def summary_text(s: dict) -> str:
     return "\n".join(lines)
 
 
-def _over(s: dict) -> str:
+def _over(s: Mapping[str, Any]) -> str:
     """What a mean counts: the submissions, and the missing students it leaves out (as the histogram does)."""
     n, missing = s.get("submissions", s["students"]), s.get("missing", 0)
     text = f" over the {n} submission{'s' * (n != 1)}"
