@@ -17,6 +17,11 @@ its command-line options from the traits tagged ``option=True``
 ``LatePolicy``         ``deadlines``, ``deadline``, ``timezone``, ``penalty``,
                        ``period``, ``grace``, ``cap``
                        (:mod:`classgrader.after_deadline.late`)
+``LmsExport``          ``roster``, ``titles``, ``missing_as_zero``: the grade
+                       import files for Canvas and Moodle
+                       (:mod:`classgrader.books.lms_export`)
+``Feedback``           ``book_url``: the published book, for the feedback's links
+                       to its chapters (:mod:`classgrader.stages.report`)
 =====================  ==========================================================
 
 Each trait parses the text people write (``"2g"``, ``"15m"``, ``"10%"``,
@@ -36,7 +41,7 @@ import datetime as dt
 import math
 import re
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -178,6 +183,10 @@ class Setting(TraitType[Any, Any]):
     def read(self, value: Any) -> Any:
         return value
 
+    def command_line_value(self, text: str) -> Any:
+        """What the command line's ``text`` stands for in this run (the text itself, unless a subclass says)."""
+        return text
+
     def validate(self, obj: Any, value: Any) -> Any:
         if _blank(value):
             if not _blank(self.default_value):
@@ -255,11 +264,55 @@ class Choice(Setting):
         return word
 
 
-class Deadlines(Setting):
+class PerAssignment(Setting):
+    """A text for each assignment, ``{assignment: text}``; ``what`` and ``example`` (one value) say what in errors."""
+
+    def __init__(self, what: str, example: str, **kwargs: Any) -> None:
+        super().__init__({}, **kwargs)
+        self.what = what
+        self.example = example
+
     def read(self, value: Any) -> dict[str, str]:
         if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-            raise ValueError("must map assignment names to deadlines, e.g. {'hw2_stable_softmax': '2026-03-01 23:59'}")
+            raise ValueError(
+                f"must map assignment names to {self.what}, e.g. {{'hw2_stable_softmax': {self.example!r}}}"
+            )
         return {k: str(v) for k, v in value.items()}
+
+
+class Flag(Setting):
+    """True or False; its option (``--NAME``, no value) sets it to True for one run."""
+
+    metavar = ""
+
+    def read(self, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"must be True or False, not {value!r}")
+        return value
+
+
+class File(Setting):
+    """A file's path, ``~`` allowed: in ``nbgrader_config.py`` relative to the course folder, on the command line
+    to the current folder (where the shell completed it)."""
+
+    metavar = "FILE"
+
+    def read(self, value: Any) -> Path:
+        if not isinstance(value, (str, PurePath)):
+            raise ValueError(f"must be a file's path, not {value!r}")
+        return Path(value).expanduser()
+
+    def command_line_value(self, text: str) -> str:
+        return str(Path(text).expanduser().absolute())
+
+
+class Address(Setting):
+    """A web address, kept with one trailing ``/`` so that a page's name can follow it."""
+
+    def read(self, value: Any) -> str:
+        if not isinstance(value, str) or any(ch.isspace() for ch in value.strip()):
+            raise ValueError(f"must be a web address such as https://example.org/attention-course/, not {value!r}")
+        return value.strip().rstrip("/") + "/"
 
 
 # --------------------------------------------------------------------------
@@ -307,9 +360,11 @@ class ClassGrader(Configurable):
 class LatePolicy(Configurable):
     """The deadline and what lateness costs (:mod:`classgrader.after_deadline.late`)."""
 
-    deadlines = Deadlines({}, help="each assignment's deadline, e.g. {'hw2_stable_softmax': '2026-03-01 23:59'}").tag(
-        config=True
-    )
+    deadlines = PerAssignment(
+        "deadlines",
+        "2026-03-01 23:59",
+        help="each assignment's deadline, e.g. {'hw2_stable_softmax': '2026-03-01 23:59'}",
+    ).tag(config=True)
     deadline = Text(
         None,
         allow_none=True,
@@ -333,7 +388,50 @@ class LatePolicy(Configurable):
     ).tag(config=True, option=True)
 
 
-SECTIONS: tuple[type[Configurable], ...] = (CourseDirectory, CourseGrading, ClassGrader, LatePolicy)
+class LmsExport(Configurable):
+    """The grade import files for Canvas and Moodle (:mod:`classgrader.books.lms_export`)."""
+
+    roster = File(
+        None,
+        allow_none=True,
+        help="CSV mapping student ids to LMS ids (columns student_id,canvas_id,name,sis_user_id,sis_login_id,"
+        "section,email,id_number) for canvas_import.csv and moodle_import.csv (relative to the course folder "
+        "when named in nbgrader_config.py)",
+    ).tag(config=True, option=True, option_name="lms-roster")  # --roster is the class roster
+    titles = PerAssignment(
+        "column titles",
+        "Homework 2",
+        help="each assignment's column title in the LMS files, e.g. {'hw2_stable_softmax': 'Homework 2'} "
+        "(default: the assignment's name)",
+    ).tag(config=True)
+    missing_as_zero = Flag(
+        False, help="in the LMS files, 0 for a student with no submission (default: an empty cell, no grade)"
+    ).tag(config=True, option=True)
+
+
+class Feedback(Configurable):
+    """The learner's feedback page (:mod:`classgrader.stages.report`).
+
+    nbgrader has a deprecated converter of this name, which none of its
+    commands makes any more; the course's section holds only its own setting.
+    """
+
+    book_url = Address(
+        None,
+        allow_none=True,
+        help="the published book's address: the feedback's links to chapters lead to chapters/<name>.html "
+        "below it (plain text naming the chapter when unset)",
+    ).tag(config=True)
+
+
+SECTIONS: tuple[type[Configurable], ...] = (
+    CourseDirectory,
+    CourseGrading,
+    ClassGrader,
+    LatePolicy,
+    LmsExport,
+    Feedback,
+)
 S = TypeVar("S", bound=Configurable)
 
 
@@ -350,6 +448,8 @@ class CourseSettings:
     grading: CourseGrading
     grader: ClassGrader
     late: LatePolicy
+    lms: LmsExport
+    feedback: Feedback
 
     @property
     def course_id(self) -> str:
@@ -416,7 +516,14 @@ def read(course: Path, overrides: Mapping[str, Any] | None = None) -> CourseSett
     def part(cls: type[S]) -> S:
         return section(config, cls, mine[cls.__name__], where=where)
 
-    return CourseSettings(part(CourseDirectory), part(CourseGrading), part(ClassGrader), part(LatePolicy))
+    return CourseSettings(
+        part(CourseDirectory),
+        part(CourseGrading),
+        part(ClassGrader),
+        part(LatePolicy),
+        part(LmsExport),
+        part(Feedback),
+    )
 
 
 def check(cls: type[Configurable], trait: str, value: Any) -> Any:
