@@ -4,7 +4,7 @@
 assignment already graded (from the gradebook and the results), grading nothing.
 
 The options for the course's settings (the limits, the sandbox mode, the late
-policy) are made from their declarations in :mod:`grading.course_config`
+policy, the LMS files) are made from their declarations in :mod:`grading.course_config`
 (name, help, type, default): each overrides its line of the course's
 ``nbgrader_config.py`` for one run. The other options say what this run grades
 and how; a new one goes in the ``_add_*`` function of its kind.
@@ -31,7 +31,7 @@ from classgrader.pipeline import intake
 from classgrader.records import STATUSES
 from classgrader.stages.grade import Settings
 from grading import course_config
-from grading.course_config import ClassGrader, ConfigError, CourseSettings, LatePolicy
+from grading.course_config import ClassGrader, ConfigError, CourseSettings, LatePolicy, LmsExport
 
 
 def parser() -> argparse.ArgumentParser:
@@ -88,19 +88,7 @@ def _add_inputs(p: argparse.ArgumentParser) -> None:
         help="file with one student id per line (or CSV with an id column first): "
         "students without a submission are reported missing",
     )
-    p.add_argument(
-        "--lms-roster",
-        type=Path,
-        default=None,
-        help="CSV mapping student ids to LMS ids (columns student_id,canvas_id,name,sis_user_id,sis_login_id,"
-        "section,email,id_number) for canvas_import.csv and moodle_import.csv (default: c.LmsExport.roster)",
-    )
-    p.add_argument(
-        "--missing-as-zero",
-        action="store_true",
-        default=None,
-        help="in the LMS files, 0 for a student with no submission (default: an empty cell, no grade)",
-    )
+    _add_settings(p, LmsExport)
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -158,17 +146,25 @@ def _add_after_deadline(p: argparse.ArgumentParser) -> None:
 
 
 def _add_settings(group: argparse._ActionsContainer, cls: type[Configurable]) -> None:
-    """An option ``--NAME`` for each trait of ``cls`` tagged ``option=True``: its help, type and default.
+    """An option for each trait of ``cls`` tagged ``option=True``: its help, type and default.
 
-    The option's value is stored under ``"Class.trait"`` (None when not
-    given, so that the course's nbgrader_config.py decides).
+    The option is ``--NAME`` (``_`` written ``-``), or the trait's
+    ``option_name`` tag; a :class:`~grading.course_config.Flag` is an option
+    with no value. The option's value is stored under ``"Class.trait"`` (None
+    when not given, so that the course's nbgrader_config.py decides).
     """
     for name, trait in vars(cls).items():
         if not (isinstance(trait, TraitType) and trait.metadata.get("option")):
             continue
+        option = "--" + trait.metadata.get("option_name", name.replace("_", "-"))
+        if isinstance(trait, course_config.Flag):
+            group.add_argument(
+                option, dest=f"{cls.__name__}.{name}", action="store_true", default=None, help=_help(cls, name, trait)
+            )
+            continue
         values = getattr(trait, "values", None)
         group.add_argument(
-            f"--{name}",
+            option,
             dest=f"{cls.__name__}.{name}",
             type=_checked(cls, name),
             choices=values,
@@ -181,20 +177,21 @@ def _add_settings(group: argparse._ActionsContainer, cls: type[Configurable]) ->
 def _help(cls: type[Configurable], name: str, trait: TraitType[Any, Any]) -> str:
     default = trait.default_value
     where = f"c.{cls.__name__}.{name} in nbgrader_config.py"
-    if default is not None:
+    if default is not None and not isinstance(default, bool):  # a flag's help says what not giving it means
         where = f"default {default:g}; {where}" if isinstance(default, float) else f"default {default}; {where}"
     return f"{trait.help} ({where})".replace("%", "%%")  # argparse formats help with %
 
 
 def _checked(cls: type[Configurable], name: str) -> Any:
-    """argparse's ``type`` for the option of ``cls.name``: the text, once the trait has read it."""
+    """argparse's ``type`` for the option of ``cls.name``: what the text stands for, once the trait has read it."""
+    trait = cls.class_traits()[name]
 
-    def check(text: str) -> str:
+    def check(text: str) -> Any:
         try:
             course_config.check(cls, name, text)
         except course_config.BadSetting as exc:
             raise argparse.ArgumentTypeError(exc.problem) from None
-        return text
+        return trait.command_line_value(text) if isinstance(trait, course_config.Setting) else text
 
     check.__name__ = name
     return check
@@ -264,9 +261,7 @@ def _prepare(args: argparse.Namespace) -> _Prepared:
     except (late.LatePolicyError, OSError) as exc:
         raise _Refused(f"late policy: {exc}") from None
     try:
-        lms = lms_export.options_for(
-            args.course, args.assignment, roster=args.lms_roster, missing_as_zero=args.missing_as_zero
-        )
+        lms = lms_export.options_of(settings.lms, args.course, args.assignment)
     except lms_export.MappingError as exc:
         raise _Refused(str(exc)) from None
     try:

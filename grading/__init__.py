@@ -40,6 +40,11 @@ part runs in:
     ``check_before_submit``, all three pieces in one process.
 ``grading/seeds.py``
     The seed of each learner's hidden tests.
+``grading/course_config.py``
+    The course's grading settings, declared as sections of
+    ``nbgrader_config.py``, and their one reader.
+``grading/config_values.py``
+    The trait types that read those settings' values (``"2g"``, ``"15m"``, ``"10%"``).
 ``grading/pictures.py``
     A failed check's wrong matrix of weights drawn beside the expected one
     (the chapters' heatmaps), for the "check before you submit" and the

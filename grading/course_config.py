@@ -17,12 +17,17 @@ its command-line options from the traits tagged ``option=True``
 ``LatePolicy``         ``deadlines``, ``deadline``, ``timezone``, ``penalty``,
                        ``period``, ``grace``, ``cap``
                        (:mod:`classgrader.after_deadline.late`)
+``LmsExport``          ``roster``, ``titles``, ``missing_as_zero``: the grade
+                       import files for Canvas and Moodle
+                       (:mod:`classgrader.books.lms_export`)
+``Feedback``           ``book_url``: the published book, for the feedback's links
+                       to its chapters (:mod:`classgrader.stages.report`)
 =====================  ==========================================================
 
 Each trait parses the text people write (``"2g"``, ``"15m"``, ``"10%"``,
-``"Europe/Berlin"``) into the value the graders use, and a value it cannot
-read is an error (:class:`ConfigError`) that names the setting and where it
-was written.
+``"Europe/Berlin"``; the trait types are in :mod:`grading.config_values`)
+into the value the graders use, and a value it cannot read is an error
+(:class:`ConfigError`) that names the setting and where it was written.
 
 This module stays light: the hidden test cells of ``nbgrader autograde`` read
 the course secret through it inside the learner's kernel, so it imports only
@@ -32,19 +37,63 @@ the standard library and traitlets (never nbconvert, nbgrader or numpy).
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
-import math
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from traitlets import TraitError, TraitType, Unicode, validate
+from traitlets import TraitError, Unicode, validate
 from traitlets.config import Config, Configurable
 from traitlets.config.loader import PyFileConfigLoader
 
+from .config_values import (
+    Address,
+    Amount,
+    BadSetting,
+    Choice,
+    Duration,
+    File,
+    Flag,
+    PerAssignment,
+    Points,
+    Seconds,
+    Setting,
+    Size,
+    Text,
+    Zone,
+    bytes_of,
+    seconds_of,
+    zone,
+)
 from .seeds import CONFIG
+
+# The trait types and value readers above are part of this module's interface too.
+__all__ = [
+    "DEFAULT_COURSE_ID",
+    "PERIODS",
+    "SANDBOX_MODES",
+    "SECTIONS",
+    "Amount",
+    "BadSetting",
+    "ClassGrader",
+    "ConfigError",
+    "CourseDirectory",
+    "CourseGrading",
+    "CourseSettings",
+    "Feedback",
+    "Flag",
+    "LatePolicy",
+    "LmsExport",
+    "Setting",
+    "bytes_of",
+    "check",
+    "course_id",
+    "load",
+    "read",
+    "read_section",
+    "seconds_of",
+    "section",
+    "zone",
+]
 
 PERIODS = {"hour": 3600, "day": 86400}
 SANDBOX_MODES = ("auto", "root", "userns")
@@ -54,212 +103,6 @@ DEFAULT_COURSE_ID = "default_course"
 
 class ConfigError(ValueError):
     """A setting that cannot be used; the message names it and where it was written."""
-
-
-class BadSetting(TraitError):
-    """A trait's value that cannot be read: ``setting`` (``Class.trait``) and ``problem`` (what is wrong)."""
-
-    def __init__(self, setting: str, problem: str) -> None:
-        super().__init__(f"{setting} {problem}")
-        self.setting = setting
-        self.problem = problem
-
-
-# --------------------------------------------------------------------------
-# Reading the values people write
-# --------------------------------------------------------------------------
-
-_OFFSET = re.compile(r"^[+-]\d{2}:?\d{2}$")
-
-
-def zone(name: str) -> dt.tzinfo:
-    """The time zone called ``name``: ``UTC``, ``GMT``, ``Z``, an offset like ``+01:00``, or an IANA name.
-
-    >>> zone("UTC")
-    datetime.timezone.utc
-    >>> zone("Europe/Berlin")
-    zoneinfo.ZoneInfo(key='Europe/Berlin')
-    """
-    text = (name or "").strip()
-    if text.upper() in ("UTC", "GMT", "Z"):
-        return dt.UTC
-    if _OFFSET.match(text):
-        sign = 1 if text[0] == "+" else -1
-        digits = text[1:].replace(":", "")
-        return dt.timezone(sign * dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
-    try:
-        return ZoneInfo(text)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(
-            f"unknown time zone {name!r}: use UTC, an offset such as +01:00, or an IANA name such as Europe/Berlin"
-        ) from None
-
-
-def seconds_of(text: str | float | int) -> float:
-    """Seconds from ``"0"``, ``"90s"``, ``"15m"``, ``"2h"``, ``"1d"`` (a bare number is seconds).
-
-    >>> seconds_of("15m")
-    900.0
-    """
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        seconds = float(text)
-    else:
-        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", str(text))
-        if not m:
-            raise ValueError(f"{text!r} is not a duration: write e.g. 0, 90s, 15m, 2h or 1d")
-        seconds = float(m[1]) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m[2]]
-    if not math.isfinite(seconds) or seconds < 0:
-        raise ValueError(f"must be a duration of 0 or more, not {text!r}")
-    return seconds
-
-
-def bytes_of(text: str | int) -> int:
-    """Bytes from ``"2g"``, ``"512m"``, ``"64k"`` (powers of 1024; a trailing ``b`` allowed) or a number.
-
-    >>> bytes_of("2g"), bytes_of("1.5k"), bytes_of(4096)
-    (2147483648, 1536, 4096)
-    """
-    units = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmg]?)b?\s*", str(text).lower())
-    if isinstance(text, bool) or not m:
-        raise ValueError(f"{text!r} is not a size: write e.g. 512m, 2g or a number of bytes")
-    size = int(float(m[1]) * units[m[2]])
-    if size <= 0:
-        raise ValueError(f"must be more than 0 bytes, not {text!r}")
-    return size
-
-
-@dataclasses.dataclass(frozen=True)
-class Amount:
-    """Points, or a percentage of the assignment's maximum score."""
-
-    value: float
-    percent: bool
-
-    @classmethod
-    def parse(cls, text: str | float | int) -> Amount:
-        """``"10%"`` -> 10 percent, ``"1"`` or ``1`` -> 1 point."""
-        t = str(text).strip()
-        percent = t.endswith("%")
-        try:
-            value = float(t.rstrip("%").strip())
-        except ValueError:
-            raise ValueError(f"{text!r} is not a number of points or a percentage like 10%") from None
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"must be 0 or more, not {text!r}")
-        return cls(value, percent)
-
-    def points(self, max_score: float) -> float:
-        return self.value * max_score / 100 if self.percent else self.value
-
-    def __str__(self) -> str:
-        return f"{self.value:g}%" if self.percent else f"{self.value:g} points"
-
-
-# --------------------------------------------------------------------------
-# The traits: each reads what people write, or names itself in the error
-# --------------------------------------------------------------------------
-
-
-def _blank(value: object) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
-
-
-class Setting(TraitType[Any, Any]):
-    """A setting read from text by :meth:`read`, whose errors name ``Class.trait``.
-
-    ``default_value`` is the text the help shows (e.g. ``"2g"``); a blank value
-    (``""``) means the default (``None`` when that is none).
-    """
-
-    #: what the help says the value is, e.g. "SECONDS"
-    metavar = "TEXT"
-
-    def read(self, value: Any) -> Any:
-        return value
-
-    def validate(self, obj: Any, value: Any) -> Any:
-        if _blank(value):
-            if not _blank(self.default_value):
-                value = self.default_value
-            elif self.allow_none:
-                return None
-        try:
-            return self.read(value)
-        except (ValueError, TypeError) as exc:
-            owner = self.this_class.__name__ if self.this_class else "?"
-            raise BadSetting(f"{owner}.{self.name}", str(exc)) from None
-
-
-class Text(Setting):
-    def read(self, value: Any) -> str:
-        if not isinstance(value, str):
-            raise ValueError(f"must be text, not {value!r}")
-        return value
-
-
-class Seconds(Setting):
-    metavar = "SECONDS"
-
-    def read(self, value: Any) -> float:
-        try:
-            seconds = float(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"{value!r} is not a number of seconds") from None
-        if isinstance(value, bool) or not math.isfinite(seconds) or seconds <= 0:
-            raise ValueError(f"must be a number of seconds above 0, not {value!r}")
-        return seconds
-
-
-class Size(Setting):
-    metavar = "SIZE"
-
-    def read(self, value: Any) -> int:
-        return bytes_of(value)
-
-
-class Duration(Setting):
-    metavar = "DURATION"
-
-    def read(self, value: Any) -> float:
-        return seconds_of(value)
-
-
-class Points(Setting):
-    metavar = "AMOUNT"
-
-    def read(self, value: Any) -> Amount:
-        return value if isinstance(value, Amount) else Amount.parse(value)
-
-
-class Zone(Setting):
-    metavar = "ZONE"
-
-    def read(self, value: Any) -> dt.tzinfo:
-        return value if isinstance(value, dt.tzinfo) else zone(str(value))
-
-
-class Choice(Setting):
-    """One of ``values``; ``prefix`` (e.g. ``"per "``) may be written before it, in any case."""
-
-    def __init__(self, values: tuple[str, ...], default_value: str, *, prefix: str = "", **kwargs: Any) -> None:
-        super().__init__(default_value, **kwargs)
-        self.values = values
-        self.prefix = prefix
-
-    def read(self, value: Any) -> str:
-        word = str(value).strip().lower().removeprefix(self.prefix)
-        if word not in self.values:
-            *others, last = map(repr, self.values)
-            raise ValueError(f"must be {', '.join(others)} or {last}, not {value!r}")
-        return word
-
-
-class Deadlines(Setting):
-    def read(self, value: Any) -> dict[str, str]:
-        if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-            raise ValueError("must map assignment names to deadlines, e.g. {'hw2_stable_softmax': '2026-03-01 23:59'}")
-        return {k: str(v) for k, v in value.items()}
 
 
 # --------------------------------------------------------------------------
@@ -307,9 +150,11 @@ class ClassGrader(Configurable):
 class LatePolicy(Configurable):
     """The deadline and what lateness costs (:mod:`classgrader.after_deadline.late`)."""
 
-    deadlines = Deadlines({}, help="each assignment's deadline, e.g. {'hw2_stable_softmax': '2026-03-01 23:59'}").tag(
-        config=True
-    )
+    deadlines = PerAssignment(
+        "deadlines",
+        "2026-03-01 23:59",
+        help="each assignment's deadline, e.g. {'hw2_stable_softmax': '2026-03-01 23:59'}",
+    ).tag(config=True)
     deadline = Text(
         None,
         allow_none=True,
@@ -333,7 +178,50 @@ class LatePolicy(Configurable):
     ).tag(config=True, option=True)
 
 
-SECTIONS: tuple[type[Configurable], ...] = (CourseDirectory, CourseGrading, ClassGrader, LatePolicy)
+class LmsExport(Configurable):
+    """The grade import files for Canvas and Moodle (:mod:`classgrader.books.lms_export`)."""
+
+    roster = File(
+        None,
+        allow_none=True,
+        help="CSV mapping student ids to LMS ids (columns student_id,canvas_id,name,sis_user_id,sis_login_id,"
+        "section,email,id_number) for canvas_import.csv and moodle_import.csv (relative to the course folder "
+        "when named in nbgrader_config.py)",
+    ).tag(config=True, option=True, option_name="lms-roster")  # --roster is the class roster
+    titles = PerAssignment(
+        "column titles",
+        "Homework 2",
+        help="each assignment's column title in the LMS files, e.g. {'hw2_stable_softmax': 'Homework 2'} "
+        "(default: the assignment's name)",
+    ).tag(config=True)
+    missing_as_zero = Flag(
+        False, help="in the LMS files, 0 for a student with no submission (default: an empty cell, no grade)"
+    ).tag(config=True, option=True)
+
+
+class Feedback(Configurable):
+    """The learner's feedback page (:mod:`classgrader.stages.report`).
+
+    nbgrader has a deprecated converter of this name, which none of its
+    commands makes any more; the course's section holds only its own setting.
+    """
+
+    book_url = Address(
+        None,
+        allow_none=True,
+        help="the published book's address: the feedback's links to chapters lead to chapters/<name>.html "
+        "below it (plain text naming the chapter when unset)",
+    ).tag(config=True)
+
+
+SECTIONS: tuple[type[Configurable], ...] = (
+    CourseDirectory,
+    CourseGrading,
+    ClassGrader,
+    LatePolicy,
+    LmsExport,
+    Feedback,
+)
 S = TypeVar("S", bound=Configurable)
 
 
@@ -350,6 +238,8 @@ class CourseSettings:
     grading: CourseGrading
     grader: ClassGrader
     late: LatePolicy
+    lms: LmsExport
+    feedback: Feedback
 
     @property
     def course_id(self) -> str:
@@ -416,7 +306,14 @@ def read(course: Path, overrides: Mapping[str, Any] | None = None) -> CourseSett
     def part(cls: type[S]) -> S:
         return section(config, cls, mine[cls.__name__], where=where)
 
-    return CourseSettings(part(CourseDirectory), part(CourseGrading), part(ClassGrader), part(LatePolicy))
+    return CourseSettings(
+        part(CourseDirectory),
+        part(CourseGrading),
+        part(ClassGrader),
+        part(LatePolicy),
+        part(LmsExport),
+        part(Feedback),
+    )
 
 
 def check(cls: type[Configurable], trait: str, value: Any) -> Any:

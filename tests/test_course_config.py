@@ -50,7 +50,7 @@ def test_reading_the_settings_and_the_secret_in_a_fresh_interpreter_imports_no_n
     assert imported == "[]"
 
 
-@pytest.mark.parametrize("module", ["course_config", "seeds"])
+@pytest.mark.parametrize("module", ["course_config", "config_values", "seeds"])
 def test_the_reader_imports_only_the_standard_library_traitlets_and_itself(module):
     # numpy, nbconvert and nbgrader stay out of the reader, whatever the grading package imports.
     tree = ast.parse((REPO / "grading" / f"{module}.py").read_text())
@@ -61,7 +61,7 @@ def test_the_reader_imports_only_the_standard_library_traitlets_and_itself(modul
         elif isinstance(node, ast.ImportFrom):
             imported.add("." + (node.module or "") if node.level else (node.module or "").split(".")[0])
     outside = {name for name in imported if name not in sys.stdlib_module_names}
-    assert outside <= {"traitlets", ".seeds", ".course_config"}, outside
+    assert outside <= {"traitlets", ".seeds", ".course_config", ".config_values"}, outside
 
 
 def test_the_course_id_is_nbgraders_course_directory_setting(tmp_path):
@@ -191,3 +191,95 @@ def test_the_guides_lines_for_the_class_grader_are_read_as_it_says(tmp_path):
     assert len(lines) == 3, lines
     grader = course_config.read(write_config(tmp_path, *lines)).grader
     assert (grader.timeout, grader.memory, grader.sandbox) == (120.0, 4 * GIB, "userns")
+
+
+LMS_MAPPING = 'student_id,canvas_id,name\nada,1001,"Lovelace, Ada"\n'
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('c.LmsExport.missing_as_zero = "yes"', "LmsExport.missing_as_zero must be True or False, not 'yes'"),
+        ('c.LmsExport.titles = ["Homework 2"]', "LmsExport.titles must map assignment names to column titles"),
+        ("c.LmsExport.roster = 3", "LmsExport.roster must be a file's path, not 3"),
+        ("c.Feedback.book_url = 3", "Feedback.book_url must be a web address"),
+        ('c.Feedback.book_url = "my book"', "Feedback.book_url must be a web address .* not 'my book'"),
+        ("c.Feedback.book_ur = 'https://example.org/b'", r"unknown Feedback setting\(s\) book_ur .*known: book_url"),
+    ],
+)
+def test_a_bad_lms_or_feedback_value_in_the_file_names_the_setting_and_the_file(tmp_path, line, message):
+    write_config(tmp_path, line)
+    with pytest.raises(ConfigError, match=message) as raised:
+        course_config.read(tmp_path)
+    assert str(tmp_path / "nbgrader_config.py") in str(raised.value)
+
+
+def test_a_bad_lms_or_feedback_value_stops_the_run_and_the_feedback_before_grading(tmp_path, capsys, monkeypatch):
+    from classgrader.books import lms_export
+    from classgrader.pipeline import class_run
+    from classgrader.stages import report
+
+    monkeypatch.setattr(cli, "known_assignments", lambda course: [ASSIGNMENT])
+    monkeypatch.setattr(class_run, "grade_class", lambda *a, **k: pytest.fail("graded despite a bad setting"))
+    write_config(tmp_path, 'c.LmsExport.titles = "Homework 2"')
+    assert cli.main([ASSIGNMENT, str(tmp_path), "--course", str(tmp_path), "--no-sandbox"]) == 2
+    assert "LmsExport.titles must map assignment names" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="LmsExport.titles"):
+        lms_export.options_for(tmp_path, ASSIGNMENT)
+    write_config(tmp_path, "c.Feedback.book_url = ['https://example.org/b']")
+    assert cli.main([ASSIGNMENT, str(tmp_path), "--course", str(tmp_path), "--no-sandbox"]) == 2
+    assert "Feedback.book_url must be a web address" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="Feedback.book_url"):
+        report.book_url(tmp_path)
+
+
+def test_the_lms_options_keep_their_names_and_show_their_settings():
+    options = {a.option_strings[0]: a for a in cli.parser()._actions if a.option_strings}
+    roster, zero = options["--lms-roster"], options["--missing-as-zero"]
+    assert roster.default is None and zero.default is None and zero.nargs == 0  # a flag: no value
+    assert "c.LmsExport.roster" in roster.help and "c.LmsExport.missing_as_zero" in zero.help
+    assert "--roster" in options and options["--roster"].dest == "roster"  # the class roster stays its own option
+    assert "--titles" not in options  # a setting for the file only
+
+
+def test_the_lms_settings_come_from_the_file_and_the_command_line_wins(tmp_path, monkeypatch):
+    from classgrader.pipeline import class_run
+
+    course, here = tmp_path / "course", tmp_path / "here"
+    course.mkdir()
+    here.mkdir()
+    (course / "lms_roster.csv").write_text(LMS_MAPPING)
+    (here / "lms_roster.csv").write_text(LMS_MAPPING.replace("1001", "2002"))
+    write_config(
+        course,
+        "c.LmsExport.roster = 'lms_roster.csv'",
+        "c.LmsExport.titles = {'hw2_stable_softmax': 'Homework 2'}",
+        "c.LmsExport.missing_as_zero = False",
+    )
+    monkeypatch.setenv("COURSE_GRADING_SECRET", "test-secret")
+    monkeypatch.setattr(cli, "known_assignments", lambda course: [ASSIGNMENT])
+    monkeypatch.setattr(cli, "summary_text", lambda summary: "")
+    seen = []
+    monkeypatch.setattr(class_run, "grade_class", lambda *a, **kwargs: seen.append(kwargs["lms"]) or {"reports": ""})
+    monkeypatch.chdir(here)  # a file named on the command line is in the current folder, one in the config the course's
+    argv = [ASSIGNMENT, str(course), "--course", str(course), "--quiet"]
+    assert cli.main(argv) == 0
+    assert cli.main([*argv, "--lms-roster", "lms_roster.csv", "--missing-as-zero"]) == 0
+    from_file, from_line = seen
+    assert from_file.title == from_line.title == "Homework 2"
+    assert (from_file.mapping["ada"].canvas_id, from_file.missing_as_zero) == ("1001", False)
+    assert (from_line.mapping["ada"].canvas_id, from_line.missing_as_zero) == ("2002", True)
+    assert cli.overrides(cli.parser().parse_args([*argv, "--lms-roster", "x.csv"])) == {
+        "LmsExport.roster": str(here / "x.csv")
+    }
+
+
+def test_the_guides_lines_for_the_lms_files_and_the_feedback_are_read_as_it_says(tmp_path):
+    text = (REPO / "solution_book" / "guide_grader.md").read_text(encoding="utf-8")
+    lines = re.findall(r"^(c\.(?:LmsExport|Feedback)\.\w+ = .+?)(?:\s+#.*)?$", text, flags=re.M)
+    assert len(lines) == 4, lines
+    (tmp_path / "lms_roster.csv").write_text(LMS_MAPPING)
+    settings = course_config.read(write_config(tmp_path, *lines))
+    assert settings.feedback.book_url == "https://example.org/attention-course/"
+    assert settings.lms.titles == {ASSIGNMENT: "Homework 2"} and settings.lms.missing_as_zero is False
+    assert (tmp_path / settings.lms.roster).read_text() == LMS_MAPPING

@@ -34,6 +34,8 @@ from pathlib import Path
 
 from classgrader.after_deadline import late
 from classgrader.records import Result
+from grading import course_config
+from grading.course_config import LmsExport
 
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MAPPING_COLUMNS = ["student_id", "canvas_id", "name", "sis_user_id", "sis_login_id", "section", "email", "id_number"]
@@ -69,23 +71,25 @@ class LmsOptions:
 def options_for(
     course: Path, assignment: str, *, roster: Path | None = None, missing_as_zero: bool | None = None
 ) -> LmsOptions:
-    """The course's settings (``c.LmsExport`` in ``nbgrader_config.py``) with the command line's on top.
+    """The course's settings (``c.LmsExport`` in ``nbgrader_config.py``) with these on top (None: not given).
 
-    ``c.LmsExport.roster`` (a path, relative to the course folder), ``c.LmsExport.missing_as_zero``
-    and ``c.LmsExport.titles`` (``{assignment: column title}``).
+    ``roster`` is relative to the current folder, as on the command line.
+    Raises :class:`~grading.course_config.ConfigError` or :class:`MappingError`.
     """
-    settings: dict = {}
-    cfg = course / "nbgrader_config.py"
-    if cfg.is_file():
-        from traitlets.config.loader import PyFileConfigLoader
+    given: dict[str, object] = {"missing_as_zero": missing_as_zero}
+    given["roster"] = None if roster is None else str(Path(roster).expanduser().absolute())
+    settings = course_config.read_section(course, LmsExport, {k: v for k, v in given.items() if v is not None})
+    return options_of(settings, course, assignment)
 
-        settings = dict(PyFileConfigLoader(cfg.name, path=str(course)).load_config().get("LmsExport", {}))
-    path = roster or (course / str(settings["roster"]) if settings.get("roster") else None)
-    titles = settings.get("titles") or {}
+
+def options_of(settings: LmsExport, course: Path, assignment: str) -> LmsOptions:
+    """The LMS options of ``assignment`` from the course's ``LmsExport`` settings (declared in
+    :mod:`grading.course_config`): the roster mapping read (a relative path is in ``course``), the column's title."""
+    path = Path(course) / settings.roster if settings.roster is not None else None
     return LmsOptions(
-        mapping=read_mapping(Path(path).expanduser()) if path else None,
-        title=str(titles[assignment]) if isinstance(titles, dict) and assignment in titles else None,
-        missing_as_zero=bool(settings.get("missing_as_zero")) if missing_as_zero is None else missing_as_zero,
+        mapping=read_mapping(path) if path is not None else None,
+        title=settings.titles.get(assignment),
+        missing_as_zero=settings.missing_as_zero,
     )
 
 

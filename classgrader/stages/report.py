@@ -34,6 +34,8 @@ from mdit_py_plugins.dollarmath import dollarmath_plugin
 from classgrader.after_deadline import late
 from classgrader.records import STATUSES, CellResult, Result
 from classgrader.stages.pictures import figure_html
+from grading import course_config
+from grading.course_config import Feedback
 from nbgrader_tools.cells import nbgrader_meta
 from nbgrader_tools.generated import START_HERE_ID
 
@@ -111,13 +113,8 @@ def _esc(text: str | None) -> str:
 
 def book_url(course: Path) -> str | None:
     """The published book's address (``c.Feedback.book_url`` in the course's ``nbgrader_config.py``), or None."""
-    cfg = course / "nbgrader_config.py"
-    if not cfg.is_file():
-        return None
-    from traitlets.config.loader import PyFileConfigLoader
-
-    value = PyFileConfigLoader(cfg.name, path=str(course)).load_config().get("Feedback", {}).get("book_url")
-    return value.rstrip("/") + "/" if isinstance(value, str) and value.strip() else None
+    url: str | None = course_config.read_section(course, Feedback).book_url  # raises ConfigError naming it
+    return url
 
 
 def _chapter_links(tokens: list[Token], base: str | None) -> None:
