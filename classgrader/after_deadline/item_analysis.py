@@ -162,7 +162,7 @@ def analyse(
     return {"assignment": assignment, "students": len(students), "cells": items}
 
 
-def table_text(analysis: dict) -> str:
+def table_text(analysis: dict[str, Any]) -> str:
     """The analysis as a plain-text table (printed by ``--analyse-only``)."""
     lines = [
         f"{analysis['assignment']}: item analysis of {analysis['students']} graded submissions",
@@ -179,7 +179,7 @@ def table_text(analysis: dict) -> str:
     return "\n".join(lines)
 
 
-def alt_text(item: dict) -> str:
+def alt_text(item: dict[str, Any]) -> str:
     """What a cell's histogram shows, in words (the image's alt text)."""
     n = item["students"]
     text = (
@@ -191,7 +191,7 @@ def alt_text(item: dict) -> str:
     return text + "."
 
 
-def histogram(item: dict, path: Path) -> None:
+def histogram(item: dict[str, Any], path: Path) -> None:
     """One cell's score histogram as a PNG: ten equal bins from 0 to the cell's points."""
     import matplotlib
 
@@ -217,7 +217,7 @@ def _esc(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
-def report_html(analysis: dict, images: dict[str, str]) -> str:
+def report_html(analysis: dict[str, Any], images: dict[str, str]) -> str:
     """A self-contained page (images beside it): the table, then each cell's messages and histogram."""
     title = f"Item analysis: {analysis['assignment']}"
     rows = []
@@ -267,7 +267,7 @@ def report_html(analysis: dict, images: dict[str, str]) -> str:
     return "\n".join(parts)
 
 
-def csv_text(analysis: dict) -> str:
+def csv_text(analysis: dict[str, Any]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(
@@ -311,7 +311,7 @@ def write(
     *,
     notebook: str | None = None,
     order: list[str] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Analyse from the gradebook and ``reports_dir/results``; write the report files; return the analysis.
 
     ``order`` lists the graded cells in notebook order (see :func:`release_order`).

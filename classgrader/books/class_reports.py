@@ -97,7 +97,7 @@ def summary(
     workers: int,
     policy: late.Policy | None = None,
     sandbox: str | None = None,
-) -> dict:
+) -> dict[str, Any]:
     counts = collections.Counter(r["status"] for r in results)
     handed_in = submitted(results)
     lates = [r for r in results if late.late_of(r).get("status") in ("late", "late_no_time")]
@@ -219,7 +219,7 @@ def write_all(
     sandbox: str | None = None,
     lms: lms_export.LmsOptions | None = None,
     threat_model: str | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Every class report in ``out``; ``threat_model`` (a plain nbgrader assignment's) goes in the summary."""
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / SCORES_CSV, scores_csv(results))

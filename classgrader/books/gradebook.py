@@ -153,7 +153,7 @@ class Writer:
     def __enter__(self) -> Writer:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def current(self, assignment: str, student: str) -> dict[str, float | None] | None:

@@ -322,7 +322,8 @@ class Session:
         services = self.client.scheduler_info().get("services", {})
         if "dashboard" not in services:
             return "none (the scheduler serves its dashboard only when bokeh is installed where it runs)"
-        return self.client.dashboard_link
+        link: str = self.client.dashboard_link  # distributed leaves the property unannotated
+        return link
 
     def _check_workers(self, worker_wait: float) -> None:
         try:

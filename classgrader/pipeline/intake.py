@@ -124,7 +124,7 @@ def discover(root: Path, assignment: str, notebook: str, roster: list[str] | Non
 def _pick(candidates: list[Path], notebook: str) -> tuple[Path, list[Path]]:
     stem = Path(notebook).stem.lower()
 
-    def rank(p: Path):
+    def rank(p: Path) -> tuple[bool, bool, float, str]:
         name = p.name.lower()
         exact = name == notebook.lower() or name.endswith("_" + notebook.lower())
         close = stem in name

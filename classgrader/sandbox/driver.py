@@ -57,9 +57,11 @@ import signal
 import sys
 import time
 import traceback
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:  # not at run time: the driver runs alone, with the standard library and IPython
+    from types import FrameType
+
     from classgrader.records import (
         CellEvent,
         CellStartEvent,
@@ -82,7 +84,7 @@ class SandboxTimeout(BaseException):
     """Raised by the alarm when a cell or a check overruns its time budget."""
 
 
-def _on_alarm(signum, frame):  # pragma: no cover - exercised through the sandbox
+def _on_alarm(signum: int, frame: FrameType | None) -> NoReturn:  # pragma: no cover - exercised through the sandbox
     raise SandboxTimeout("time budget exceeded")
 
 
@@ -98,7 +100,7 @@ class BoundedText(io.TextIOBase):
     def writable(self) -> bool:
         return True
 
-    def write(self, s) -> int:
+    def write(self, s: object) -> int:
         if not isinstance(s, str):
             s = str(s)
         room = self.cap - self.kept

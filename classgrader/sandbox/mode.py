@@ -33,6 +33,7 @@ import functools
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from classgrader.sandbox.command import SYSTEM_FS, namespace_args, setpriv_args
@@ -48,7 +49,7 @@ PROBE_UID = 61999
 
 # The kernel settings that can forbid unprivileged user namespaces: file under
 # /proc/sys, the value that forbids, and how to allow them.
-_SYSCTLS = (
+_SYSCTLS: tuple[tuple[str, Callable[[str], bool], str], ...] = (
     (
         "kernel/unprivileged_userns_clone",
         lambda v: v == "0",
