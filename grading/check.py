@@ -1,8 +1,8 @@
 """What a check is: :class:`Check` (one graded test cell) and :class:`Assignment` (its checks).
 
 An assignment module (``grading/hwN.py``) makes one ``Assignment``, adds its
-checks in notebook order, and exports the functions its notebook calls
-(:func:`grading.notebook.export`). Which assignments exist is
+checks in notebook order, and names the functions its notebook calls
+(:func:`grading.notebook.notebook_check`). Which assignments exist is
 :mod:`grading.registry`'s business, not this module's: nothing here is
 global.
 """
@@ -101,7 +101,7 @@ class Assignment:
         Every check can apply :data:`~grading.rules.OWN_CODE` (a call into the
         reference earns nothing: :func:`grading.compare.decide`). ``rules`` names
         the others its judge can apply; by default those of
-        :func:`grading._common.judge_each`, :data:`~grading.rules.IN_PLACE` and
+        :func:`grading.authoring.judge_each`, :data:`~grading.rules.IN_PLACE` and
         :data:`~grading.rules.DTYPE`, which apply when the cases pass arrays (in
         place) and float32 arrays (dtype)."""
         hidden = id.endswith("_hidden") if hidden is None else hidden

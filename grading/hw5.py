@@ -54,10 +54,10 @@ import math
 
 import numpy as np
 
-from ._common import judge_each, unpack
+from .authoring import judge_each, unpack
 from .check import Assignment
 from .compare import Mismatch, Partial
-from .notebook import export
+from .notebook import before_submit_check, notebook_check
 from .plain import make_case, rng_arg
 
 A = Assignment("hw5_sqrt_dk_experiment", chapter="chapters/05_why_divide_by_sqrt_dk.md")
@@ -229,4 +229,7 @@ A.add(
     rules=(),  # the inputs are a generator and sizes: no array to change, no dtype to keep
 )
 
-export(A, globals())
+# What the notebook's test cells call (grading.notebook.notebook_check): one per check and its hidden twin.
+check_sample_scores = notebook_check(A, "sample_scores")
+check_score_variance = notebook_check(A, "score_variance")
+check_before_submit = before_submit_check(A)

@@ -20,7 +20,7 @@ differences of ``lib.scaled_dot_product_attention``).
 Tolerances. For ``softmax_backward`` the weights are given, so the only
 rounding is that of the row sum ``sum_j a_j grad_a_j`` (n terms, any order)
 and of a few products: an entry may differ from lib's by ``rtol * (|expected|
-+ S)`` with ``rtol`` = :func:`grading._common.row_sum_tol` (the dtype's base
++ S)`` with ``rtol`` = :func:`grading.authoring.row_sum_tol` (the dtype's base
 tolerance plus ``(n + 2) eps``) and S the largest entry of
 ``a (|grad_a| + sum_j a_j |grad_a_j|)`` (the same formula on absolute values,
 which no cancellation can make small). For ``attention_backward`` (see
@@ -28,7 +28,7 @@ which no cancellation can make small). For ``attention_backward`` (see
 by ``rtol * (|expected| + S)``, where S is the largest entry of the same
 formula evaluated on absolute values (no cancellation), and rtol is
 
-- twice :func:`grading._common.attention_rtol`, the weights' relative error
+- twice :func:`grading.authoring.attention_rtol`, the weights' relative error
   from rounding in the logits: a relative error d in each weight changes
   ``dS = A (dA - sum_j dA_j A_j)`` by at most ``2 d`` times S, because the
   weights enter twice (as the factor and inside the row sum); ``dV = A^T dO``
@@ -48,10 +48,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import DTYPES, attention_rtol, describe_inputs, generator, judge_each, normal, row_sum_tol, unpack
+from .authoring import DTYPES, attention_rtol, describe_inputs, generator, judge_each, normal, row_sum_tol, unpack
 from .check import Assignment
 from .compare import Mismatch, Partial, check_form, compare_arrays, reference
-from .notebook import export
+from .notebook import before_submit_check, notebook_check
 from .plain import make_case
 
 A = Assignment("hw9_attention_backward", chapter="chapters/09_a_head_that_learns.md")
@@ -339,4 +339,8 @@ A.add(
     description="dQ and dK on random sizes, batch dimensions, causal and random masks, float32 and float64",
 )
 
-export(A, globals())
+# What the notebook's test cells call (grading.notebook.notebook_check): one per check and its hidden twin.
+check_attention_dq_dk = notebook_check(A, "attention_dq_dk")
+check_attention_dv = notebook_check(A, "attention_dv")
+check_softmax_backward = notebook_check(A, "softmax_backward")
+check_before_submit = before_submit_check(A)
