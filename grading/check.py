@@ -13,16 +13,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .compare import Verdict, decide, score_of
+from .compare import Judge, Verdict, decide, score_of
+from .plain import Case
 from .rules import DTYPE, IN_PLACE, OWN_CODE, Rule
 from .run import run_cases
 
 __all__ = ["Assignment", "Check"]
 
 #: Builds a check's input cases from a seed (plain data, :mod:`grading.plain`).
-Cases = Callable[[int], list[dict]]
-#: Decides a check from its cases and results (see :func:`grading.compare.decide`).
-Judge = Callable[[list[dict], list[dict]], str]
+Cases = Callable[[int], list[Case]]
 
 
 @dataclass(frozen=True)
@@ -51,13 +50,13 @@ class Check:
     default_seed: int = 0
 
     # piece (1)
-    def make_cases(self, seed: int | None = None) -> list[dict]:
+    def make_cases(self, seed: int | None = None) -> list[Case]:
         """The check's input cases as plain JSON data, the same for the same seed."""
         return self.cases(self.default_seed if seed is None else int(seed))
 
     # piece (3); piece (2) is grading.run.run_cases, in the learner's process
-    def compare(self, cases: list[dict], results: list[dict]) -> Verdict:
-        """Decide the check from the cases and the learner's plain results
+    def compare(self, cases: list[Case], results: object) -> Verdict:
+        """Decide the check from the cases and the learner's plain results, untrusted JSON
         (:func:`grading.compare.decide`; expected values are computed with ``lib``)."""
         return decide(cases, results, self.judge, points=self.points, what=self.id)
 

@@ -25,6 +25,8 @@ Expected values come from ``lib.online_softmax_steps``, ``lib.softmax`` and
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .authoring import (
@@ -44,9 +46,9 @@ from .authoring import (
 )
 from .check import Assignment
 from .compare import Mismatch, Partial, check_form, compare_arrays, describe, reference
-from .hw8_mistakes import attention_without_rescale, softmax_without_rescale, sums_without_rescale
 from .notebook import before_submit_check, notebook_check
-from .plain import make_case
+from .online_softmax_mistakes import attention_without_rescale, softmax_without_rescale, sums_without_rescale
+from .plain import Case, ResultRecord, make_case
 from .rules import DTYPE, IN_PLACE, NO_CONCATENATE
 
 A = Assignment("hw8_online_softmax", chapter="chapters/08_online_softmax.md")
@@ -60,12 +62,12 @@ MAX_BLOCKS = 16
 # ------------------------------------------------------------- running maximum and sum
 
 
-def _running_case(x: np.ndarray, size: int, note: str = "") -> dict:
+def _running_case(x: np.ndarray, size: int, note: str = "") -> Case:
     label = describe_inputs(x=x) + f", block_size = {size}" + (f", {note}" if note else "")
     return make_case("running_max_and_sum", x, size, label=label)
 
 
-def _running_visible(seed: int) -> list[dict]:
+def _running_visible(seed: int) -> list[Case]:
     x = np.array([1.0, 3.0, 2.0, 5.0, 0.0])
     gen = generator(seed, 1)
     rows = normal(gen, (3, 7), np.float32, scale=3.0)
@@ -79,7 +81,7 @@ def _running_visible(seed: int) -> list[dict]:
     ]
 
 
-def _running_masked(seed: int) -> list[dict]:
+def _running_masked(seed: int) -> list[Case]:
     z = np.array([[NEG, NEG, NEG, 1.0, 2.0, NEG], [0.0, NEG, 2.0, NEG, NEG, NEG], [NEG, NEG, NEG, NEG, NEG, NEG]])
     return [
         _running_case(z, 2, "with -inf entries: a row whose first block is all -inf, a row of only -inf"),
@@ -127,14 +129,14 @@ def _hidden_logits(
     return out
 
 
-def _running_hidden(seed: int) -> list[dict]:
+def _running_hidden(seed: int) -> list[Case]:
     gen = generator(seed, 2)
     out = [_running_case(_rising_row(gen), int(gen.integers(1, 4)), "a row that rises from block to block")]
     logits = _hidden_logits(gen, 9, dtype_every=3, top=2.5, scale_first=True, blank_row=False)
     return out + [_running_case(x, size, note) for x, size, note in logits]
 
 
-def _as_state(value, shape: tuple[int, ...], what: str) -> np.ndarray:
+def _as_state(value: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
     """A learner's m or l as a float64 array of ``shape`` (a number is fine for shape ())."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = np.float64(value)
@@ -147,10 +149,10 @@ def _as_state(value, shape: tuple[int, ...], what: str) -> np.ndarray:
     return value.astype(np.float64)
 
 
-def _judge_running(cases: list[dict], results: list[dict]) -> str:
+def _judge_running(cases: list[Case], results: list[ResultRecord]) -> str:
     lib = reference()
 
-    def one(args, kwargs, got, name):
+    def one(args: list[Any], kwargs: dict[str, Any], got: Any, name: str) -> None:
         x, size = args
         steps = lib.online_softmax_steps(x, size)
         if not isinstance(got, (list, tuple)):
@@ -199,12 +201,12 @@ def _judge_running(cases: list[dict], results: list[dict]) -> str:
 # ------------------------------------------------------------- the online softmax
 
 
-def _softmax_case(x: np.ndarray, size: int, note: str = "") -> dict:
+def _softmax_case(x: np.ndarray, size: int, note: str = "") -> Case:
     label = describe_inputs(x=x) + f", block_size = {size}" + (f", {note}" if note else "")
     return make_case("online_softmax", x, size, label=label)
 
 
-def _softmax_visible(seed: int) -> list[dict]:
+def _softmax_visible(seed: int) -> list[Case]:
     gen = generator(seed, 3)
     return [
         _softmax_case(np.array([1.0, 3.0, 2.0, 5.0, 0.0]), 2),
@@ -214,15 +216,15 @@ def _softmax_visible(seed: int) -> list[dict]:
     ]
 
 
-def _softmax_hidden(seed: int) -> list[dict]:
+def _softmax_hidden(seed: int) -> list[Case]:
     gen = generator(seed, 4)
     out = [_softmax_case(_rising_row(gen), int(gen.integers(1, 4)), "a row that rises from block to block")]
     logits = _hidden_logits(gen, 7, dtype_every=2, top=3.0, scale_first=False, blank_row=True)
     return out + [_softmax_case(x, size, note) for x, size, note in logits]
 
 
-def _judge_softmax(cases: list[dict], results: list[dict]) -> str:
-    def one(args, kwargs, got, name):
+def _judge_softmax(cases: list[Case], results: list[ResultRecord]) -> str:
+    def one(args: list[Any], kwargs: dict[str, Any], got: Any, name: str) -> None:
         x, size = args
         try:
             judge_softmax_case(got, x, what=name)
@@ -248,11 +250,13 @@ def _judge_softmax(cases: list[dict], results: list[dict]) -> str:
 # ------------------------------------------------------------- attention over blocks of keys
 
 
-def _blocks(k: np.ndarray, v: np.ndarray, allowed: np.ndarray, size: int) -> list[tuple]:
+def _blocks(k: np.ndarray, v: np.ndarray, allowed: np.ndarray, size: int) -> list[tuple[np.ndarray, ...]]:
     return [(k[s : s + size], v[s : s + size], allowed[:, s : s + size]) for s in range(0, k.shape[0], size)]
 
 
-def _attention_case(q, k, v, allowed, size: int, note: str = "") -> dict:
+def _attention_case(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, allowed: np.ndarray, size: int, note: str = ""
+) -> Case:
     blocks = _blocks(k, v, allowed, size)
     label = (
         describe_inputs(q=q, k=k, v=v)
@@ -262,7 +266,7 @@ def _attention_case(q, k, v, allowed, size: int, note: str = "") -> dict:
     return make_case("blocked_attention", q, blocks, label=label)
 
 
-def _attention_visible(seed: int) -> list[dict]:
+def _attention_visible(seed: int) -> list[Case]:
     lib = reference()
     q, k, v = sentence_qkv()
     gen = generator(seed, 5)
@@ -283,7 +287,7 @@ def _attention_visible(seed: int) -> list[dict]:
     ]
 
 
-def _attention_hidden(seed: int) -> list[dict]:
+def _attention_hidden(seed: int) -> list[Case]:
     gen = generator(seed, 6)
     # First a case with several blocks and no mask, where query 0's scores rise
     # from block to block (keys along its own direction, growing).
@@ -317,13 +321,13 @@ CONCATENATE_RULE = (
 )
 
 
-def _judge_attention(cases: list[dict], results: list[dict]) -> str:
+def _judge_attention(cases: list[Case], results: list[ResultRecord]) -> str:
     lib = reference()
     for record in results:
         if isinstance(record, dict) and "np.concatenate" in (record.get("calls") or []):
             raise Mismatch(CONCATENATE_RULE)
 
-    def one(args, kwargs, got, name):
+    def one(args: list[Any], kwargs: dict[str, Any], got: Any, name: str) -> None:
         q, blocks = args
         k = np.concatenate([b[0] for b in blocks])
         v = np.concatenate([b[1] for b in blocks])

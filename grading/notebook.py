@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from .check import Assignment, Check
 from .compare import Verdict, reference
+from .plain import Case, ResultRecord
 from .run import run_cases
 from .seeds import ENV_SEED, autograde_location, hidden_seed
 
@@ -61,7 +62,9 @@ class CheckFailed(AssertionError):
         return [f"\x1b[0;31m{type(self).__name__}\x1b[0m: {self}"]
 
 
-def run_check(assignment: Assignment, check_id: str, *functions: Callable, seed: int | None = None) -> float | None:
+def run_check(
+    assignment: Assignment, check_id: str, *functions: Callable[..., Any], seed: int | None = None
+) -> float | None:
     """Run one check in this process on the learner's functions (given in the
     order of ``Check.functions``).
 
@@ -132,7 +135,7 @@ def check_before_submit(
     seed = secrets.randbits(31) if seed is None else int(seed)
     lines: list[str] = []
     scores: dict[str, float] = {}
-    failed: list[tuple[Check, list[dict], list[dict]]] = []
+    failed: list[tuple[Check, list[Case], list[ResultRecord]]] = []
     total = sum(c.points for c in assignment.checks.values())
     for chk in assignment.checks.values():
         functions = {name: namespace[name] for name in chk.functions if name in namespace}
@@ -172,7 +175,7 @@ def check_before_submit(
     return scores
 
 
-def show_mistakes(failed: list[tuple[Check, list[dict], list[dict]]]) -> None:
+def show_mistakes(failed: list[tuple[Check, list[Case], list[ResultRecord]]]) -> None:
     """Draw the first failed check of each learner function whose weights differ visibly
     (:mod:`grading.pictures`). The hidden kinds ran on fresh inputs, made for this run, which
     the learner may see. Never raises: a picture that cannot be drawn is left out."""

@@ -10,6 +10,7 @@ import nbformat
 
 from classgrader.assignments import plain
 from classgrader.stages import report
+from grading.check import Check
 from nbgrader_tools.cells import nbgrader_meta
 
 
@@ -26,7 +27,7 @@ class AssignmentInfo:
     release: nbformat.NotebookNode
     source: nbformat.NotebookNode
     source_dir: Path  # the folder holding solutions/<assignment>
-    checks: list  # grading Check objects
+    checks: list[Check]
     grade_cells: dict[str, float]  # grade_id -> points, in notebook order
     grading_dir: Path
     lib_dir: Path

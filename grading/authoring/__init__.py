@@ -22,12 +22,13 @@ Everything here is numpy only; ``lib`` is imported inside the judges, through
 
 from .attention import check_attention, value_scale
 from .inputs import BATCHES, DTYPES, describe_inputs, generator, normal, sentence_qkv
-from .judging import judge_each, unpack
+from .judging import CaseJudge, judge_each, unpack
 from .tolerances import attention_rtol, logit_rtol, row_sum_tol
 from .weights import EDGE_SHARE, check_weight_rows, edge_rows, judge_softmax_case, near, softmax_hint
 
 __all__ = [
     "BATCHES",
+    "CaseJudge",
     "DTYPES",
     "EDGE_SHARE",
     "attention_rtol",

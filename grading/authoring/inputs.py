@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ..compare import reference
 
@@ -19,7 +20,9 @@ def generator(seed: int, salt: int) -> np.random.Generator:
     return np.random.default_rng([int(seed) & 0x7FFFFFFF, salt])
 
 
-def normal(gen: np.random.Generator, shape: Sequence[int], dtype=np.float64, scale: float = 1.0) -> np.ndarray:
+def normal(
+    gen: np.random.Generator, shape: Sequence[int], dtype: DTypeLike = np.float64, scale: float = 1.0
+) -> np.ndarray:
     return (gen.standard_normal(tuple(shape)) * scale).astype(dtype)
 
 
@@ -28,7 +31,8 @@ def sentence_qkv() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     lib = reference()
     _, x = lib.example_sentence()
     w = lib.example_projections()
-    return lib.project_qkv(x, w["w_q"], w["w_k"], w["w_v"])
+    q, k, v = lib.project_qkv(x, w["w_q"], w["w_k"], w["w_v"])
+    return q, k, v
 
 
 def describe_inputs(**arrays: np.ndarray) -> str:

@@ -8,15 +8,20 @@ from typing import Any
 import numpy as np
 
 from ..compare import Mismatch, Partial, notes_of, value_of
-from ..plain import case_inputs
+from ..plain import Case, ResultRecord, case_inputs
 from ..rules import DTYPE, DTYPE_SHARE, IN_PLACE, MUTATION_SHARE
 
+#: Judges one case: ``judge_one(args, kwargs, value, name)`` with the case's decoded arguments,
+#: the learner's decoded return value and the function's name; raises
+#: :class:`~grading.compare.Mismatch` (or :class:`~grading.compare.Partial`) when it is wrong.
+CaseJudge = Callable[[list[Any], dict[str, Any], Any, str], None]
 
-def _float_dtype(args: Sequence, kwargs: dict) -> np.dtype | None:
+
+def _float_dtype(args: Sequence[Any], kwargs: dict[str, Any]) -> np.dtype | None:
     """The float dtype the result must have: that of the float array inputs."""
-    found = []
+    found: list[np.dtype] = []
 
-    def walk(v, depth=0):
+    def walk(v: Any, depth: int = 0) -> None:
         if isinstance(v, np.ndarray) and v.dtype.kind == "f":
             found.append(v.dtype)
         elif isinstance(v, (tuple, list)) and depth < 3:
@@ -38,7 +43,7 @@ def _cast_floats(value: Any, dtype: np.dtype) -> tuple[Any, bool]:
     return value, False
 
 
-def judge_each(cases: list[dict], results: list[dict], judge_one: Callable[..., None]) -> int:
+def judge_each(cases: list[Case], results: list[ResultRecord], judge_one: CaseJudge) -> int:
     """Run ``judge_one(args, kwargs, value, name)`` on every case; return the number of cases.
 
     Points follow the size of the mistake: each case is worth the same share
@@ -102,7 +107,7 @@ def judge_each(cases: list[dict], results: list[dict], judge_one: Callable[..., 
     return len(cases)
 
 
-def unpack(value: Any, names: Sequence[str], what: str) -> tuple:
+def unpack(value: Any, names: Sequence[str], what: str) -> tuple[Any, ...]:
     """A returned tuple of ``len(names)`` items, or :class:`Mismatch`."""
     wanted = "(" + ", ".join(names) + ")"
     if not isinstance(value, (tuple, list)):

@@ -77,11 +77,12 @@ def softmax_hint(got: Any, z: np.ndarray) -> str | None:
     z64 = z.astype(np.float64)
     with np.errstate(all="ignore"):
 
-        def soft(x, axis):
+        def soft(x: np.ndarray, axis: int) -> np.ndarray:
             top = np.max(x, axis=axis, keepdims=True)
             e = np.exp(x - np.where(np.isneginf(top), 0, top))
             total = e.sum(axis=axis, keepdims=True)
-            return e / np.where(total == 0, 1, total)
+            weights: np.ndarray = e / np.where(total == 0, 1, total)
+            return weights
 
         candidates = [
             (

@@ -31,10 +31,11 @@ def softmax_without_rescale(x: np.ndarray, size: int) -> np.ndarray:
         m = x.astype(np.float64).max(axis=-1, keepdims=True)
         shift = np.where(np.isneginf(m), 0, m)
         total = sums_without_rescale(x, size, 0)[-1][..., None]
-        return np.exp(x - shift) / np.where(total == 0, 1, total)
+        weights: np.ndarray = np.exp(x - shift) / np.where(total == 0, 1, total)
+        return weights
 
 
-def attention_without_rescale(q: np.ndarray, blocks: list) -> np.ndarray:
+def attention_without_rescale(q: np.ndarray, blocks: list[tuple[np.ndarray, ...]]) -> np.ndarray:
     """Blocked attention with a common mistake: the running sum and the weighted
     values are not rescaled by exp(m_old - m_new) when the maximum grows."""
     q64 = q.astype(np.float64)
