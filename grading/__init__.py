@@ -12,7 +12,8 @@ part runs in:
 ``grading/plain.py``
     The plain JSON data that crosses between processes: values
     (:func:`~grading.plain.encode`, :func:`~grading.plain.decode`), input cases
-    (:func:`~grading.plain.make_case`) and result records.
+    (:class:`~grading.plain.Case`, made by :func:`~grading.plain.make_case`) and
+    result records (:class:`~grading.plain.ResultRecord`).
 ``grading/watch.py``, ``grading/run.py``
     The learner's process: :class:`~grading.watch.CallWatch` (catches calls
     into the reference) and :func:`~grading.run.run_cases` (calls the
@@ -31,7 +32,9 @@ part runs in:
     :class:`~grading.check.Assignment` (the checks of one notebook).
 ``grading/hw1.py`` ... ``grading/hw9.py``
     One module per assignment, named after its number; ``hwN.A`` is its
-    ``Assignment`` (``hw1.A.name == "hw1_dot_product_scores"``).
+    ``Assignment`` (``hw1.A.name == "hw1_dot_product_scores"``) and its
+    ``check_*`` functions; ``grading/online_softmax_mistakes.py`` computes
+    homework 8's usual mistake for its judges.
 ``grading/registry.py``
     The one list of assignment modules (:data:`~grading.registry.MODULES`)
     and the look-ups :func:`checks_for`, :func:`get_check`, :func:`all_checks`.

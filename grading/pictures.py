@@ -251,4 +251,4 @@ def show(picture: Picture, heading: str) -> None:
         return
     encoded = base64.b64encode(picture.png).decode("ascii")
     bundle = {"text/html": picture.html(), "image/png": encoded, "text/plain": picture.alt}
-    display(bundle, raw=True, metadata={"image/png": {"alt": picture.alt}})  # type: ignore[no-untyped-call]
+    display(bundle, raw=True, metadata={"image/png": {"alt": picture.alt}})

@@ -18,8 +18,9 @@ round trip exactly.
 
 Result records
 --------------
-One call of a learner's function gives one record (made in the learner's
-process by :func:`grading.run.call_learner`, read by the grader): ``value``
+One call of a learner's function gives one record, a :class:`ResultRecord`
+(made in the learner's process by :func:`grading.run.call_learner`, read by
+the grader, which first checks it with :func:`well_formed`): ``value``
 (an encoded value, or None when the call raised), ``error`` (None or the
 learner's exception as text), ``forbidden`` (calls it may not make),
 ``calls`` (noted numpy calls), ``mutated`` (inputs it changed in place),
