@@ -31,7 +31,10 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, cast
+
+if TYPE_CHECKING:  # the cases are grading's; this module stays importable without it
+    from grading.plain import Case
 
 # --------------------------------------------------------------------------
 # Statuses
@@ -89,7 +92,7 @@ class JobCheck(TypedDict):
     id: str
     functions: list[str]
     collector: str  # "module:function" that calls the functions on the cases, e.g. grading's run_cases
-    cases: list[Any]
+    cases: list["Case"]
 
 
 class Job(TypedDict):
