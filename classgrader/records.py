@@ -31,14 +31,30 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, cast
+
+if TYPE_CHECKING:  # the cases are grading's; this module stays importable without it
+    from grading.plain import Case
 
 # --------------------------------------------------------------------------
 # Statuses
 # --------------------------------------------------------------------------
 
+#: One status per submission (the keys of :data:`STATUSES`).
+Status = Literal[
+    "missing",
+    "not_a_notebook",
+    "timed_out",
+    "out_of_memory",
+    "kernel_died",
+    "metadata_stripped",
+    "test_cells_changed",
+    "renamed",
+    "graded",
+]
+
 #: One status per submission, the most serious first, with its meaning.
-STATUSES = {
+STATUSES: dict[Status, str] = {
     "missing": "missing: nothing was submitted",
     "not_a_notebook": "not a notebook: the file could not be read as a notebook",
     "timed_out": "timed out: the wall-time limit stopped a cell or a check",
@@ -76,7 +92,7 @@ class JobCheck(TypedDict):
     id: str
     functions: list[str]
     collector: str  # "module:function" that calls the functions on the cases, e.g. grading's run_cases
-    cases: list[Any]
+    cases: list["Case"]
 
 
 class Job(TypedDict):
@@ -225,7 +241,7 @@ class Result(TypedDict):
     sha256: NotRequired[str]  # of the submitted file
     seed: NotRequired[int]  # the hidden checks' seed
     # the outcome
-    status: str  # one of STATUSES
+    status: Status
     max_score: float
     score: float  # before any late penalty
     cells: dict[str, CellResult]  # grade_id -> cell
@@ -254,7 +270,7 @@ def new_result(
     ignored_files: list[str],
     max_score: float,
     key: str,
-    status: str,
+    status: Status,
 ) -> Result:
     """A result with nothing graded yet: score 0, no cells, no notes."""
     return Result(

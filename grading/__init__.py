@@ -12,7 +12,8 @@ part runs in:
 ``grading/plain.py``
     The plain JSON data that crosses between processes: values
     (:func:`~grading.plain.encode`, :func:`~grading.plain.decode`), input cases
-    (:func:`~grading.plain.make_case`) and result records.
+    (:class:`~grading.plain.Case`, made by :func:`~grading.plain.make_case`) and
+    result records (:class:`~grading.plain.ResultRecord`).
 ``grading/watch.py``, ``grading/run.py``
     The learner's process: :class:`~grading.watch.CallWatch` (catches calls
     into the reference) and :func:`~grading.run.run_cases` (calls the
@@ -22,16 +23,18 @@ part runs in:
     :class:`~grading.compare.Partial`, :class:`~grading.compare.Verdict`,
     :func:`~grading.compare.compare_arrays` and
     :func:`~grading.compare.decide`; expected values come from ``lib``.
-``grading/_common.py``
-    Inputs and diagnostics that several assignments share (rows of softmax
-    weights, attention outputs, tolerances for logits, the share of a case
-    each kind of mistake earns).
+``grading/authoring/``
+    What an assignment module is written with: the inputs and judges that
+    several assignments share (rows of softmax weights, attention outputs,
+    tolerances for logits, the share of a case each kind of mistake earns).
 ``grading/check.py``
     :class:`~grading.check.Check` (one graded test cell) and
     :class:`~grading.check.Assignment` (the checks of one notebook).
 ``grading/hw1.py`` ... ``grading/hw9.py``
     One module per assignment, named after its number; ``hwN.A`` is its
-    ``Assignment`` (``hw1.A.name == "hw1_dot_product_scores"``).
+    ``Assignment`` (``hw1.A.name == "hw1_dot_product_scores"``) and its
+    ``check_*`` functions; ``grading/online_softmax_mistakes.py`` computes
+    homework 8's usual mistake for its judges.
 ``grading/registry.py``
     The one list of assignment modules (:data:`~grading.registry.MODULES`)
     and the look-ups :func:`checks_for`, :func:`get_check`, :func:`all_checks`.
@@ -74,7 +77,7 @@ For a check ``c = grading.get_check(assignment, check_id)``:
    share of the check's points earned: each case is an equal share, a
    result right but for its dtype earns a quarter of its case, one right but
    for its edge case (rows with nothing permitted) half, and changing an
-   input in place costs a quarter (:func:`grading._common.judge_each`);
+   input in place costs a quarter (:func:`grading.authoring.judge_each`);
    ``c.score(verdict)`` is the points, in hundredths.
 
 Seeds
@@ -126,15 +129,20 @@ Adding an assignment (e.g. hw10)
 --------------------------------
 1. ``grading/hw10.py``: ``A = Assignment("hw10_<name>", chapter="chapters/...")``;
    for each graded cell a ``cases(seed)`` function built with
-   :func:`~grading.plain.make_case` and a ``judge(cases, results)`` that calls
-   :func:`~grading._common.judge_each` with a per-case function raising
+   :func:`~grading.plain.make_case` (and :mod:`grading.authoring`'s inputs) and a
+   ``judge(cases, results)`` that calls
+   :func:`~grading.authoring.judge_each` with a per-case function raising
    :class:`~grading.compare.Mismatch` (use :func:`~grading.compare.compare_arrays`,
-   a tolerance derived as in :func:`~grading._common.logit_rtol`, and
+   a tolerance derived as in :func:`~grading.authoring.logit_rtol`, and
    :class:`~grading.compare.Partial` for a case that is right but for its edge
    case); then ``A.add(id, [function names], points=..., cases=...,
-   judge=..., description=...)`` (ids ending in ``_hidden`` are hidden) and
-   finally ``export(A, globals())`` (:func:`grading.notebook.export`). Import ``lib`` only inside judges and
-   cases, via :func:`~grading.compare.reference`. Partial credit per case, the
+   judge=..., description=...)`` (ids ending in ``_hidden`` are hidden);
+   finally the functions its notebook calls, one per check and its hidden
+   twin, ``check_<id> = notebook_check(A, "<id>")``, and
+   ``check_before_submit = before_submit_check(A)``
+   (:func:`grading.notebook.notebook_check`; a test in
+   ``tests/test_homework_grading.py`` finds any one left out). Import ``lib``
+   only inside judges and cases, via :func:`~grading.compare.reference`. Partial credit per case, the
    dtype, edge and in-place shares, seeds and the check-before-you-submit
    report then apply by themselves.
 2. Add ``"hw10"`` to :data:`~grading.registry.MODULES`.

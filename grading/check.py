@@ -1,8 +1,8 @@
 """What a check is: :class:`Check` (one graded test cell) and :class:`Assignment` (its checks).
 
 An assignment module (``grading/hwN.py``) makes one ``Assignment``, adds its
-checks in notebook order, and exports the functions its notebook calls
-(:func:`grading.notebook.export`). Which assignments exist is
+checks in notebook order, and names the functions its notebook calls
+(:func:`grading.notebook.notebook_check`). Which assignments exist is
 :mod:`grading.registry`'s business, not this module's: nothing here is
 global.
 """
@@ -13,16 +13,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .compare import Verdict, decide, score_of
+from .compare import Judge, Verdict, decide, score_of
+from .plain import Case
 from .rules import DTYPE, IN_PLACE, OWN_CODE, Rule
 from .run import run_cases
 
 __all__ = ["Assignment", "Check"]
 
 #: Builds a check's input cases from a seed (plain data, :mod:`grading.plain`).
-Cases = Callable[[int], list[dict]]
-#: Decides a check from its cases and results (see :func:`grading.compare.decide`).
-Judge = Callable[[list[dict], list[dict]], str]
+Cases = Callable[[int], list[Case]]
 
 
 @dataclass(frozen=True)
@@ -51,13 +50,13 @@ class Check:
     default_seed: int = 0
 
     # piece (1)
-    def make_cases(self, seed: int | None = None) -> list[dict]:
+    def make_cases(self, seed: int | None = None) -> list[Case]:
         """The check's input cases as plain JSON data, the same for the same seed."""
         return self.cases(self.default_seed if seed is None else int(seed))
 
     # piece (3); piece (2) is grading.run.run_cases, in the learner's process
-    def compare(self, cases: list[dict], results: list[dict]) -> Verdict:
-        """Decide the check from the cases and the learner's plain results
+    def compare(self, cases: list[Case], results: object) -> Verdict:
+        """Decide the check from the cases and the learner's plain results, untrusted JSON
         (:func:`grading.compare.decide`; expected values are computed with ``lib``)."""
         return decide(cases, results, self.judge, points=self.points, what=self.id)
 
@@ -101,7 +100,7 @@ class Assignment:
         Every check can apply :data:`~grading.rules.OWN_CODE` (a call into the
         reference earns nothing: :func:`grading.compare.decide`). ``rules`` names
         the others its judge can apply; by default those of
-        :func:`grading._common.judge_each`, :data:`~grading.rules.IN_PLACE` and
+        :func:`grading.authoring.judge_each`, :data:`~grading.rules.IN_PLACE` and
         :data:`~grading.rules.DTYPE`, which apply when the cases pass arrays (in
         place) and float32 arrays (dtype)."""
         hidden = id.endswith("_hidden") if hidden is None else hidden

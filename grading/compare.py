@@ -18,11 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from .plain import Unsupported, bounded, decode, well_formed
+from .plain import Case, ResultRecord, Unsupported, bounded, decode, well_formed
 from .rules import OWN_CODE
 
 __all__ = [
     "RTOL",
+    "Judge",
     "Mismatch",
     "Partial",
     "Verdict",
@@ -61,12 +62,18 @@ class Partial(Mismatch):
         self.fraction = min(max(float(fraction), 0.0), 1.0)
 
 
+#: Decides a check from its cases and well-formed results (see :func:`decide`): returns a
+#: one-line summary of what passed, or raises :class:`Mismatch`.
+Judge = Callable[[list[Case], list[ResultRecord]], str]
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What a comparison decided: ``fraction`` of the check's points earned.
 
     ``passed`` is True only for full marks; a partly right check has
-    ``0 < fraction < 1`` and a message saying what is wrong."""
+    ``0 < fraction < 1`` and a message saying what is wrong. The class grader
+    keeps the same type for each check it scores (:mod:`classgrader.stages.compare`)."""
 
     passed: bool
     fraction: float
@@ -91,7 +98,7 @@ def score_of(points: float, fraction: float) -> float:
 RTOL = {"float64": 1e-10, "float32": 1e-5, "float16": 1e-2}
 
 
-def value_of(record: Mapping, what: str) -> Any:
+def value_of(record: object, what: str) -> Any:
     """The decoded value of one result record, or :class:`Mismatch` if it raised."""
     if not isinstance(record, Mapping):
         raise Mismatch(f"{what}: no result came back")
@@ -200,7 +207,7 @@ def compare_arrays(
         )
 
 
-def notes_of(record: Mapping) -> str:
+def notes_of(record: Mapping[str, Any]) -> str:
     """What else the learner's function did (warnings, printed text), for a failure message."""
     parts = []
     if record.get("warnings"):
@@ -217,9 +224,7 @@ def reference() -> ModuleType:
     return lib
 
 
-def decide(
-    cases: list[dict], results: Any, judge: Callable[[list[dict], list[dict]], str], *, points: float, what: str
-) -> Verdict:
+def decide(cases: list[Case], results: object, judge: Judge, *, points: float, what: str) -> Verdict:
     """The verdict of one check (called ``what``, worth ``points``) on the learner's plain results.
 
     Any call into the reference earns nothing; so does a result list of the
@@ -229,9 +234,11 @@ def decide(
     """
     if not isinstance(results, list) or len(results) != len(cases):
         return Verdict(False, 0.0, f"{what}: expected {len(cases)} results, got something else")
+    records: list[ResultRecord] = []
     for case, record in zip(cases, results):
         if not well_formed(record):
             return Verdict(False, 0.0, f"{case['call']}: its result could not be read")
+        records.append(record)
         forbidden = record["forbidden"]
         if forbidden:
             return Verdict(
@@ -241,7 +248,7 @@ def decide(
             )
     try:
         with np.errstate(all="ignore"):
-            summary = judge(cases, results)
+            summary = judge(cases, records)
     except Mismatch as exc:
         return Verdict(False, quantize(getattr(exc, "fraction", 0.0), points), str(exc))
     return Verdict(True, 1.0, summary)

@@ -7,13 +7,15 @@ Learner functions: ``scores_loop(x)`` for x of shape (n, d), and
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from ._common import BATCHES, DTYPES, describe_inputs, generator, judge_each, normal
-from .check import Assignment
+from .authoring import BATCHES, DTYPES, describe_inputs, generator, judge_each, normal
+from .check import Assignment, Cases
 from .compare import Mismatch, compare_arrays, reference
-from .notebook import export
-from .plain import make_case
+from .notebook import before_submit_check, notebook_check
+from .plain import Case, ResultRecord, make_case
 from .rules import IN_PLACE, NO_LOOP
 
 A = Assignment("hw1_dot_product_scores", chapter="chapters/02_raw_dot_product_scores.md")
@@ -21,12 +23,12 @@ A = Assignment("hw1_dot_product_scores", chapter="chapters/02_raw_dot_product_sc
 SMALL_X = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 2.0]])
 
 
-def _case(call: str, x: np.ndarray, *, count_lines: bool = False) -> dict:
+def _case(call: str, x: np.ndarray, *, count_lines: bool = False) -> Case:
     return make_case(call, x, label=describe_inputs(x=x), count_lines=count_lines)
 
 
-def _visible(call: str, batched: bool):
-    def cases(seed: int) -> list[dict]:
+def _visible(call: str, batched: bool) -> Cases:
+    def cases(seed: int) -> list[Case]:
         _, sentence = reference().example_sentence()
         out = [_case(call, SMALL_X), _case(call, sentence), _case(call, sentence.astype(np.float32))]
         if batched:
@@ -37,8 +39,8 @@ def _visible(call: str, batched: bool):
     return cases
 
 
-def _hidden(call: str, batched: bool):
-    def cases(seed: int) -> list[dict]:
+def _hidden(call: str, batched: bool) -> Cases:
+    def cases(seed: int) -> list[Case]:
         gen = generator(seed, 2)
         out = []
         for i in range(8):
@@ -51,10 +53,10 @@ def _hidden(call: str, batched: bool):
     return cases
 
 
-def _judge_scores(cases: list[dict], results: list[dict]) -> str:
+def _judge_scores(cases: list[Case], results: list[ResultRecord]) -> str:
     lib = reference()
 
-    def one(args, kwargs, got, name):
+    def one(args: list[Any], kwargs: dict[str, Any], got: Any, name: str) -> None:
         (x,) = args
         expected = lib.dot_product_scores(x)
         # Each e_ij sums d products; its rounding error scales with |x_i| |x_j|.
@@ -64,12 +66,12 @@ def _judge_scores(cases: list[dict], results: list[dict]) -> str:
     return f"{judge_each(cases, results, one)} cases match lib.dot_product_scores"
 
 
-def _no_loop_cases(seed: int) -> list[dict]:
+def _no_loop_cases(seed: int) -> list[Case]:
     gen = generator(seed, 3)
     return [_case("scores_vectorized", normal(gen, (n, 4)), count_lines=True) for n in (3, 40)]
 
 
-def _judge_no_loop(cases: list[dict], results: list[dict]) -> str:
+def _judge_no_loop(cases: list[Case], results: list[ResultRecord]) -> str:
     _judge_scores(cases, results)
     small, large = (r["lines"] for r in results)
     if small is None or large is None:
@@ -131,4 +133,8 @@ A.add(
     description="scores_vectorized runs no Python loop over the tokens",
 )
 
-export(A, globals())
+# What the notebook's test cells call (grading.notebook.notebook_check): one per check and its hidden twin.
+check_scores_loop = notebook_check(A, "scores_loop")
+check_scores_vectorized = notebook_check(A, "scores_vectorized")
+check_vectorized_no_loop = notebook_check(A, "vectorized_no_loop")
+check_before_submit = before_submit_check(A)

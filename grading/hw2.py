@@ -8,24 +8,26 @@ zeros to a row made only of ``-inf``, and keep float32 as float32.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from ._common import BATCHES, DTYPES, describe_inputs, generator, judge_each, judge_softmax_case, normal
+from .authoring import BATCHES, DTYPES, describe_inputs, generator, judge_each, judge_softmax_case, normal
 from .check import Assignment
-from .notebook import export
-from .plain import make_case
+from .notebook import before_submit_check, notebook_check
+from .plain import Case, ResultRecord, make_case
 
 A = Assignment("hw2_stable_softmax", chapter="chapters/01_self_attention.md")
 
 NEG = -np.inf
 
 
-def _case(z: np.ndarray, note: str = "") -> dict:
+def _case(z: np.ndarray, note: str = "") -> Case:
     label = describe_inputs(z=z) + (f", {note}" if note else "")
     return make_case("softmax_rows", z, label=label)
 
 
-def _basic_cases(seed: int) -> list[dict]:
+def _basic_cases(seed: int) -> list[Case]:
     gen = generator(seed, 1)
     return [
         _case(np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0], [-1.0, 5.0, 2.0]])),
@@ -34,19 +36,19 @@ def _basic_cases(seed: int) -> list[dict]:
     ]
 
 
-def _large_cases(seed: int) -> list[dict]:
+def _large_cases(seed: int) -> list[Case]:
     return [
         _case(np.array([[1e4, 1e4 - 1, 0.0], [-1e4, 0.0, 1e4]], dtype=np.float32), "logits of 1e4"),
         _case(np.array([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -1000.5]]), "logits of +-1000"),
     ]
 
 
-def _masked_cases(seed: int) -> list[dict]:
+def _masked_cases(seed: int) -> list[Case]:
     z = np.array([[0.0, NEG, 1.0], [NEG, NEG, NEG], [2.0, NEG, NEG]])
     return [_case(z, "with -inf entries and a row of -inf"), _case(z.astype(np.float32), "with -inf entries")]
 
 
-def _hidden_cases(seed: int) -> list[dict]:
+def _hidden_cases(seed: int) -> list[Case]:
     gen = generator(seed, 2)
     out = []
     for i in range(12):
@@ -65,8 +67,8 @@ def _hidden_cases(seed: int) -> list[dict]:
     return out
 
 
-def _judge_softmax(cases: list[dict], results: list[dict]) -> str:
-    def one(args, kwargs, got, name):
+def _judge_softmax(cases: list[Case], results: list[ResultRecord]) -> str:
+    def one(args: list[Any], kwargs: dict[str, Any], got: Any, name: str) -> None:
         (z,) = args
         judge_softmax_case(got, z, what=name)
 
@@ -106,4 +108,9 @@ A.add(
     description="random logits up to 1e4, batch dimensions, -inf entries and rows, float32 and float64",
 )
 
-export(A, globals())
+# What the notebook's test cells call (grading.notebook.notebook_check): one per check and its hidden twin.
+check_softmax = notebook_check(A, "softmax")
+check_softmax_basic = notebook_check(A, "softmax_basic")
+check_softmax_large = notebook_check(A, "softmax_large")
+check_softmax_masked = notebook_check(A, "softmax_masked")
+check_before_submit = before_submit_check(A)

@@ -8,22 +8,24 @@ Learner functions: ``project_qkv(x, w_q, w_k, w_v)`` returns ``(q, k, v)`` =
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from ._common import BATCHES, DTYPES, describe_inputs, generator, judge_each, near, normal, sentence_qkv, unpack
+from .authoring import BATCHES, DTYPES, describe_inputs, generator, judge_each, near, normal, sentence_qkv, unpack
 from .check import Assignment
 from .compare import Mismatch, compare_arrays, reference
-from .notebook import export
-from .plain import make_case
+from .notebook import before_submit_check, notebook_check
+from .plain import Case, ResultRecord, make_case
 
 A = Assignment("hw3_queries_keys_values", chapter="chapters/03_queries_keys_values.md")
 
 
-def _project_case(x, w_q, w_k, w_v) -> dict:
+def _project_case(x: np.ndarray, w_q: np.ndarray, w_k: np.ndarray, w_v: np.ndarray) -> Case:
     return make_case("project_qkv", x, w_q, w_k, w_v, label=describe_inputs(x=x, w_q=w_q, w_k=w_k, w_v=w_v))
 
 
-def _project_visible(seed: int) -> list[dict]:
+def _project_visible(seed: int) -> list[Case]:
     lib = reference()
     _, x = lib.example_sentence()
     w = lib.example_projections()
@@ -33,7 +35,7 @@ def _project_visible(seed: int) -> list[dict]:
     return [_project_case(x, w["w_q"], w["w_k"], w["w_v"]), _project_case(x32, *ws32)]
 
 
-def _project_hidden(seed: int) -> list[dict]:
+def _project_hidden(seed: int) -> list[Case]:
     gen = generator(seed, 2)
     out = []
     for i in range(8):
@@ -45,10 +47,10 @@ def _project_hidden(seed: int) -> list[dict]:
     return out
 
 
-def _judge_project(cases: list[dict], results: list[dict]) -> str:
+def _judge_project(cases: list[Case], results: list[ResultRecord]) -> str:
     lib = reference()
 
-    def one(args, kwargs, got, name):
+    def one(args: list[Any], kwargs: dict[str, Any], got: Any, name: str) -> None:
         x, w_q, w_k, w_v = args
         expected = lib.project_qkv(x, w_q, w_k, w_v)
         items = unpack(got, ("q", "k", "v"), name)
@@ -70,11 +72,11 @@ def _judge_project(cases: list[dict], results: list[dict]) -> str:
     return f"{judge_each(cases, results, one)} cases match lib.project_qkv"
 
 
-def _score_case(q, k) -> dict:
+def _score_case(q: np.ndarray, k: np.ndarray) -> Case:
     return make_case("score_matrix", q, k, label=describe_inputs(q=q, k=k))
 
 
-def _score_visible(seed: int) -> list[dict]:
+def _score_visible(seed: int) -> list[Case]:
     q, k, _ = sentence_qkv()
     gen = generator(seed, 3)
     return [
@@ -84,7 +86,7 @@ def _score_visible(seed: int) -> list[dict]:
     ]
 
 
-def _score_hidden(seed: int) -> list[dict]:
+def _score_hidden(seed: int) -> list[Case]:
     gen = generator(seed, 4)
     out = []
     for i in range(8):
@@ -95,10 +97,10 @@ def _score_hidden(seed: int) -> list[dict]:
     return out
 
 
-def _judge_scores(cases: list[dict], results: list[dict]) -> str:
+def _judge_scores(cases: list[Case], results: list[ResultRecord]) -> str:
     lib = reference()
 
-    def one(args, kwargs, got, name):
+    def one(args: list[Any], kwargs: dict[str, Any], got: Any, name: str) -> None:
         q, k = args
         expected = lib.dot_product_scores(q, k)
         scale = float(
@@ -153,4 +155,7 @@ A.add(
     description="random n_q != n_k, batch dimensions, float32 and float64",
 )
 
-export(A, globals())
+# What the notebook's test cells call (grading.notebook.notebook_check): one per check and its hidden twin.
+check_project_qkv = notebook_check(A, "project_qkv")
+check_score_matrix = notebook_check(A, "score_matrix")
+check_before_submit = before_submit_check(A)

@@ -51,14 +51,15 @@ practical purposes.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
-from ._common import judge_each, unpack
-from .check import Assignment
+from .authoring import judge_each, unpack
+from .check import Assignment, Cases
 from .compare import Mismatch, Partial
-from .notebook import export
-from .plain import make_case, rng_arg
+from .notebook import before_submit_check, notebook_check
+from .plain import Case, ResultRecord, make_case, rng_arg
 
 A = Assignment("hw5_sqrt_dk_experiment", chapter="chapters/05_why_divide_by_sqrt_dk.md")
 
@@ -72,8 +73,8 @@ def _seeds(seed: int, count: int) -> list[int]:
     return [int(s) for s in np.random.default_rng([int(seed) & 0x7FFFFFFF, 5]).integers(0, 2**31, size=count)]
 
 
-def _score_cases(d_ks: tuple[int, ...], n: int):
-    def cases(seed: int) -> list[dict]:
+def _score_cases(d_ks: tuple[int, ...], n: int) -> Cases:
+    def cases(seed: int) -> list[Case]:
         seeds = _seeds(seed, len(d_ks) + 1)
         out = []
         for d_k, s in zip(d_ks, seeds):
@@ -86,8 +87,8 @@ def _score_cases(d_ks: tuple[int, ...], n: int):
     return cases
 
 
-def _variance_cases(d_ks: tuple[int, ...], n: int):
-    def cases(seed: int) -> list[dict]:
+def _variance_cases(d_ks: tuple[int, ...], n: int) -> Cases:
+    def cases(seed: int) -> list[Case]:
         seeds = _seeds(seed, len(d_ks) + 1)
         out = [
             make_case("estimate_score_variance", d, n, rng_arg(s), label=f"d_k = {d}, n_samples = {n}, seed {s}")
@@ -117,7 +118,7 @@ def _within(name: str, value: float, expected: float, sd: float) -> None:
         )
 
 
-def _real(value, what: str) -> float:
+def _real(value: Any, what: str) -> float:
     if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
         return float(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -125,13 +126,13 @@ def _real(value, what: str) -> float:
     raise Mismatch(f"{what} is {_kind(value)}; expected a number")
 
 
-def _kind(value) -> str:
+def _kind(value: Any) -> str:
     if isinstance(value, np.ndarray):
         return f"a numpy array of shape {value.shape}"
     return f"a {type(value).__name__}"
 
 
-def _judge_repeat(values: list, name: str) -> None:
+def _judge_repeat(values: list[Any], name: str) -> None:
     """The two reproducibility cases (same seed again, another seed) are their
     own share: the estimates may be right while the generator is ignored."""
     first, again, other = values[0], values[-2], values[-1]
@@ -150,10 +151,10 @@ def _judge_repeat(values: list, name: str) -> None:
         )
 
 
-def _judge_scores(cases: list[dict], results: list[dict]) -> str:
+def _judge_scores(cases: list[Case], results: list[ResultRecord]) -> str:
     values = []
 
-    def one(args, kwargs, got, name):
+    def one(args: list[Any], kwargs: dict[str, Any], got: Any, name: str) -> None:
         d_k, n, _ = args
         if not isinstance(got, np.ndarray) or got.dtype.kind != "f":
             raise Mismatch(f"{name} returned {_kind(got)}; expected a 1-D float numpy array")
@@ -171,10 +172,10 @@ def _judge_scores(cases: list[dict], results: list[dict]) -> str:
     return f"{count} cases: the scores have mean about 0 and variance about d_k, and repeat with the seed"
 
 
-def _judge_variance(cases: list[dict], results: list[dict]) -> str:
+def _judge_variance(cases: list[Case], results: list[ResultRecord]) -> str:
     values = []
 
-    def one(args, kwargs, got, name):
+    def one(args: list[Any], kwargs: dict[str, Any], got: Any, name: str) -> None:
         d_k, n, _ = args
         raw, scaled = unpack(got, ("var_unscaled", "var_scaled"), name)
         raw, scaled = _real(raw, f"{name}: var_unscaled"), _real(scaled, f"{name}: var_scaled")
@@ -229,4 +230,7 @@ A.add(
     rules=(),  # the inputs are a generator and sizes: no array to change, no dtype to keep
 )
 
-export(A, globals())
+# What the notebook's test cells call (grading.notebook.notebook_check): one per check and its hidden twin.
+check_sample_scores = notebook_check(A, "sample_scores")
+check_score_variance = notebook_check(A, "score_variance")
+check_before_submit = before_submit_check(A)

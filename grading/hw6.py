@@ -10,36 +10,38 @@ with no permitted key gets zero weights and a zero output.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from ._common import BATCHES, DTYPES, check_attention, describe_inputs, generator, judge_each, normal, sentence_qkv
+from .authoring import BATCHES, DTYPES, check_attention, describe_inputs, generator, judge_each, normal, sentence_qkv
 from .check import Assignment
 from .compare import Mismatch, compare_arrays, reference
-from .notebook import export
-from .plain import make_case
+from .notebook import before_submit_check, notebook_check
+from .plain import Case, ResultRecord, make_case
 from .rules import IN_PLACE
 
 A = Assignment("hw6_causal_masking", chapter="chapters/06_causal_masking.md")
 
 
-def _mask_case(n_q: int, n_k: int) -> dict:
+def _mask_case(n_q: int, n_k: int) -> Case:
     return make_case("causal_mask", n_q, n_k, label=f"n_q = {n_q}, n_k = {n_k}")
 
 
-def _mask_visible(seed: int) -> list[dict]:
+def _mask_visible(seed: int) -> list[Case]:
     return [_mask_case(4, 4), _mask_case(2, 5), _mask_case(5, 2)]
 
 
-def _mask_hidden(seed: int) -> list[dict]:
+def _mask_hidden(seed: int) -> list[Case]:
     gen = generator(seed, 1)
     sizes = [(1, 1), (0, 3), (3, 0)] + [tuple(int(n) for n in gen.integers(1, 12, size=2)) for _ in range(5)]
     return [_mask_case(*s) for s in sizes]
 
 
-def _judge_mask(cases: list[dict], results: list[dict]) -> str:
+def _judge_mask(cases: list[Case], results: list[ResultRecord]) -> str:
     lib = reference()
 
-    def one(args, kwargs, got, name):
+    def one(args: list[Any], kwargs: dict[str, Any], got: Any, name: str) -> None:
         n_q, n_k = args
         expected = lib.causal_mask(n_q, n_k)
         if isinstance(got, np.ndarray) and got.shape == expected.shape and got.dtype == np.bool_:
@@ -61,11 +63,11 @@ def _judge_mask(cases: list[dict], results: list[dict]) -> str:
     return f"{judge_each(cases, results, one)} masks match lib.causal_mask"
 
 
-def _att_case(q, k, v, mask, note: str) -> dict:
+def _att_case(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray, note: str) -> Case:
     return make_case("masked_attention", q, k, v, mask, label=describe_inputs(q=q, k=k, v=v) + f", {note}")
 
 
-def _att_visible(seed: int) -> list[dict]:
+def _att_visible(seed: int) -> list[Case]:
     lib = reference()
     q, k, v = sentence_qkv()
     gen = generator(seed, 2)
@@ -85,7 +87,7 @@ def _att_visible(seed: int) -> list[dict]:
     ]
 
 
-def _att_hidden(seed: int) -> list[dict]:
+def _att_hidden(seed: int) -> list[Case]:
     lib = reference()
     gen = generator(seed, 3)
     out = []
@@ -106,8 +108,8 @@ def _att_hidden(seed: int) -> list[dict]:
     return out
 
 
-def _judge_attention(cases: list[dict], results: list[dict]) -> str:
-    def one(args, kwargs, got, name):
+def _judge_attention(cases: list[Case], results: list[ResultRecord]) -> str:
+    def one(args: list[Any], kwargs: dict[str, Any], got: Any, name: str) -> None:
         q, k, v, mask = args
         causal = mask.ndim == 2 and np.array_equal(mask, np.tri(*mask.shape, dtype=bool))
         forbidden = "the mask forbids" + (" (a future position, j > i)" if causal else "")
@@ -116,7 +118,7 @@ def _judge_attention(cases: list[dict], results: list[dict]) -> str:
     return f"{judge_each(cases, results, one)} cases match lib.scaled_dot_product_attention with the mask"
 
 
-def _leak_cases(seed: int) -> list[dict]:
+def _leak_cases(seed: int) -> list[Case]:
     lib = reference()
     gen = generator(seed, 4)
     n, d = 6, 4
@@ -131,10 +133,10 @@ def _leak_cases(seed: int) -> list[dict]:
     return out
 
 
-def _judge_leak(cases: list[dict], results: list[dict]) -> str:
+def _judge_leak(cases: list[Case], results: list[ResultRecord]) -> str:
     outputs = []
 
-    def one(args, kwargs, got, name):
+    def one(args: list[Any], kwargs: dict[str, Any], got: Any, name: str) -> None:
         if not (
             isinstance(got, (tuple, list))
             and len(got) == 2
@@ -202,4 +204,8 @@ A.add(
     rules=(IN_PLACE,),  # float64 inputs only: no dtype to keep
 )
 
-export(A, globals())
+# What the notebook's test cells call (grading.notebook.notebook_check): one per check and its hidden twin.
+check_causal_mask = notebook_check(A, "causal_mask")
+check_masked_attention = notebook_check(A, "masked_attention")
+check_no_future_leak = notebook_check(A, "no_future_leak")
+check_before_submit = before_submit_check(A)

@@ -10,26 +10,28 @@ scaled by 1/sqrt(d_k) of the head. (The notebook's ``softmax_rows`` and
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from ._common import BATCHES, DTYPES, attention_rtol, describe_inputs, generator, judge_each, near, normal
+from .authoring import BATCHES, DTYPES, attention_rtol, describe_inputs, generator, judge_each, near, normal
 from .check import Assignment
 from .compare import Mismatch, compare_arrays, reference
-from .notebook import export
-from .plain import make_case
+from .notebook import before_submit_check, notebook_check
+from .plain import Case, ResultRecord, make_case
 
 A = Assignment("hw7_multi_head_attention", chapter="chapters/07_multi_head_preview.md")
 
 
-def _split_case(x, h) -> dict:
+def _split_case(x: np.ndarray, h: int) -> Case:
     return make_case("split_heads", x, h, label=describe_inputs(x=x) + f", n_heads = {h}")
 
 
-def _merge_case(x) -> dict:
+def _merge_case(x: np.ndarray) -> Case:
     return make_case("merge_heads", x, label=describe_inputs(x=x))
 
 
-def _split_visible(seed: int) -> list[dict]:
+def _split_visible(seed: int) -> list[Case]:
     x = np.arange(12.0).reshape(3, 4)
     gen = generator(seed, 1)
     y = normal(gen, (2, 5, 6), np.float32)
@@ -41,7 +43,7 @@ def _split_visible(seed: int) -> list[dict]:
     ]
 
 
-def _split_hidden(seed: int) -> list[dict]:
+def _split_hidden(seed: int) -> list[Case]:
     gen = generator(seed, 2)
     out = []
     for i in range(8):
@@ -55,10 +57,10 @@ def _split_hidden(seed: int) -> list[dict]:
     return out
 
 
-def _judge_split(cases: list[dict], results: list[dict]) -> str:
+def _judge_split(cases: list[Case], results: list[ResultRecord]) -> str:
     lib = reference()
 
-    def one(args, kwargs, got, name):
+    def one(args: list[Any], kwargs: dict[str, Any], got: Any, name: str) -> None:
         if name == "split_heads":
             x, h = args
             expected = lib.split_heads(x, h)
@@ -102,7 +104,7 @@ def _wrong_merges(x: np.ndarray) -> list[tuple[np.ndarray, str]]:
     ]
 
 
-def _merge_hint(got, x: np.ndarray) -> str | None:
+def _merge_hint(got: Any, x: np.ndarray) -> str | None:
     if not isinstance(got, np.ndarray) or x.shape[-3] < 2:
         return None
     for wrong, hint in _wrong_merges(x):
@@ -111,7 +113,7 @@ def _merge_hint(got, x: np.ndarray) -> str | None:
     return None
 
 
-def _mha_case(x: np.ndarray, weights: list[np.ndarray], h: int) -> dict:
+def _mha_case(x: np.ndarray, weights: list[np.ndarray], h: int) -> Case:
     """A case of ``multi_head_attention(x, w_q, w_k, w_v, w_o, h)``; ``weights`` is ``[w_q, w_k, w_v, w_o]``."""
     w_q, w_k, w_v, w_o = weights
     return make_case(
@@ -126,7 +128,7 @@ def _mha_case(x: np.ndarray, weights: list[np.ndarray], h: int) -> dict:
     )
 
 
-def _mha_visible(seed: int) -> list[dict]:
+def _mha_visible(seed: int) -> list[Case]:
     lib = reference()
     _, x = lib.example_sentence(d_model=8)
     gen = generator(seed, 3)
@@ -136,7 +138,7 @@ def _mha_visible(seed: int) -> list[dict]:
     return [_mha_case(x, ws, 2), _mha_case(x, ws, 1), _mha_case(x32, ws32, 3)]
 
 
-def _mha_hidden(seed: int) -> list[dict]:
+def _mha_hidden(seed: int) -> list[Case]:
     gen = generator(seed, 4)
     out = []
     for i in range(8):
@@ -155,10 +157,10 @@ def _mha_hidden(seed: int) -> list[dict]:
     return out
 
 
-def _judge_mha(cases: list[dict], results: list[dict]) -> str:
+def _judge_mha(cases: list[Case], results: list[ResultRecord]) -> str:
     lib = reference()
 
-    def one(args, kwargs, got, name):
+    def one(args: list[Any], kwargs: dict[str, Any], got: Any, name: str) -> None:
         x, w_q, w_k, w_v, w_o, h = args
         expected = lib.multi_head_attention(x, w_q, w_k, w_v, w_o, h)
         q = lib.split_heads(x @ w_q, h)
@@ -238,4 +240,7 @@ A.add(
     description="random sizes, 1, 2 or 4 heads, batch dimensions, float32 and float64",
 )
 
-export(A, globals())
+# What the notebook's test cells call (grading.notebook.notebook_check): one per check and its hidden twin.
+check_multi_head = notebook_check(A, "multi_head")
+check_split_merge = notebook_check(A, "split_merge")
+check_before_submit = before_submit_check(A)

@@ -25,9 +25,11 @@ Expected values come from ``lib.online_softmax_steps``, ``lib.softmax`` and
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from ._common import (
+from .authoring import (
     BATCHES,
     DTYPES,
     EDGE_SHARE,
@@ -44,8 +46,9 @@ from ._common import (
 )
 from .check import Assignment
 from .compare import Mismatch, Partial, check_form, compare_arrays, describe, reference
-from .notebook import export
-from .plain import make_case
+from .notebook import before_submit_check, notebook_check
+from .online_softmax_mistakes import attention_without_rescale, softmax_without_rescale, sums_without_rescale
+from .plain import Case, ResultRecord, make_case
 from .rules import DTYPE, IN_PLACE, NO_CONCATENATE
 
 A = Assignment("hw8_online_softmax", chapter="chapters/08_online_softmax.md")
@@ -59,12 +62,12 @@ MAX_BLOCKS = 16
 # ------------------------------------------------------------- running maximum and sum
 
 
-def _running_case(x: np.ndarray, size: int, note: str = "") -> dict:
+def _running_case(x: np.ndarray, size: int, note: str = "") -> Case:
     label = describe_inputs(x=x) + f", block_size = {size}" + (f", {note}" if note else "")
     return make_case("running_max_and_sum", x, size, label=label)
 
 
-def _running_visible(seed: int) -> list[dict]:
+def _running_visible(seed: int) -> list[Case]:
     x = np.array([1.0, 3.0, 2.0, 5.0, 0.0])
     gen = generator(seed, 1)
     rows = normal(gen, (3, 7), np.float32, scale=3.0)
@@ -78,7 +81,7 @@ def _running_visible(seed: int) -> list[dict]:
     ]
 
 
-def _running_masked(seed: int) -> list[dict]:
+def _running_masked(seed: int) -> list[Case]:
     z = np.array([[NEG, NEG, NEG, 1.0, 2.0, NEG], [0.0, NEG, 2.0, NEG, NEG, NEG], [NEG, NEG, NEG, NEG, NEG, NEG]])
     return [
         _running_case(z, 2, "with -inf entries: a row whose first block is all -inf, a row of only -inf"),
@@ -126,14 +129,14 @@ def _hidden_logits(
     return out
 
 
-def _running_hidden(seed: int) -> list[dict]:
+def _running_hidden(seed: int) -> list[Case]:
     gen = generator(seed, 2)
     out = [_running_case(_rising_row(gen), int(gen.integers(1, 4)), "a row that rises from block to block")]
     logits = _hidden_logits(gen, 9, dtype_every=3, top=2.5, scale_first=True, blank_row=False)
     return out + [_running_case(x, size, note) for x, size, note in logits]
 
 
-def _as_state(value, shape: tuple[int, ...], what: str) -> np.ndarray:
+def _as_state(value: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
     """A learner's m or l as a float64 array of ``shape`` (a number is fine for shape ())."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = np.float64(value)
@@ -146,29 +149,10 @@ def _as_state(value, shape: tuple[int, ...], what: str) -> np.ndarray:
     return value.astype(np.float64)
 
 
-def _sums_without_rescale(x: np.ndarray, size: int, direction: int) -> list[np.ndarray]:
-    """The running sums of a common mistake: the old sum rescaled by
-    exp(direction * (m_old - m_new)) with direction 0 (not at all) or -1 (the wrong way)."""
-    m = np.full(x.shape[:-1], -np.inf)
-    total = np.zeros(x.shape[:-1])
-    sums = []
-    with np.errstate(all="ignore"):
-        for start in range(0, x.shape[-1], size):
-            block = x[..., start : start + size].astype(np.float64)
-            m_new = np.maximum(m, block.max(axis=-1))
-            shift = np.where(np.isneginf(m_new), 0.0, m_new)
-            # Nothing seen yet (m = -inf): the old sum is 0 and stays 0 (never inf * 0 = NaN).
-            factor = np.where(np.isneginf(m), 0.0, np.exp(direction * (m - shift)))
-            total = total * (factor if direction else 1.0) + np.exp(block - shift[..., None]).sum(axis=-1)
-            m = m_new
-            sums.append(total)
-    return sums
-
-
-def _judge_running(cases: list[dict], results: list[dict]) -> str:
+def _judge_running(cases: list[Case], results: list[ResultRecord]) -> str:
     lib = reference()
 
-    def one(args, kwargs, got, name):
+    def one(args: list[Any], kwargs: dict[str, Any], got: Any, name: str) -> None:
         x, size = args
         steps = lib.online_softmax_steps(x, size)
         if not isinstance(got, (list, tuple)):
@@ -201,7 +185,7 @@ def _judge_running(cases: list[dict], results: list[dict]) -> str:
                     ),
                     (-1, "the old sum was rescaled by exp(m_new - m_old); the factor is exp(m_old - m_new), at most 1"),
                 ):
-                    wrong = _sums_without_rescale(x, size, direction)[b - 1]
+                    wrong = sums_without_rescale(x, size, direction)[b - 1]
                     if np.allclose(l, wrong, rtol=1e-6, equal_nan=True):
                         raise Mismatch(f"{exc}. Hint: {hint}") from None
                 if np.isnan(l).any():
@@ -217,12 +201,12 @@ def _judge_running(cases: list[dict], results: list[dict]) -> str:
 # ------------------------------------------------------------- the online softmax
 
 
-def _softmax_case(x: np.ndarray, size: int, note: str = "") -> dict:
+def _softmax_case(x: np.ndarray, size: int, note: str = "") -> Case:
     label = describe_inputs(x=x) + f", block_size = {size}" + (f", {note}" if note else "")
     return make_case("online_softmax", x, size, label=label)
 
 
-def _softmax_visible(seed: int) -> list[dict]:
+def _softmax_visible(seed: int) -> list[Case]:
     gen = generator(seed, 3)
     return [
         _softmax_case(np.array([1.0, 3.0, 2.0, 5.0, 0.0]), 2),
@@ -232,24 +216,15 @@ def _softmax_visible(seed: int) -> list[dict]:
     ]
 
 
-def _softmax_hidden(seed: int) -> list[dict]:
+def _softmax_hidden(seed: int) -> list[Case]:
     gen = generator(seed, 4)
     out = [_softmax_case(_rising_row(gen), int(gen.integers(1, 4)), "a row that rises from block to block")]
     logits = _hidden_logits(gen, 7, dtype_every=2, top=3.0, scale_first=False, blank_row=True)
     return out + [_softmax_case(x, size, note) for x, size, note in logits]
 
 
-def _softmax_without_rescale(x: np.ndarray, size: int) -> np.ndarray:
-    """The online softmax of a learner whose running sum is never rescaled."""
-    with np.errstate(all="ignore"):
-        m = x.astype(np.float64).max(axis=-1, keepdims=True)
-        shift = np.where(np.isneginf(m), 0, m)
-        total = _sums_without_rescale(x, size, 0)[-1][..., None]
-        return np.exp(x - shift) / np.where(total == 0, 1, total)
-
-
-def _judge_softmax(cases: list[dict], results: list[dict]) -> str:
-    def one(args, kwargs, got, name):
+def _judge_softmax(cases: list[Case], results: list[ResultRecord]) -> str:
+    def one(args: list[Any], kwargs: dict[str, Any], got: Any, name: str) -> None:
         x, size = args
         try:
             judge_softmax_case(got, x, what=name)
@@ -260,7 +235,7 @@ def _judge_softmax(cases: list[dict], results: list[dict]) -> str:
                 isinstance(got, np.ndarray)
                 and x.shape[-1] > size
                 and "Hint:" not in str(exc)
-                and np.allclose(got, _softmax_without_rescale(x, size), rtol=1e-4, atol=1e-7, equal_nan=True)
+                and np.allclose(got, softmax_without_rescale(x, size), rtol=1e-4, atol=1e-7, equal_nan=True)
             ):
                 raise Mismatch(
                     f"{exc}. Hint: the rows sum to less than 1 because the running sum l was not "
@@ -275,11 +250,13 @@ def _judge_softmax(cases: list[dict], results: list[dict]) -> str:
 # ------------------------------------------------------------- attention over blocks of keys
 
 
-def _blocks(k: np.ndarray, v: np.ndarray, allowed: np.ndarray, size: int) -> list[tuple]:
+def _blocks(k: np.ndarray, v: np.ndarray, allowed: np.ndarray, size: int) -> list[tuple[np.ndarray, ...]]:
     return [(k[s : s + size], v[s : s + size], allowed[:, s : s + size]) for s in range(0, k.shape[0], size)]
 
 
-def _attention_case(q, k, v, allowed, size: int, note: str = "") -> dict:
+def _attention_case(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, allowed: np.ndarray, size: int, note: str = ""
+) -> Case:
     blocks = _blocks(k, v, allowed, size)
     label = (
         describe_inputs(q=q, k=k, v=v)
@@ -289,7 +266,7 @@ def _attention_case(q, k, v, allowed, size: int, note: str = "") -> dict:
     return make_case("blocked_attention", q, blocks, label=label)
 
 
-def _attention_visible(seed: int) -> list[dict]:
+def _attention_visible(seed: int) -> list[Case]:
     lib = reference()
     q, k, v = sentence_qkv()
     gen = generator(seed, 5)
@@ -310,7 +287,7 @@ def _attention_visible(seed: int) -> list[dict]:
     ]
 
 
-def _attention_hidden(seed: int) -> list[dict]:
+def _attention_hidden(seed: int) -> list[Case]:
     gen = generator(seed, 6)
     # First a case with several blocks and no mask, where query 0's scores rise
     # from block to block (keys along its own direction, growing).
@@ -336,23 +313,6 @@ def _attention_hidden(seed: int) -> list[dict]:
     return out
 
 
-def _attention_without_rescale(q: np.ndarray, blocks: list) -> np.ndarray:
-    """Blocked attention with a common mistake: the running sum and the weighted
-    values are not rescaled by exp(m_old - m_new) when the maximum grows."""
-    q64 = q.astype(np.float64)
-    m = np.full((q.shape[0], 1), -np.inf)
-    l = np.zeros((q.shape[0], 1))
-    acc = np.zeros((q.shape[0], blocks[0][1].shape[1]))
-    with np.errstate(all="ignore"):
-        for k_b, v_b, allowed_b in blocks:
-            s = np.where(allowed_b, q64 @ k_b.astype(np.float64).T / np.sqrt(q.shape[1]), -np.inf)
-            m = np.maximum(m, s.max(axis=1, keepdims=True, initial=-np.inf))
-            p = np.exp(s - np.where(np.isneginf(m), 0, m))
-            l = l + p.sum(axis=1, keepdims=True)
-            acc = acc + p @ v_b.astype(np.float64)
-    return acc / np.where(l == 0, 1, l)
-
-
 #: The feedback of a blocked_attention that concatenates the blocks.
 CONCATENATE_RULE = (
     "blocked_attention calls np.concatenate. The point of attention over blocks is that the whole key "
@@ -361,13 +321,13 @@ CONCATENATE_RULE = (
 )
 
 
-def _judge_attention(cases: list[dict], results: list[dict]) -> str:
+def _judge_attention(cases: list[Case], results: list[ResultRecord]) -> str:
     lib = reference()
     for record in results:
         if isinstance(record, dict) and "np.concatenate" in (record.get("calls") or []):
             raise Mismatch(CONCATENATE_RULE)
 
-    def one(args, kwargs, got, name):
+    def one(args: list[Any], kwargs: dict[str, Any], got: Any, name: str) -> None:
         q, blocks = args
         k = np.concatenate([b[0] for b in blocks])
         v = np.concatenate([b[1] for b in blocks])
@@ -401,7 +361,7 @@ def _judge_attention(cases: list[dict], results: list[dict]) -> str:
                         f"{exc}. Hint: the output is attention over the last block only: "
                         "carry m, l and the weighted sum of values across blocks"
                     ) from None
-                if np.allclose(got, _attention_without_rescale(q, blocks), rtol=1e-4, atol=1e-6):
+                if np.allclose(got, attention_without_rescale(q, blocks), rtol=1e-4, atol=1e-6):
                     raise Mismatch(
                         f"{exc}. Hint: when a block raises a query's maximum, the sum and the "
                         "weighted sum of values carried so far were not rescaled: multiply both "
@@ -473,4 +433,9 @@ A.add(
     description="random sizes, block sizes and masks, queries with no permitted key, float32 and float64",
 )
 
-export(A, globals())
+# What the notebook's test cells call (grading.notebook.notebook_check): one per check and its hidden twin.
+check_blocked_attention = notebook_check(A, "blocked_attention")
+check_online_softmax = notebook_check(A, "online_softmax")
+check_running_state = notebook_check(A, "running_state")
+check_running_state_masked = notebook_check(A, "running_state_masked")
+check_before_submit = before_submit_check(A)

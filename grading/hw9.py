@@ -20,7 +20,7 @@ differences of ``lib.scaled_dot_product_attention``).
 Tolerances. For ``softmax_backward`` the weights are given, so the only
 rounding is that of the row sum ``sum_j a_j grad_a_j`` (n terms, any order)
 and of a few products: an entry may differ from lib's by ``rtol * (|expected|
-+ S)`` with ``rtol`` = :func:`grading._common.row_sum_tol` (the dtype's base
++ S)`` with ``rtol`` = :func:`grading.authoring.row_sum_tol` (the dtype's base
 tolerance plus ``(n + 2) eps``) and S the largest entry of
 ``a (|grad_a| + sum_j a_j |grad_a_j|)`` (the same formula on absolute values,
 which no cancellation can make small). For ``attention_backward`` (see
@@ -28,7 +28,7 @@ which no cancellation can make small). For ``attention_backward`` (see
 by ``rtol * (|expected| + S)``, where S is the largest entry of the same
 formula evaluated on absolute values (no cancellation), and rtol is
 
-- twice :func:`grading._common.attention_rtol`, the weights' relative error
+- twice :func:`grading.authoring.attention_rtol`, the weights' relative error
   from rounding in the logits: a relative error d in each weight changes
   ``dS = A (dA - sum_j dA_j A_j)`` by at most ``2 d`` times S, because the
   weights enter twice (as the factor and inside the row sum); ``dV = A^T dO``
@@ -46,18 +46,21 @@ gradient by a fraction of order one, far above these bounds.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Any
 
-from ._common import DTYPES, attention_rtol, describe_inputs, generator, judge_each, normal, row_sum_tol, unpack
+import numpy as np
+from numpy.typing import DTypeLike
+
+from .authoring import DTYPES, attention_rtol, describe_inputs, generator, judge_each, normal, row_sum_tol, unpack
 from .check import Assignment
-from .compare import Mismatch, Partial, check_form, compare_arrays, reference
-from .notebook import export
-from .plain import make_case
+from .compare import Judge, Mismatch, Partial, check_form, compare_arrays, reference
+from .notebook import before_submit_check, notebook_check
+from .plain import Case, ResultRecord, make_case
 
 A = Assignment("hw9_attention_backward", chapter="chapters/09_a_head_that_learns.md")
 
 
-def _eps(dtype) -> float:
+def _eps(dtype: DTypeLike) -> float:
     return float(np.finfo(np.dtype(dtype)).eps)
 
 
@@ -75,21 +78,22 @@ def _softmax_scale(a: np.ndarray, g: np.ndarray) -> float:
 # ------------------------------------------------------------- softmax backward
 
 
-def _rows(gen: np.random.Generator, shape: tuple[int, ...], dtype, masked: bool) -> np.ndarray:
+def _rows(gen: np.random.Generator, shape: tuple[int, ...], dtype: DTypeLike, masked: bool) -> np.ndarray:
     lib = reference()
     s = gen.standard_normal(shape) * 2.0
     if masked:
         s[gen.random(shape) < 0.3] = -np.inf
         s.reshape(-1, shape[-1])[0] = -np.inf  # a row with nothing permitted
-    return lib.softmax(s).astype(dtype)
+    rows: np.ndarray = lib.softmax(s)
+    return rows.astype(dtype)
 
 
-def _softmax_case(a: np.ndarray, g: np.ndarray, note: str = "") -> dict:
+def _softmax_case(a: np.ndarray, g: np.ndarray, note: str = "") -> Case:
     label = describe_inputs(a=a, grad_a=g) + (f", {note}" if note else "")
     return make_case("softmax_backward", a, g, label=label)
 
 
-def _softmax_visible(seed: int) -> list[dict]:
+def _softmax_visible(seed: int) -> list[Case]:
     gen = generator(seed, 1)
     return [
         _softmax_case(np.array([0.5, 0.5]), np.array([1.0, 0.0]), "one row of two equal weights"),
@@ -107,7 +111,7 @@ def _softmax_visible(seed: int) -> list[dict]:
     ]
 
 
-def _softmax_hidden(seed: int) -> list[dict]:
+def _softmax_hidden(seed: int) -> list[Case]:
     gen = generator(seed, 2)
     out = []
     for i in range(8):
@@ -120,10 +124,10 @@ def _softmax_hidden(seed: int) -> list[dict]:
     return out
 
 
-def _judge_softmax(cases: list[dict], results: list[dict]) -> str:
+def _judge_softmax(cases: list[Case], results: list[ResultRecord]) -> str:
     lib = reference()
 
-    def one(args, kwargs, got, name):
+    def one(args: list[Any], kwargs: dict[str, Any], got: Any, name: str) -> None:
         a, g = args
         expected = lib.softmax_backward(a, g)
         check_form(got, expected, what=name)
@@ -147,12 +151,14 @@ def _judge_softmax(cases: list[dict], results: list[dict]) -> str:
 # ------------------------------------------------------------- attention backward
 
 
-def _attention_case(q, k, v, g, mask=None, note: str = "") -> dict:
+def _attention_case(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, g: np.ndarray, mask: np.ndarray | None = None, note: str = ""
+) -> Case:
     label = describe_inputs(q=q, k=k, v=v, grad_out=g) + (f", {note}" if note else ", no mask")
     return make_case("attention_backward", q, k, v, g, mask, label=label)
 
 
-def _attention_visible(seed: int) -> list[dict]:
+def _attention_visible(seed: int) -> list[Case]:
     lib = reference()
     gen = generator(seed, 3)
     ex = lib.seed_toy_example()
@@ -169,7 +175,7 @@ def _attention_visible(seed: int) -> list[dict]:
     ]
 
 
-def _attention_hidden(seed: int) -> list[dict]:
+def _attention_hidden(seed: int) -> list[Case]:
     gen = generator(seed, 4)
     out = []
     for i in range(8):
@@ -189,7 +195,9 @@ def _attention_hidden(seed: int) -> list[dict]:
     return out
 
 
-def gradient_tolerances(q, k, v, g, mask) -> dict[str, tuple[float, float]]:
+def gradient_tolerances(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, g: np.ndarray, mask: np.ndarray | None
+) -> dict[str, tuple[float, float]]:
     """(rtol, S) for dq, dk and dv; see the module's docstring for the derivation."""
     lib = reference()
     _, a = lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)
@@ -204,11 +212,11 @@ def gradient_tolerances(q, k, v, g, mask) -> dict[str, tuple[float, float]]:
     return {name: (rtol, max(1e-300, float(b.max(initial=0.0)))) for name, b in bounds.items()}
 
 
-def _attention_judge(parts: tuple[str, ...]):
-    def judge(cases: list[dict], results: list[dict]) -> str:
+def _attention_judge(parts: tuple[str, ...]) -> Judge:
+    def judge(cases: list[Case], results: list[ResultRecord]) -> str:
         lib = reference()
 
-        def one(args, kwargs, got, name):
+        def one(args: list[Any], kwargs: dict[str, Any], got: Any, name: str) -> None:
             q, k, v, g, mask = args
             expected = dict(zip(("dq", "dk", "dv"), lib.attention_backward(q, k, v, g, mask)))
             got = dict(zip(("dq", "dk", "dv"), unpack(got, ("dq", "dk", "dv"), name)))
@@ -246,7 +254,9 @@ def _attention_judge(parts: tuple[str, ...]):
     return judge
 
 
-def _attention_hint(part: str, got: np.ndarray, q, k, v, g, mask) -> str:
+def _attention_hint(
+    part: str, got: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, g: np.ndarray, mask: np.ndarray | None
+) -> str:
     """Name the usual mistake that ``got`` matches, if any."""
     lib = reference()
     got = got.astype(np.float64)
@@ -261,7 +271,10 @@ def _attention_hint(part: str, got: np.ndarray, q, k, v, g, mask) -> str:
         return ". Hint: the result contains NaN; look for -inf - (-inf) or 0 / 0 in the forward pass"
     q, k, v, g = (x.astype(np.float64) for x in (q, k, v, g))
     d_k = q.shape[-1]
-    close = lambda x: np.allclose(got, x, rtol=1e-4, atol=1e-6 * max(1.0, float(np.abs(x).max(initial=0))))  # noqa: E731
+
+    def close(x: np.ndarray) -> bool:
+        return bool(np.allclose(got, x, rtol=1e-4, atol=1e-6 * max(1.0, float(np.abs(x).max(initial=0)))))
+
     if part in ("dq", "dk"):
         index = ("dq", "dk").index(part)
         if close(lib.attention_backward(q, k, v, g, mask)[index] * np.sqrt(d_k)):
@@ -339,4 +352,8 @@ A.add(
     description="dQ and dK on random sizes, batch dimensions, causal and random masks, float32 and float64",
 )
 
-export(A, globals())
+# What the notebook's test cells call (grading.notebook.notebook_check): one per check and its hidden twin.
+check_attention_dq_dk = notebook_check(A, "attention_dq_dk")
+check_attention_dv = notebook_check(A, "attention_dv")
+check_softmax_backward = notebook_check(A, "softmax_backward")
+check_before_submit = before_submit_check(A)

@@ -1,9 +1,10 @@
 """What a homework notebook's test cells call: one check, or all of them before submitting.
 
 Here the three pieces of a check run in one go, in the learner's process
-(``nbgrader autograde`` runs them the same way). Each assignment module calls
-:func:`export` once, which defines ``check_<name>(*functions, hidden=False,
-seed=None)`` and ``check_before_submit(globals())`` for its notebook:
+(``nbgrader autograde`` runs them the same way). Each assignment module names
+one ``check_<name> = notebook_check(A, "<name>")`` (a :class:`NotebookCheck`,
+``check_<name>(*functions, hidden=False, seed=None)``) per check and its hidden
+twin, and ``check_before_submit = before_submit_check(A)`` for its notebook:
 
 - full marks: prints what passed and returns None (nbgrader gives the cell
   all its points);
@@ -18,14 +19,40 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from .check import Assignment, Check
 from .compare import Verdict, reference
+from .plain import Case, ResultRecord
 from .run import run_cases
 from .seeds import ENV_SEED, autograde_location, hidden_seed
 
-__all__ = ["CheckFailed", "check_before_submit", "export", "run_check"]
+__all__ = [
+    "BeforeSubmit",
+    "CheckFailed",
+    "NotebookCheck",
+    "before_submit_check",
+    "check_before_submit",
+    "notebook_check",
+    "run_check",
+]
+
+
+class NotebookCheck(Protocol):
+    """What a test cell calls: ``hw2.check_softmax(softmax_rows)``, or with ``hidden=True`` the hidden check.
+
+    Returns None on full marks, the score when partly right; raises :class:`CheckFailed` when nothing is right.
+    """
+
+    def __call__(
+        self, *functions: Callable[..., Any], hidden: bool = False, seed: int | None = None
+    ) -> float | None: ...
+
+
+class BeforeSubmit(Protocol):
+    """What the last cell calls: ``hw2.check_before_submit(globals())``; returns ``{check id: points}``."""
+
+    def __call__(self, namespace: Mapping[str, Any], *, seed: int | None = None) -> dict[str, float]: ...
 
 
 class CheckFailed(AssertionError):
@@ -35,7 +62,9 @@ class CheckFailed(AssertionError):
         return [f"\x1b[0;31m{type(self).__name__}\x1b[0m: {self}"]
 
 
-def run_check(assignment: Assignment, check_id: str, *functions: Callable, seed: int | None = None) -> float | None:
+def run_check(
+    assignment: Assignment, check_id: str, *functions: Callable[..., Any], seed: int | None = None
+) -> float | None:
     """Run one check in this process on the learner's functions (given in the
     order of ``Check.functions``).
 
@@ -106,7 +135,7 @@ def check_before_submit(
     seed = secrets.randbits(31) if seed is None else int(seed)
     lines: list[str] = []
     scores: dict[str, float] = {}
-    failed: list[tuple[Check, list[dict], list[dict]]] = []
+    failed: list[tuple[Check, list[Case], list[ResultRecord]]] = []
     total = sum(c.points for c in assignment.checks.values())
     for chk in assignment.checks.values():
         functions = {name: namespace[name] for name in chk.functions if name in namespace}
@@ -146,7 +175,7 @@ def check_before_submit(
     return scores
 
 
-def show_mistakes(failed: list[tuple[Check, list[dict], list[dict]]]) -> None:
+def show_mistakes(failed: list[tuple[Check, list[Case], list[ResultRecord]]]) -> None:
     """Draw the first failed check of each learner function whose weights differ visibly
     (:mod:`grading.pictures`). The hidden kinds ran on fresh inputs, made for this run, which
     the learner may see. Never raises: a picture that cannot be drawn is left out."""
@@ -165,31 +194,34 @@ def show_mistakes(failed: list[tuple[Check, list[dict], list[dict]]]) -> None:
             pictures.show(picture, f"Picture of {chk.id}")
 
 
-def export(assignment: Assignment, namespace: dict) -> None:
-    """Define ``check_<name>(*functions, hidden=False, seed=None)`` in a module.
+def notebook_check(assignment: Assignment, base: str) -> NotebookCheck:
+    """The function a test cell calls for check ``base``: ``check_<base>(*functions, hidden=False, seed=None)``.
 
-    ``check_softmax(f)`` runs check ``softmax``; with ``hidden=True`` it runs
-    ``softmax_hidden``.
+    ``notebook_check(A, "softmax")(f)`` runs check ``softmax``; with ``hidden=True`` it runs
+    ``softmax_hidden``. Call it after the checks are added: its docstring lists them.
     """
-    bases = sorted({cid.removesuffix("_hidden") for cid in assignment.checks})
-    for base in bases:
+    variants = [c for c in (base, f"{base}_hidden") if c in assignment.checks]
+    if not variants:
+        raise ValueError(f"{assignment.name} has no check {base!r} nor {base + '_hidden'!r}: add it before naming it")
 
-        def runner(*functions, hidden: bool = False, seed: int | None = None, _base=base) -> float | None:
-            # Returns None on full marks; a partly right answer returns its
-            # score, which becomes the cell's output and nbgrader's partial credit.
-            return run_check(assignment, f"{_base}_hidden" if hidden else _base, *functions, seed=seed)
+    def runner(*functions: Callable[..., Any], hidden: bool = False, seed: int | None = None) -> float | None:
+        # Returns None on full marks; a partly right answer returns its
+        # score, which becomes the cell's output and nbgrader's partial credit.
+        return run_check(assignment, f"{base}_hidden" if hidden else base, *functions, seed=seed)
 
-        runner.__name__ = runner.__qualname__ = f"check_{base}"
-        variants = [c for c in (base, f"{base}_hidden") if c in assignment.checks]
-        runner.__doc__ = "\n".join(
-            f"hidden={assignment.checks[c].hidden}: {assignment.checks[c].description}" for c in variants
-        )
-        namespace[runner.__name__] = runner
-    namespace.setdefault("ASSIGNMENT", assignment.name)
+    runner.__name__ = runner.__qualname__ = f"check_{base}"
+    runner.__doc__ = "\n".join(
+        f"hidden={assignment.checks[c].hidden}: {assignment.checks[c].description}" for c in variants
+    )
+    return runner
+
+
+def before_submit_check(assignment: Assignment) -> BeforeSubmit:
+    """The last cell's ``check_before_submit(globals(), seed=None)`` (:func:`check_before_submit`)."""
 
     def before_submit(namespace: Mapping[str, Any], *, seed: int | None = None) -> dict[str, float]:
         return check_before_submit(assignment, namespace, seed=seed)
 
     before_submit.__name__ = before_submit.__qualname__ = "check_before_submit"
     before_submit.__doc__ = check_before_submit.__doc__
-    namespace["check_before_submit"] = before_submit
+    return before_submit

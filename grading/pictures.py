@@ -28,12 +28,18 @@ import io
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .compare import Mismatch, reference, value_of
-from .plain import case_inputs
+from .plain import Case, case_inputs
+
+if TYPE_CHECKING:
+    from .check import Check
+
+#: (the learner's weights, the expected ones, where a weight is permitted, d_k or None).
+_Found = tuple[Any, np.ndarray, np.ndarray, int | None]
 
 __all__ = ["HiddenInput", "Picture", "describe", "picture_for", "show"]
 
@@ -74,7 +80,7 @@ class Picture:
         return f'<img src="{self.data_uri()}" alt="{html.escape(self.alt, quote=True)}">'
 
 
-def _attention_weights(call: str, args: Sequence[Any], got: Any) -> tuple | None:
+def _attention_weights(call: str, args: Sequence[Any], got: Any) -> _Found | None:
     """(got, expected, permitted, d_k) for the attention functions, or None."""
     lib = reference()
     if call == "attend_one_query":
@@ -93,7 +99,7 @@ def _attention_weights(call: str, args: Sequence[Any], got: Any) -> tuple | None
     return weights, expected, permitted, int(q.shape[-1])
 
 
-def _weights_of(case: dict, record: Any) -> tuple | None:
+def _weights_of(case: Case, record: object) -> _Found | None:
     """(got, expected, permitted, d_k) of one case whose result holds weights, or None."""
     call = case["call"]
     args, _ = case_inputs(case)
@@ -101,7 +107,7 @@ def _weights_of(case: dict, record: Any) -> tuple | None:
         got = value_of(record, call)
     except Mismatch:
         return None
-    found: tuple | None
+    found: _Found | None
     if call in ("softmax_rows", "online_softmax"):
         z = np.atleast_2d(args[0])
         got = np.atleast_2d(got) if isinstance(got, np.ndarray) else got
@@ -120,7 +126,7 @@ def _weights_of(case: dict, record: Any) -> tuple | None:
     return (got.astype(np.float64), expected.astype(np.float64), np.asarray(found[2], bool), found[3])
 
 
-def _first_difference(cases: Sequence[dict], results: Sequence[Any]) -> Weights | None:
+def _first_difference(cases: Sequence[Case], results: Sequence[object]) -> Weights | None:
     """The first case whose weights differ visibly from the expected ones (the first such matrix of a batch)."""
     for number, (case, record) in enumerate(zip(cases, results), 1):
         found = _weights_of(case, record)
@@ -214,7 +220,9 @@ def _draw(w: Weights) -> bytes:
     return buf.getvalue()
 
 
-def picture_for(check: Any, cases: Sequence[dict], results: Sequence[Any], *, fresh: bool = False) -> Picture | None:
+def picture_for(
+    check: Check, cases: Sequence[Case], results: Sequence[object], *, fresh: bool = False
+) -> Picture | None:
     """The picture of a failed check's first visibly wrong matrix of weights, or None.
 
     ``check`` is the :class:`~grading.check.Check` whose ``cases`` gave

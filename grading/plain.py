@@ -18,8 +18,9 @@ round trip exactly.
 
 Result records
 --------------
-One call of a learner's function gives one record (made in the learner's
-process by :func:`grading.run.call_learner`, read by the grader): ``value``
+One call of a learner's function gives one record, a :class:`ResultRecord`
+(made in the learner's process by :func:`grading.run.call_learner`, read by
+the grader, which first checks it with :func:`well_formed`): ``value``
 (an encoded value, or None when the call raised), ``error`` (None or the
 learner's exception as text), ``forbidden`` (calls it may not make),
 ``calls`` (noted numpy calls), ``mutated`` (inputs it changed in place),
@@ -32,11 +33,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from types import UnionType
+from typing import Any, NotRequired, TypedDict, TypeGuard, Union, get_args, get_origin, get_type_hints
 
 import numpy as np
 
 __all__ = [
+    "Case",
+    "Plain",
+    "ResultRecord",
     "Unsupported",
     "bounded",
     "case_inputs",
@@ -47,6 +52,20 @@ __all__ = [
     "rng_arg",
     "well_formed",
 ]
+
+
+#: A value as plain JSON data: ``{"array": {...}}``, ``{"number": 1.5}``, ... (see above).
+Plain = dict[str, Any]
+
+
+class Case(TypedDict):
+    """One input case (:func:`make_case`): call the learner's function ``call`` with these arguments."""
+
+    call: str
+    args: list[Plain]
+    kwargs: dict[str, Plain]
+    label: str  # what the case is, in words, shown to the learner when it fails
+    count_lines: bool  # count the lines of learner code the call runs (a loop or vectorized?)
 
 
 #: Largest array (in elements) that a learner's result may be, as plain data.
@@ -61,9 +80,9 @@ def _plain_float(x: float) -> float | str:
     return x if math.isfinite(x) else ("nan" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
 
 
-def _encode_array(arr: np.ndarray) -> dict:
+def _encode_array(arr: np.ndarray) -> Plain:
     if arr.dtype.kind == "f":
-        flat: list = arr.astype(np.float64).ravel().tolist()
+        flat: list[Any] = arr.astype(np.float64).ravel().tolist()
         if not np.isfinite(arr).all():
             flat = [_plain_float(v) for v in flat]
     else:
@@ -71,7 +90,7 @@ def _encode_array(arr: np.ndarray) -> dict:
     return {"array": {"dtype": arr.dtype.name, "shape": list(arr.shape), "data": flat}}
 
 
-def encode(value: Any, _depth: int = 0) -> dict:
+def encode(value: Any, _depth: int = 0) -> Plain:
     """Turn a value into plain JSON data (see the module docstring).
 
     Only exact built-in and numpy types are read; anything else (a subclass,
@@ -161,12 +180,12 @@ def decode(data: Any) -> Any:
     raise ValueError(f"unknown tag {tag!r}")
 
 
-def rng_arg(seed: int) -> dict:
+def rng_arg(seed: int) -> Plain:
     """Plain data that decodes to a fresh ``numpy.random.default_rng(seed)``."""
     return {"rng": int(seed)}
 
 
-def make_case(call: str, *args: Any, label: str, count_lines: bool = False, **kwargs: Any) -> dict:
+def make_case(call: str, *args: Any, label: str, count_lines: bool = False, **kwargs: Any) -> Case:
     """One input case: call the learner's function ``call`` with these arguments.
 
     Arguments that are already plain data (a dict from :func:`encode` or
@@ -175,17 +194,20 @@ def make_case(call: str, *args: Any, label: str, count_lines: bool = False, **kw
     ``count_lines`` asks :func:`run_cases` to count the lines of learner code
     that the call executes (to tell a loop from a vectorized function).
     """
-    enc = lambda v: v if isinstance(v, dict) else encode(v)  # noqa: E731
-    return {
-        "call": call,
-        "args": [enc(a) for a in args],
-        "kwargs": {k: enc(v) for k, v in kwargs.items()},
-        "label": label,
-        "count_lines": count_lines,
-    }
+
+    def enc(v: Any) -> Plain:
+        return v if isinstance(v, dict) else encode(v)
+
+    return Case(
+        call=call,
+        args=[enc(a) for a in args],
+        kwargs={k: enc(v) for k, v in kwargs.items()},
+        label=label,
+        count_lines=count_lines,
+    )
 
 
-def case_inputs(case: Mapping) -> tuple[list, dict]:
+def case_inputs(case: Case) -> tuple[list[Any], dict[str, Any]]:
     """Decode a case's arguments (each call gets fresh arrays and generators)."""
     return [decode(a) for a in case["args"]], {k: decode(v) for k, v in case["kwargs"].items()}
 
@@ -195,47 +217,72 @@ def bounded(text: str, limit: int = 2000) -> str:
     return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
 
 
-def new_record(error: str | None = None) -> dict[str, Any]:
+class ResultRecord(TypedDict):
+    """One call of a learner's function, as the grader reads it (see the module docstring).
+
+    :func:`well_formed` checks a record against these types, so this class is
+    the one definition of what a record must hold.
+    """
+
+    value: Plain | None  # None when the call raised
+    error: str | None  # the learner's exception as text
+    forbidden: list[str]  # calls it may not make
+    warnings: list[str]
+    calls: list[str]  # noted numpy calls
+    mutated: list[str]  # inputs it changed in place
+    output: str  # what it printed
+    lines: int | None  # lines of learner code run, when counted
+    seconds: NotRequired[float]  # always written, never read by the grader
+
+
+def new_record(error: str | None = None) -> ResultRecord:
     """A result record with nothing in it yet (or only ``error``)."""
-    return {
-        "value": None,
-        "error": error,
-        "forbidden": [],
-        "warnings": [],
-        "calls": [],
-        "mutated": [],
-        "output": "",
-        "lines": None,
-        "seconds": 0.0,
-    }
+    return ResultRecord(
+        value=None,
+        error=error,
+        forbidden=[],
+        warnings=[],
+        calls=[],
+        mutated=[],
+        output="",
+        lines=None,
+        seconds=0.0,
+    )
 
 
-#: The type of each key of a result record (``seconds`` is not read by the grader).
-_RECORD_TYPES: dict[str, type | tuple[type, ...]] = {
-    "value": (dict, type(None)),
-    "error": (str, type(None)),
-    "forbidden": list,
-    "warnings": list,
-    "calls": list,
-    "mutated": list,
-    "output": str,
-    "lines": (int, type(None)),
+def _fits(value: object, hint: Any) -> bool:
+    """Is ``value`` of the type ``hint`` (a type of :class:`ResultRecord`'s keys)? A bool is never a number."""
+    origin = get_origin(hint)
+    if origin in (Union, UnionType):
+        return any(_fits(value, arg) for arg in get_args(hint))
+    if origin is list:
+        (item,) = get_args(hint)
+        return isinstance(value, list) and all(_fits(x, item) for x in value)
+    if origin is not None:
+        return isinstance(value, origin)
+    if hint is type(None):
+        return value is None
+    return isinstance(value, hint) and not isinstance(value, bool)
+
+
+#: The keys that a well-formed record must have, with their types (not ``seconds``, never read).
+_RECORD_TYPES = {
+    key: hint
+    for key, hint in get_type_hints(ResultRecord, include_extras=True).items()
+    if get_origin(hint) is not NotRequired
 }
 
 
-def well_formed(record: Any) -> bool:
+def well_formed(record: object) -> TypeGuard[ResultRecord]:
     """Is this a result record as :func:`new_record` and ``call_learner`` make them (types only)?
 
     >>> well_formed(new_record("NameError: no function named 'f' is defined"))
     True
     >>> well_formed({**new_record(), "forbidden": [1]})
     False
+    >>> well_formed({**new_record(), "lines": True})
+    False
     """
     if not isinstance(record, Mapping):
         return False
-    for key, kind in _RECORD_TYPES.items():
-        if not isinstance(record.get(key), kind) or isinstance(record.get(key), bool):
-            return False
-    return all(
-        isinstance(x, str) for x in record["forbidden"] + record["warnings"] + record["calls"] + record["mutated"]
-    )
+    return all(_fits(record.get(key), hint) for key, hint in _RECORD_TYPES.items())

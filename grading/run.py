@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .plain import bounded, case_inputs, encode, new_record
+from .plain import Case, ResultRecord, bounded, case_inputs, encode, new_record
 from .watch import GRADING_DIR, SYSTEM_DIRS, CallWatch
 
 __all__ = ["call_learner", "run_cases"]
@@ -43,7 +43,7 @@ def _learner_error(exc: BaseException) -> str:
     return message
 
 
-def call_learner(fn: Any, args: Sequence, kwargs: Mapping, *, count_lines: bool = False) -> dict:
+def call_learner(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any], *, count_lines: bool = False) -> ResultRecord:
     """Call ``fn(*args, **kwargs)`` under a :class:`CallWatch` and describe the outcome.
 
     Returns a result record (see :mod:`grading.plain`); what the function
@@ -80,7 +80,7 @@ def call_learner(fn: Any, args: Sequence, kwargs: Mapping, *, count_lines: bool 
     return record
 
 
-def _snapshots(args: Sequence, kwargs: Mapping) -> dict[str, np.ndarray]:
+def _snapshots(args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Copies of the array inputs (also inside tuples and lists), by a name for the learner."""
     found: dict[str, np.ndarray] = {}
 
@@ -98,7 +98,7 @@ def _snapshots(args: Sequence, kwargs: Mapping) -> dict[str, np.ndarray]:
     return found
 
 
-def _changed(before: dict[str, np.ndarray], args: Sequence, kwargs: Mapping) -> list[str]:
+def _changed(before: dict[str, np.ndarray], args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[str]:
     """The names of array inputs whose contents the call changed (in place)."""
     after = _snapshots(args, kwargs)
     return [
@@ -108,7 +108,7 @@ def _changed(before: dict[str, np.ndarray], args: Sequence, kwargs: Mapping) -> 
     ][:5]
 
 
-def run_cases(functions: Mapping[str, Any], cases: Iterable[Mapping]) -> list[dict]:
+def run_cases(functions: Mapping[str, Any], cases: Iterable[Case]) -> list[ResultRecord]:
     """Piece (2): run the learner's functions on every case; plain data out.
 
     ``functions`` maps names to the learner's callables (e.g. a notebook's

@@ -14,10 +14,14 @@ import os
 import sys
 import sysconfig
 import threading
-from types import FrameType
+from collections.abc import Callable
+from types import CodeType, FrameType
 from typing import Any
 
 import numpy as np
+
+#: A tracing function, as sys.settrace takes it.
+_Tracer = Callable[[FrameType, str, Any], Any]
 
 __all__ = ["FORBIDDEN_PACKAGES", "NOTED_CALLS", "CallWatch", "GRADING_DIR", "SYSTEM_DIRS"]
 
@@ -71,7 +75,8 @@ def _package_dir(name: str) -> str | None:
         paths = spec.submodule_search_locations if spec is not None else None
     if not paths:
         return None
-    return os.path.realpath(list(paths)[0]) + os.sep
+    first: str = list(paths)[0]
+    return os.path.realpath(first) + os.sep
 
 
 #: numpy functions whose use is recorded (``record["calls"]``): the ways of
@@ -129,7 +134,7 @@ class CallWatch:
         self._hook = self._profile  # one bound method, so that `is` can recognise it
 
     # -- classification ------------------------------------------------------
-    def _classify_code(self, frame) -> str | None:
+    def _classify_code(self, frame: FrameType) -> str | None:
         code = frame.f_code
         filename = os.path.realpath(code.co_filename) if code.co_filename[:1] not in "<" else code.co_filename
         module = frame.f_globals.get("__name__") or ""
@@ -150,7 +155,7 @@ class CallWatch:
             return name
         return None
 
-    def _classify_c(self, func) -> str | None:
+    def _classify_c(self, func: object) -> str | None:
         module = getattr(func, "__module__", None)
         owner = getattr(func, "__self__", None)
         if not module and owner is not None:
@@ -171,7 +176,7 @@ class CallWatch:
             self.forbidden.append(what)
 
     # -- hooks ---------------------------------------------------------------
-    def _profile(self, frame, event, arg):
+    def _profile(self, frame: FrameType, event: str, arg: Any) -> None:
         if frame.f_code in self._own:
             return
         if event == "call":
@@ -194,19 +199,19 @@ class CallWatch:
             if verdict is not None:
                 self._note(verdict)
 
-    def _is_learner_code(self, code) -> bool:
+    def _is_learner_code(self, code: CodeType) -> bool:
         filename = code.co_filename
         if filename.startswith("<frozen"):
             return False
         real = os.path.realpath(filename) if not filename.startswith("<") else filename
         return not real.startswith(SYSTEM_DIRS + self._dirs)
 
-    def _trace(self, frame, event, arg):
+    def _trace(self, frame: FrameType, event: str, arg: Any) -> _Tracer | None:
         if event == "call" and frame is not self._frame and self._is_learner_code(frame.f_code):
             return self._trace_lines
         return None
 
-    def _trace_lines(self, frame, event, arg):
+    def _trace_lines(self, frame: FrameType, event: str, arg: Any) -> _Tracer:
         if event == "line":
             self.lines += 1
         return self._trace_lines
@@ -222,7 +227,7 @@ class CallWatch:
         sys.setprofile(self._hook)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         current = sys.getprofile()
         sys.setprofile(self._saved[0])
         if current is not self._hook:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import get_args
 
 import nbformat
 import pytest
@@ -24,7 +25,7 @@ from classgrader import cli
 from classgrader.books import class_reports
 from classgrader.pipeline import intake
 from classgrader.pipeline.class_run import grade_class
-from classgrader.records import Result, new_result
+from classgrader.records import STATUSES, Result, Status, new_result
 from classgrader.stages import record, report
 from classgrader.stages.compare import Verdict, _verdict
 from classgrader.stages.grade import Settings
@@ -246,3 +247,7 @@ def test_the_feedback_page_keeps_the_title_but_not_the_start_here_instructions()
     page = page_for(result("a", "graded", 1))
     assert re.search(r"<h1>Homework 2\b", page)
     assert "Where to work" not in page and "kit/" not in page and "Hand it in" not in page
+
+
+def test_the_status_type_names_exactly_the_statuses_that_have_a_meaning():
+    assert list(get_args(Status)) == list(STATUSES)

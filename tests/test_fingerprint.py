@@ -52,7 +52,7 @@ CHANGES = {
 }
 #: More files that decide a score -> the input they belong to.
 MORE_CHANGES = {
-    "grading/_common.py": "checks",  # the checks' shared code
+    "grading/authoring/weights.py": "checks",  # the checks' shared code, in a subpackage
     "classgrader/records.py": "grader",  # the recording code
     "classgrader/sandbox/driver.py": "grader",  # the program that runs the notebook in the sandbox
     "classgrader/stages/match.py": "grader",

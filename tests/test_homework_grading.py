@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import re
 import subprocess
 import sys
 import textwrap
@@ -54,6 +55,24 @@ def test_every_assignment_has_a_source_notebook_and_checks():
 def test_source_notebook_cells_match_the_registry(assignment):
     path = subs.REPO / "solutions" / assignment / f"{assignment}.ipynb"
     assert problems(path, assignment) == []
+
+
+@pytest.mark.parametrize("assignment", subs.ASSIGNMENTS)
+def test_each_check_has_one_named_notebook_function_and_the_notebooks_call_only_those(assignment):
+    module = grading.ASSIGNMENTS[assignment]
+    named = {
+        name: fn
+        for name, fn in vars(module).items()
+        if name.startswith("check_") and getattr(fn, "__module__", None) == "grading.notebook"
+    }
+    bases = {cid.removesuffix("_hidden") for cid in module.A.checks}
+    assert set(named) == {f"check_{b}" for b in bases} | {"check_before_submit"}
+    assert all(fn.__name__ == name for name, fn in named.items())
+    short = assignment.split("_")[0]
+    for folder in ("solutions", "exercises"):
+        text = (subs.REPO / folder / assignment / f"{assignment}.ipynb").read_text()
+        called = set(re.findall(rf"\b{short}\.(check_\w+)\(", text))
+        assert called and called <= set(named), (folder, called - set(named))
 
 
 def test_the_notebook_validator_reports_a_wrong_points_value(tmp_path):

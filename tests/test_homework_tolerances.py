@@ -1,7 +1,7 @@
 """Correct means full marks: independent correct implementations pass every check.
 
 The tolerances of ``grading`` are derived from the float
-error of numerically sound methods (``grading._common.logit_rtol`` and
+error of numerically sound methods (``grading.authoring.logit_rtol`` and
 ``row_sum_tol`` say how), not from lib's own rounding. Here several correct
 implementations of every graded function, written for these tests (not copied
 from ``solutions/``) and each sound in its own way (shift by the maximum,

@@ -13,26 +13,22 @@ that the notebook changed the checks in its own process.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from classgrader.assignments.course import AssignmentInfo
 from classgrader.records import CellResult
 from classgrader.stages.run import Runs
+from grading.check import Check
+from grading.compare import Verdict
 
-
-@dataclasses.dataclass
-class Verdict:
-    """One check's outcome: passed, the share of its points earned, and its message."""
-
-    passed: bool
-    fraction: float
-    message: str
+__all__ = ["Scores", "Verdict", "check_timeout_text", "compare", "in_kernel_points"]
 
 
 @dataclasses.dataclass
 class Scores:
     """The graded cells' scores and what the comparison found."""
 
-    verdicts: dict[str, Verdict]  # check id -> verdict
+    verdicts: dict[str, Verdict]  # check id -> verdict, its fraction in hundredths of the cell's points
     cells: dict[str, CellResult]  # grade_id -> score, in notebook order
     score: float  # their sum
     unchecked: list[str]  # grade_ids with no check: to grade by hand
@@ -43,7 +39,7 @@ def compare(info: AssignmentInfo, runs: Runs) -> Scores:
     """Score every graded cell of ``info`` from the sandbox's results in ``runs``."""
     verdicts = {check.id: _verdict(check, runs) for check in info.checks}
     cells: dict[str, CellResult] = {}
-    unchecked = []
+    unchecked: list[str] = []
     for gid, points in info.grade_cells.items():
         if gid in verdicts:
             v = verdicts[gid]
@@ -57,7 +53,7 @@ def compare(info: AssignmentInfo, runs: Runs) -> Scores:
             )
             unchecked.append(gid)
     score = round(sum(c["score"] or 0.0 for c in cells.values()), 6)
-    flagged = []
+    flagged: list[str] = []
     for gid, cell in cells.items():
         kernel_score = in_kernel_points(runs.in_kernel.get(gid), cell["points"])
         if kernel_score is not None and cell["score"] is not None and kernel_score > cell["score"] + 0.01:
@@ -65,7 +61,8 @@ def compare(info: AssignmentInfo, runs: Runs) -> Scores:
     return Scores(verdicts=verdicts, cells=cells, score=score, unchecked=unchecked, flagged=flagged)
 
 
-def _verdict(check, runs: Runs) -> Verdict:
+def _verdict(check: Check, runs: Runs) -> Verdict:
+    """``check``'s verdict on what the sandbox sent back; its fraction is that of the points it scores."""
     event = runs.checks.get(check.id)
     if event is None:
         return Verdict(False, 0.0, "not run: the notebook's process ended before this check")
@@ -84,7 +81,7 @@ def _verdict(check, runs: Runs) -> Verdict:
         return Verdict(False, 0.0, f"the results could not be compared ({type(exc).__name__})")
 
 
-def check_timeout_text(functions) -> str:
+def check_timeout_text(functions: Sequence[str]) -> str:
     """Why a check stopped at its time budget scores 0, in the learner's terms."""
     names = ", ".join(f"{f}()" for f in functions) or "your function"
     return (

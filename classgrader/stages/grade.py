@@ -34,12 +34,14 @@ from classgrader.assignments.course import AssignmentInfo
 from classgrader.pipeline.intake import Submission
 from classgrader.records import Result
 from classgrader.stages import pictures, plain_grade
-from classgrader.stages.compare import compare
-from classgrader.stages.match import match
-from classgrader.stages.record import record
-from classgrader.stages.report import render
+from classgrader.stages.compare import compare as compare
+from classgrader.stages.match import match as match
+from classgrader.stages.record import record as record
+from classgrader.stages.report import render as render
 from classgrader.stages.run import Settings, run
 
+# The stages are imported as themselves (``x as x``), names of this module: the
+# profile benchmark (benchmarks/class_grading_profile.py) times each one here.
 __all__ = ["Graded", "Settings", "grade"]
 
 

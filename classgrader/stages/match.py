@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from typing import Literal
 
 from classgrader.assignments.course import AssignmentInfo, submission_key
 from classgrader.pipeline.intake import Submission
@@ -23,7 +24,7 @@ class Matched:
     key: str
     sha256: str | None = None  # of the submitted file; None when nothing was submitted
     plan: notebooks.Plan | None = None
-    status: str | None = None  # "missing" or "not_a_notebook" when there is no plan
+    status: Literal["missing", "not_a_notebook"] | None = None  # when there is no plan
     reason: str = ""  # why it is not a notebook
 
 

@@ -56,6 +56,7 @@ def load(data: bytes, name: str = "notebook") -> nbformat.NotebookNode:
         raise NotANotebook(f"{name} is nested too deeply to be a notebook") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("cells", raw.get("worksheets")), list):
         raise NotANotebook(f"{name} is JSON but not a Jupyter notebook (no list of cells)")
+    nb: nbformat.NotebookNode
     try:
         # No nbformat validation here: it warns about every quirk of a learner's
         # file (missing or duplicate cell ids...) and the matching below copes.
@@ -82,7 +83,7 @@ def load(data: bytes, name: str = "notebook") -> nbformat.NotebookNode:
     return nb
 
 
-def release_role(cell: dict) -> str:
+def release_role(cell: dict[str, Any]) -> str:
     """answer, test, locked or plain, from a release cell's nbgrader metadata."""
     meta = nbgrader_meta(cell)
     if meta.get("solution"):
@@ -167,7 +168,7 @@ def match(learner: nbformat.NotebookNode, release: nbformat.NotebookNode) -> Pla
 class _Release:
     """The release's cells, indexed for lining a learner's cells up with them."""
 
-    cells: list
+    cells: list[Any]
     roles: list[str]  # release_role of each cell
     by_id: dict[Any, int]  # grade_id -> index (as the metadata gives it)
     owned: set[int]  # test and locked cells: always run as the release's copy
@@ -214,7 +215,7 @@ def _release_cell_of(cell: nbformat.NotebookNode, rel: _Release, seen: set[int])
     return r
 
 
-def _match_known(cells: list, rel: _Release, found: _Matching) -> None:
+def _match_known(cells: list[Any], rel: _Release, found: _Matching) -> None:
     """Map each learner cell that names or copies a release cell; drop second copies of test and locked cells."""
     for j, cell in enumerate(cells):
         r = _release_cell_of(cell, rel, found.seen)
@@ -237,7 +238,7 @@ def _match_known(cells: list, rel: _Release, found: _Matching) -> None:
             found.mapping[j] = r
 
 
-def _place_answers(cells: list, rel: _Release, found: _Matching, free: list[int]) -> None:
+def _place_answers(cells: list[Any], rel: _Release, found: _Matching, free: list[int]) -> None:
     """Each answer not found yet: the unmatched learner cell between its neighbours that defines its names
     (or looks most like it), taken out of ``free``."""
     answers = [i for i, r in enumerate(rel.roles) if r == "answer" and i not in found.seen]
@@ -261,7 +262,7 @@ def _place_answers(cells: list, rel: _Release, found: _Matching, free: list[int]
         free.remove(best)
 
 
-def _find_edited_tests(cells: list, rel: _Release, found: _Matching, free: list[int]) -> None:
+def _find_edited_tests(cells: list[Any], rel: _Release, found: _Matching, free: list[int]) -> None:
     """Each test cell not found yet: an unmatched learner code cell much like it is its edited copy (dropped)."""
     for r in [i for i, role in enumerate(rel.roles) if role == "test" and i not in found.seen]:
         for j in list(free):
@@ -274,7 +275,7 @@ def _find_edited_tests(cells: list, rel: _Release, found: _Matching, free: list[
                 break
 
 
-def _assemble(cells: list, rel: _Release, found: _Matching) -> list[PlanCell]:
+def _assemble(cells: list[Any], rel: _Release, found: _Matching) -> list[PlanCell]:
     """The cells to run: release order, learner extras after the cell they followed."""
     after: dict[int, list[int]] = {}
     anchor = -1
@@ -328,13 +329,13 @@ def _neighbours(r: int, mapping: list[int | None]) -> tuple[int, int]:
     return lo, hi
 
 
-def _label(cell: dict) -> str:
+def _label(cell: dict[str, Any]) -> str:
     gid = nbgrader_meta(cell).get("grade_id")
     return repr(gid) if gid else "(no id)"
 
 
 def autograded_notebook(
-    plan: Plan, release: nbformat.NotebookNode, outputs: dict[int, list[dict]]
+    plan: Plan, release: nbformat.NotebookNode, outputs: dict[int, list[dict[str, Any]]]
 ) -> nbformat.NotebookNode:
     """The notebook as graded: release cells (with their nbgrader metadata) and the
     learner's answers and extra cells, with the bounded text outputs of the run.
@@ -343,7 +344,7 @@ def autograded_notebook(
     read it next to the gradebook. It never contains hidden tests: test cells
     are the release's (student) version.
     """
-    nb = nbformat.v4.new_notebook()
+    nb: nbformat.NotebookNode = nbformat.v4.new_notebook()
     nb.metadata = copy.deepcopy(release.metadata)
     for i, pc in enumerate(plan.cells):
         if pc.release_index is not None:
@@ -363,9 +364,9 @@ def autograded_notebook(
     return nb
 
 
-def stream_output(name: str, text: str) -> dict:
+def stream_output(name: str, text: str) -> dict[str, Any]:
     return {"output_type": "stream", "name": name, "text": text}
 
 
-def error_output(ename: str, evalue: str) -> dict:
+def error_output(ename: str, evalue: str) -> dict[str, Any]:
     return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": [f"{ename}: {evalue}"]}

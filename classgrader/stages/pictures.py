@@ -16,7 +16,7 @@ import base64
 import binascii
 import html
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import nbformat
 
@@ -68,7 +68,7 @@ def attach(nb: nbformat.NotebookNode, info: AssignmentInfo, runs: Runs, scores: 
     return added
 
 
-def figure_html(output: dict) -> str | None:
+def figure_html(output: dict[str, Any]) -> str | None:
     """A self-contained ``<figure>`` for one of :func:`attach`'s outputs (the PNG inline, its alt
     text, and the alt text again as the caption), or None for any other output."""
     meta = output.get("metadata") or {}

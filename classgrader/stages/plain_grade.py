@@ -28,7 +28,7 @@ from classgrader import sandbox
 from classgrader.after_deadline import late
 from classgrader.assignments.plain import MANUAL, PlainNotebook
 from classgrader.pipeline.intake import Submission
-from classgrader.records import STATUSES, CellEvent, CellResult, Job, JobCell, Result, new_result
+from classgrader.records import STATUSES, CellEvent, CellResult, Job, JobCell, Result, Status, new_result
 from classgrader.stages import notebooks, report
 from classgrader.stages.record import cell_timeout_text, comments, outputs, sandbox_summary, status_notes, status_of
 from classgrader.stages.run import Settings, _failure, job_cells, package_files
@@ -49,7 +49,7 @@ class Notebook:
     reason: str = ""  # why it could not be read
     events: dict[Any, CellEvent] = dataclasses.field(default_factory=dict)
     outcome: sandbox.RunOutcome | None = None
-    status: str = "graded"
+    status: Status = "graded"
     cells: dict[str, CellResult] = dataclasses.field(default_factory=dict)
 
 
@@ -246,7 +246,7 @@ def _result(info: AssignmentInfo, sub: Submission, parts: list[Notebook], key: s
     """The submission's result: the cells of every notebook, the worst status, the notes."""
     statuses = [p.status for p in parts]
     if all(s == "missing" for s in statuses):
-        status = "missing"
+        status: Status = "missing"
     else:
         status = next(s for s in STATUSES if s in [x for x in statuses if x != "missing"])
     result = new_result(

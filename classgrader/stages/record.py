@@ -19,7 +19,16 @@ from classgrader import sandbox
 from classgrader.after_deadline import late
 from classgrader.assignments.course import AssignmentInfo
 from classgrader.pipeline.intake import Submission
-from classgrader.records import CellEvent, CellResult, CheckEvent, Result, RunFailure, SandboxSummary, new_result
+from classgrader.records import (
+    CellEvent,
+    CellResult,
+    CheckEvent,
+    Result,
+    RunFailure,
+    SandboxSummary,
+    Status,
+    new_result,
+)
 from classgrader.stages import notebooks
 from classgrader.stages.compare import Scores, Verdict
 from classgrader.stages.match import Matched
@@ -101,7 +110,7 @@ def record(
     return result, nb
 
 
-def status_of(sub: Submission, plan: notebooks.Plan, failure: RunFailure | None) -> str:
+def status_of(sub: Submission, plan: notebooks.Plan, failure: RunFailure | None) -> Status:
     """The submission's one status: how the run failed, else what the matching repaired, else graded."""
     if failure is not None:
         return failure
@@ -211,9 +220,9 @@ def outputs(
     verdicts: dict[str, Verdict],
     scored: dict[str, CellResult] | None = None,
     limits: sandbox.Limits | None = None,
-) -> dict[int, list[dict]]:
+) -> dict[int, list[dict[str, Any]]]:
     """Bounded text outputs per plan cell, for the autograded notebook and the feedback."""
-    out: dict[int, list[dict]] = {}
+    out: dict[int, list[dict[str, Any]]] = {}
     for n, pc in enumerate(plan.cells):
         if pc.role == "test":
             v = verdicts.get(pc.grade_id) if pc.grade_id else None

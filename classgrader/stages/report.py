@@ -142,7 +142,8 @@ def _render_markdown(source: str, from_release: bool, base: str | None) -> str:
     tokens = md.parse(source)
     if from_release:
         _chapter_links(tokens, base)
-    return md.renderer.render(tokens, md.options, {})
+    rendered: str = md.renderer.render(tokens, md.options, {})
+    return rendered
 
 
 def _in_zone(iso: str, zone_name: str | None) -> str:

@@ -26,6 +26,7 @@ from classgrader.assignments.course import AssignmentInfo
 from classgrader.pipeline.intake import Submission
 from classgrader.records import CellEvent, CheckEvent, Job, JobCell, JobCheck, RunFailure
 from classgrader.stages import notebooks
+from grading.plain import Case
 from nbgrader_tools.cells import SELF_CHECK_ID, nbgrader_meta
 
 
@@ -45,7 +46,7 @@ class Runs:
     """What came back from the sandbox for one submission."""
 
     seed: int  # the hidden checks' seed
-    cases: dict[str, list[Any]]  # check id -> its input cases
+    cases: dict[str, list[Case]]  # check id -> its input cases
     outcome: sandbox.RunOutcome  # the scoring run
     cells: dict[Any, CellEvent]  # plan index -> the first report of that cell
     checks: dict[str, CheckEvent]  # check id -> the first report of that check

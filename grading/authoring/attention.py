@@ -1,0 +1,91 @@
+"""An attention output and its weights judged, and the usual mistakes named (no scale, the mask
+after the softmax, weights transposed, an output that is not ``weights @ v``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..compare import Mismatch, Partial, check_form, compare_arrays, reference
+from .judging import unpack
+from .tolerances import attention_rtol
+from .weights import EDGE_SHARE, check_weight_rows, edge_rows, near, softmax_hint
+
+
+def check_attention(
+    value: Any,
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    *,
+    what: str,
+    mask: np.ndarray | None = None,
+    forbidden: str = "the mask forbids",
+    names: tuple[str, str] = ("output", "weights"),
+) -> None:
+    """Judge an ``(output, weights)`` pair against ``lib.scaled_dot_product_attention``.
+
+    On a wrong value it tries the usual mistakes (no scale, dividing by d_k,
+    scaling or masking after the softmax, the softmax over the wrong axis or
+    without keepdims, weights transposed, output not ``weights @ v``) and
+    names the one that fits. A fully masked query that is the only thing
+    wrong costs half the case (:func:`edge_rows`).
+    """
+    lib = reference()
+    out, w = unpack(value, names, what)
+    exp_out, exp_w = lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)
+    check_form(w, exp_w, what=f"{what}, {names[1]}")
+    check_form(out, exp_out, what=f"{what}, {names[0]}")
+    permitted = np.ones(exp_w.shape, dtype=bool) if mask is None else np.broadcast_to(mask, exp_w.shape)
+    w, edge = edge_rows(w, permitted, what=f"{what}, {names[1]}", row="query", forbidden_all="a fully masked query")
+    if edge is not None:
+        empty = ~np.any(permitted, axis=-1)
+        out = np.where(empty[..., None], 0, out).astype(out.dtype)
+    d_k = q.shape[-1]
+    rtol = attention_rtol(q, k)
+    scores = (q.astype(np.float64) @ np.swapaxes(k.astype(np.float64), -1, -2)) / np.sqrt(d_k)
+    logits = np.where(permitted, scores, -np.inf)
+    try:
+        check_weight_rows(
+            w, permitted, what=f"{what}, {names[1]}", row="query", col="key", forbidden=forbidden, rtol=rtol, d_k=d_k
+        )
+        compare_arrays(w, exp_w, what=f"{what}, {names[1]}", rtol=rtol)
+    except Mismatch as exc:
+        guesses = [
+            ("they match softmax(Q K^T) without the scale 1/sqrt(d_k)", dict(scale=1.0)),
+            ("they match softmax(Q K^T / d_k): divide by sqrt(d_k), not d_k", dict(scale=1.0 / d_k)),
+        ]
+        for hint, kw in guesses:
+            if d_k > 1 and near(w, lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True, **kw)[1]):
+                raise Mismatch(f"{exc}. Hint: {hint}") from None
+        if "Hint:" in str(exc):
+            raise
+        if mask is not None:
+            unmasked = lib.softmax(scores, axis=-1)
+            if near(w, unmasked * permitted):
+                raise Mismatch(
+                    f"{exc}. Hint: the weights are the unmasked softmax with the forbidden keys set "
+                    "to 0 afterwards, so the rest no longer sum to 1: the mask was applied after "
+                    "the softmax; set the forbidden scores to -inf before it"
+                ) from None
+        named = softmax_hint(w, logits)
+        if named:
+            raise Mismatch(f"{exc}. Hint: {named}") from None
+        if w.shape[-1] == w.shape[-2] and near(np.swapaxes(w, -1, -2), exp_w):
+            raise Mismatch(f"{exc}. Hint: they are transposed: row i is query i, column j is key j") from None
+        raise
+    try:
+        compare_arrays(out, exp_out, what=f"{what}, {names[0]}", scale=value_scale(v), rtol=rtol)
+    except Mismatch as exc:
+        if not near(out, w.astype(np.float64) @ v.astype(np.float64), rtol=1e-4):
+            raise Mismatch(f"{exc}. Hint: the output should be the weights times the values, weights @ v") from None
+        raise
+    if edge is not None:
+        raise Partial(edge, 1 - EDGE_SHARE)
+
+
+def value_scale(v: np.ndarray) -> float:
+    """The size of the values ``v`` that an attention output averages: ``max(1, max |v|)``
+    (the ``scale`` of :func:`~grading.compare.compare_arrays` for an output)."""
+    return max(1.0, float(np.abs(v.astype(np.float64)).max(initial=0.0)))
