@@ -34,6 +34,11 @@ run it in the browser with no server and no internet. What goes in:
   the first ``import matplotlib`` in the browser finds it and does not build
   one (which takes seconds and prints "Matplotlib is building the font cache"
   on stderr).
+- The bytecode of every module of those wheels, compiled by Pyodide's own
+  CPython under Node (``_ext/wheel_bytecode.mjs``) and shipped as one more
+  wheel that puts each pyc in the ``__pycache__`` beside its module, so the
+  browser does not compile IPython, numpy and matplotlib on every first visit
+  (``_ext/wheel_bytecode.py``). The other wheels stay byte for byte as verified.
 - The notebooks: each chapter and appendix page converted from MyST markdown
   by jupytext, with its MyST roles and directives made into plain Markdown
   (``_ext/lite_markdown.py``: links, citations, boxes), the homework releases
@@ -77,12 +82,14 @@ from lite_paths import ROOT, STAMP, WORK, LiteBuildError  # noqa: E402
 from lite_pins import fetch_pinned, read_pins  # noqa: E402
 from lite_pyodide import CARRIER, official_lock, stage_pyodide, write_lock  # noqa: E402
 from lite_wheels import (  # noqa: E402
+    BYTECODE_PACKAGE,
     COURSE_PACKAGE,
     FONTLIST_PACKAGE,
     KERNEL_PLUGIN,
     WIDGETS_FRONTEND,
     course_wheel,
     kernel_extension_dir,
+    stage_bytecode,
     stage_course_wheel,
     stage_extras,
     stage_font_cache,
@@ -109,6 +116,7 @@ PRELOAD = (
     "ipywidgets",
     "sdpa-course",
     "course-mpl-fontlist",
+    "course-bytecode",
 )
 
 
@@ -185,6 +193,7 @@ def build(site: Path) -> bool:
     packages[COURSE_PACKAGE[0]] = stage_course_wheel(pyodide_dir, wheel)
     write_lock(pyodide_dir, lock, packages)
     packages[FONTLIST_PACKAGE] = stage_font_cache(pyodide_dir)
+    packages[BYTECODE_PACKAGE] = stage_bytecode(pyodide_dir, packages)
     write_lock(pyodide_dir, lock, packages)
     notebooks = stage_contents(WORK / "contents", lite_notebooks(targets))
     if output.exists():

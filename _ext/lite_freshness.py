@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import lite_markdown
-from lite_paths import DATA_FILES, FONT_CACHE_SCRIPT, NPM_PYODIDE, PINS, ROOT
+from lite_paths import BYTECODE_SCRIPT, DATA_FILES, FONT_CACHE_SCRIPT, NPM_PYODIDE, PINS, ROOT
 from lite_pins import sha256_of
 
 # The build's own code: a change to any of it builds again.
@@ -24,6 +24,7 @@ BUILD_SCRIPTS = (
     "lite_freshness.py",
     "offline_site.py",
     "lite_markdown.py",
+    "wheel_bytecode.py",
 )
 
 
@@ -36,6 +37,7 @@ def input_files(root: Path = ROOT) -> list[Path]:
         root / NPM_PYODIDE.relative_to(ROOT) / "pyodide-lock.json",
         *(here / name for name in BUILD_SCRIPTS),
         here / FONT_CACHE_SCRIPT.name,
+        here / BYTECODE_SCRIPT.name,
         root / "references.bib",
         *(root / rel for rel in DATA_FILES),
     ]

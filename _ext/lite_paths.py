@@ -13,6 +13,7 @@ WORK = ROOT / "_build" / "lite-work"
 STAMP = WORK / "built-from.json"
 NPM_PYODIDE = ROOT / "_ext" / "node_modules" / "pyodide"
 FONT_CACHE_SCRIPT = Path(__file__).resolve().parent / "mpl_font_cache.mjs"
+BYTECODE_SCRIPT = Path(__file__).resolve().parent / "wheel_bytecode.mjs"
 # Files the notebooks read, relative to the course root (copied with the same layout).
 DATA_FILES = ("benchmarks/results/attention_speed_memory.json",)
 

@@ -12,7 +12,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from lite_paths import FONT_CACHE_SCRIPT, LiteBuildError
+from lite_paths import BYTECODE_SCRIPT, FONT_CACHE_SCRIPT, LiteBuildError
 from lite_pins import Pin
 from lite_pyodide import wheel_entry
 
@@ -43,6 +43,10 @@ KERNEL_WHEELS: dict[str, tuple[list[str], list[str]]] = {
 }
 # The wheel that holds matplotlib's font cache.
 FONTLIST_PACKAGE = "course-mpl-fontlist"
+# The wheel that holds the bytecode of every other wheel's modules.
+BYTECODE_PACKAGE = "course-bytecode"
+# The version of the wheels made here (the font cache, the bytecode).
+SMALL_WHEEL_VERSION = "1.0"
 
 
 def course_wheel(site: Path) -> Path:
@@ -117,22 +121,54 @@ def stage_font_cache(target: Path) -> dict:
             f"making matplotlib's font cache in Pyodide under Node failed (exit {result.returncode}):\n"
             f"{result.stdout[-2000:]}{result.stderr[-2000:]}"
         )
-    name, version = FONTLIST_PACKAGE.replace("-", "_"), "1.0"
-    dist = f"{name}-{version}.dist-info"
+    wheel = small_wheel(target, FONTLIST_PACKAGE, {"matplotlib/fontlist.json": cache.read_bytes()})
+    return wheel_entry(wheel, FONTLIST_PACKAGE, SMALL_WHEEL_VERSION, [], ["matplotlib"])
+
+
+def stage_bytecode(target: Path, packages: dict[str, dict]) -> dict:
+    """The bytecode of every module of the wheels in target (``_ext/wheel_bytecode.py``),
+    compiled by Pyodide's CPython under Node, as one wheel in target that puts each
+    pyc where the module's own wheel puts the module. Returns that wheel's lock entry.
+
+    Loaded with the others when the kernel starts, it spares the browser compiling
+    IPython, numpy and matplotlib on every first visit, which took most of the time
+    to a ready kernel and a first output. The verified wheels are left as they are.
+    """
+    made = target.parent / "bytecode"
+    made.mkdir()
+    wheels = sorted(entry["file_name"] for entry in packages.values() if entry["file_name"].endswith(".whl"))
+    result = subprocess.run(
+        ["node", str(BYTECODE_SCRIPT), f"{target.resolve()}/", str(made.resolve()), *wheels],
+        capture_output=True,
+        text=True,
+    )
+    files = {path.relative_to(made).as_posix(): path.read_bytes() for path in sorted(made.rglob("*.pyc"))}
+    if result.returncode != 0 or not files:
+        raise LiteBuildError(
+            f"compiling the wheels' bytecode in Pyodide under Node failed (exit {result.returncode}):\n"
+            f"{result.stdout[-2000:]}{result.stderr[-2000:]}"
+        )
+    wheel = small_wheel(target, BYTECODE_PACKAGE, files)
+    return wheel_entry(wheel, BYTECODE_PACKAGE, SMALL_WHEEL_VERSION, [], [])
+
+
+def small_wheel(target: Path, package: str, files: dict[str, bytes]) -> Path:
+    """A wheel made here that only adds ``files`` to site-packages, written into target."""
+    name = package.replace("-", "_")
+    dist = f"{name}-{SMALL_WHEEL_VERSION}.dist-info"
     files = {
-        # Where Pyodide's matplotlib reads its font cache (beside font_manager.py).
-        "matplotlib/fontlist.json": cache.read_bytes(),
-        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {FONTLIST_PACKAGE}\nVersion: {version}\n".encode(),
+        **files,
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {package}\nVersion: {SMALL_WHEEL_VERSION}\n".encode(),
         f"{dist}/WHEEL": b"Wheel-Version: 1.0\nGenerator: lite_build\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     record = [record_line(path, data) for path, data in files.items()]
     files[f"{dist}/RECORD"] = ("\n".join([*record, f"{dist}/RECORD,,"]) + "\n").encode()
-    wheel = target / f"{name}-{version}-py3-none-any.whl"
+    wheel = target / f"{name}-{SMALL_WHEEL_VERSION}-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
         for path, data in files.items():
-            # A fixed date: the same cache gives the same wheel, byte for byte.
+            # A fixed date: the same files give the same wheel, byte for byte.
             z.writestr(zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0)), data, zipfile.ZIP_DEFLATED)
-    return wheel_entry(wheel, FONTLIST_PACKAGE, version, [], ["matplotlib"])
+    return wheel
 
 
 def copy_rewriting_cdn(wheel: Path, out: Path) -> None:

@@ -411,3 +411,45 @@ def _report_kernel_starts(request):
                 reporter.write_sep("-", "JupyterLite kernel start (opening a notebook -> idle kernel)")
                 for line in pytest_terminal_summary_lines():
                     reporter.write_line(line)
+
+
+# CPython 3.12's pyc magic number (3531, importlib/_bootstrap_external.py), the
+# Python of Pyodide 0.27; a pyc's flags 0b01: hash-based, source not checked.
+PY312_MAGIC = (3531).to_bytes(2, "little") + b"\r\n"
+UNCHECKED_HASH = 0b01
+
+
+def test_lite_ships_the_bytecode_of_every_module_of_its_wheels():
+    """Each module of each shipped wheel has a pyc for Pyodide's CPython in the bytecode
+    wheel, at the place CPython looks for it, made from that very source."""
+    import _imp
+    import zipfile
+
+    pyodide = HTML / "lite" / "static" / "pyodide"
+    lock = json.loads((pyodide / "pyodide-lock.json").read_text(encoding="utf-8"))
+    assert lock["info"]["python"].startswith("3.12.")
+    preload = json.loads((HTML / "lite" / "jupyter-lite.json").read_text(encoding="utf-8"))["jupyter-config-data"][
+        "litePluginSettings"
+    ]["@jupyterlite/pyodide-kernel-extension:kernel"]["loadPyodideOptions"]["packages"]
+    assert "course-bytecode" in preload, "the bytecode does not load when the kernel starts"
+    bytecode = zipfile.ZipFile(pyodide / lock["packages"]["course-bytecode"]["file_name"])
+    pycs = set(bytecode.namelist())
+    key = int.from_bytes(PY312_MAGIC, "little")
+    checked = 0
+    for name, entry in lock["packages"].items():
+        if name == "course-bytecode" or not entry["file_name"].endswith(".whl"):
+            continue
+        with zipfile.ZipFile(pyodide / entry["file_name"]) as wheel:
+            for module in wheel.namelist():
+                top = module.split("/", 1)[0]
+                if not module.endswith(".py") or top.endswith((".data", ".dist-info")):
+                    continue
+                folder, _, file = module.rpartition("/")
+                pyc_name = f"{folder}/__pycache__/{file[:-3]}.cpython-312.pyc".lstrip("/")
+                assert pyc_name in pycs, f"{entry['file_name']}: no bytecode for {module}"
+                pyc = bytecode.read(pyc_name)
+                assert pyc[:4] == PY312_MAGIC, f"{pyc_name} is not CPython 3.12 bytecode"
+                assert int.from_bytes(pyc[4:8], "little") == UNCHECKED_HASH, pyc_name
+                assert pyc[8:16] == _imp.source_hash(key, wheel.read(module)), f"{pyc_name} is not from {module}"
+                checked += 1
+    assert checked > 1000  # IPython, numpy, matplotlib and the rest
