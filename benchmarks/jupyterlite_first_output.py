@@ -18,7 +18,9 @@ shows for it). Run from the repository root after ``./course build``::
 
 With ``--baseline OTHER_SITE`` (another built site, e.g. one built from main)
 the runs alternate between the two sites, so that both see the same load on a
-shared machine, and both sets of runs and medians are written.
+shared machine, and both sets of runs and medians are written. ``--note TEXT``
+says what the sites are and how loaded the machine was (the benchmark page
+shows it).
 
 It prints each run and the medians, and writes
 ``benchmarks/results/jupyterlite_first_output.json``.
@@ -116,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--site", type=Path, default=REPO / "_build" / "html")
     parser.add_argument("--baseline", type=Path, help="another built site, measured in alternation with --site")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON results")
+    parser.add_argument("--note", default="", help="what the sites are, for the benchmark page")
     args = parser.parse_args(argv)
     sites = {"site": args.site, **({"baseline": args.baseline} if args.baseline else {})}
     for site in sites.values():
@@ -139,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
                 runs[name].append(run)
         browser.close()
     result: dict[str, Any] = {
+        "note": args.note,
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "load_average_1min_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
