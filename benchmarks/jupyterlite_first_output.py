@@ -42,15 +42,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))  # the browser tests' server and Chromium settings
 
-from browser import CHROMIUM_FLAGS, VIEWPORT, SiteServer, find_chromium  # noqa: E402
+from browser import CHROMIUM_FLAGS, KERNEL_IDLE_JS, PANEL, VIEWPORT, SiteServer, find_chromium  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results" / "jupyterlite_first_output.json"
-PANEL = "window.jupyterapp.shell.currentWidget"
-KERNEL_IDLE_JS = f"""() => {{
-  const p = window.jupyterapp && {PANEL};
-  const k = p && p.sessionContext && p.sessionContext.session && p.sessionContext.session.kernel;
-  return !!(k && k.status === 'idle' && p.content && p.content.model);
-}}"""
 CODE_CELLS_JS = f"""() => {PANEL}.content.model.sharedModel.cells
   .map((c, i) => c.cell_type === 'code' ? i : -1).filter((i) => i >= 0)"""
 RUN_CELL_JS = f"""(i) => {{

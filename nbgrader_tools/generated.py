@@ -69,7 +69,13 @@ def sync(path: Path, assignment: str) -> bool:
     lines = statement.source.splitlines()
     if lines and lines[0] == title:
         statement.source = "\n".join(lines[1:]).strip()
-    cells = [text_cell(want[START_HERE_ID], START_HERE_ID), statement, text_cell(want[RULES_ID], RULES_ID)]
+    # A generated cell keeps the id it had, so a release with nothing new rewrites nothing.
+    ids = {nbgrader_meta(c).get("grade_id"): c.get("id") for c in nb.cells}
+    start_here, rules = (text_cell(want[gid], gid) for gid in (START_HERE_ID, RULES_ID))
+    for cell, gid in ((start_here, START_HERE_ID), (rules, RULES_ID)):
+        if ids.get(gid):
+            cell.id = ids[gid]
+    cells = [start_here, statement, rules]
     new_cells = cells + kept[1:]
     last = new_cells[-1]
     if nbgrader_meta(last).get("grade_id") == SELF_CHECK_ID:

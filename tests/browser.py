@@ -51,6 +51,15 @@ CHROMIUM_FLAGS = [
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
 ]
 VIEWPORT = {"width": 1280, "height": 900}
+
+# JupyterLite's notebook panel, and the moment its kernel is idle with the notebook
+# loaded: the browser tests and the first-output benchmark wait for the same thing.
+PANEL = "window.jupyterapp.shell.currentWidget"
+KERNEL_IDLE_JS = f"""() => {{
+  const p = window.jupyterapp && {PANEL};
+  const k = p && p.sessionContext && p.sessionContext.session && p.sessionContext.session.kernel;
+  return !!(k && k.status === 'idle' && p.content && p.content.model);
+}}"""
 # A phone held upright (the CSS width of a common phone).
 PHONE = {"width": 390, "height": 844}
 

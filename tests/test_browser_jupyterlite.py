@@ -27,7 +27,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from browser import HTML, ROOT, SESSION, PageLog
+from browser import HTML, KERNEL_IDLE_JS, PANEL, ROOT, SESSION, PageLog
 
 import grading
 from nbgrader_tools.cells import nbgrader_meta
@@ -59,12 +59,6 @@ def explorer_chapter() -> Path:
 
 # --------------------------------------------------------------------------- driving JupyterLite
 
-PANEL = "window.jupyterapp.shell.currentWidget"
-KERNEL_IDLE_JS = f"""() => {{
-  const p = window.jupyterapp && {PANEL};
-  const k = p && p.sessionContext && p.sessionContext.session && p.sessionContext.session.kernel;
-  return !!(k && k.status === 'idle' && p.content && p.content.model);
-}}"""
 # Run every cell; resolves when the last has finished (JupyterLab's runAll promise).
 RUN_ALL_JS = "() => window.jupyterapp.commands.execute('notebook:run-all-cells')"
 CELLS_JS = f"""() => {PANEL}.content.model.sharedModel.cells.map((c) => ({{

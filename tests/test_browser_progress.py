@@ -60,10 +60,30 @@ class Site:
 
     def open(self, path: str, page: Any = None) -> Any:
         built_page(path)
+        if page is not None:
+            self.settle(page)
         page = page or self.new_page()
         page.goto(self.url(path), wait_until="load")
         page.evaluate(SETTLE_JS)
         return page
+
+    def settle(self, page: Any) -> None:
+        """Wait until a page of its own reads what ``page`` stored.
+
+        A renderer sends its localStorage writes to the browser process by
+        messages of their own, and a navigation that starts a new renderer can
+        read the state before the last message arrives. The test checks what
+        the course stores, not how soon Chromium passes it between renderers,
+        so it waits until another page sees the write before it navigates."""
+        if not page.url.startswith(("http:", "file:")):
+            return
+        want = page.evaluate(f"() => localStorage.getItem({KEY!r})")
+        if want is None:
+            return
+        witness = self.new_page()
+        witness.goto(self.url(PROGRESS), wait_until="load")
+        witness.wait_for_function(f"want => localStorage.getItem({KEY!r}) === want", arg=want)
+        witness.close()
 
     def stored(self, page: Any) -> Any:
         raw = page.evaluate(f"() => localStorage.getItem({KEY!r})")

@@ -9,13 +9,10 @@ from pathlib import Path
 import nbformat
 
 from classgrader.assignments import plain
+from classgrader.assignments.errors import SetupError as SetupError
 from classgrader.stages import report
 from grading.check import Check
 from nbgrader_tools.cells import nbgrader_meta
-
-
-class SetupError(RuntimeError):
-    """The assignment cannot be graded as configured; the message says why."""
 
 
 @dataclasses.dataclass

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import nbformat
 
+from classgrader.assignments.errors import SetupError
 from nbgrader_tools.cells import nbgrader_meta
 
 #: What grading a plain assignment guarantees and what it does not (the summary and the docs say it).
@@ -76,8 +77,6 @@ def plain_assignments(course: Path) -> list[str]:
 
 def read_notebooks(course: Path, name: str) -> list[PlainNotebook]:
     """Every notebook of the release with its instructor source; a clear error for what does not fit."""
-    from classgrader.assignments.course import SetupError
-
     release_dir, source_dir = course / "exercises" / name, course / "solutions" / name
     names = sorted(p.name for p in release_dir.glob("*.ipynb"))
     if not names:
@@ -123,8 +122,6 @@ def read_notebooks(course: Path, name: str) -> list[PlainNotebook]:
 
 def data_files(course: Path, name: str) -> dict[str, Path]:
     """The release's other files (the data the notebooks read), by name; subfolders are refused."""
-    from classgrader.assignments.course import SetupError
-
     release_dir = course / "exercises" / name
     files = {}
     for path in sorted(release_dir.iterdir()):

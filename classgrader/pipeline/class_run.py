@@ -55,7 +55,8 @@ from classgrader.assignments.course import (
 )
 from classgrader.books import class_reports, gradebook, lms_export
 from classgrader.pipeline import fingerprint, intake
-from classgrader.pipeline.executors import Executor, open_executor
+from classgrader.pipeline.dask_cluster import Session
+from classgrader.pipeline.executors import Executor, LocalPool
 from classgrader.pipeline.outputs import Paths, put_back_feedback, save
 from classgrader.records import Result, read_result, write_json_atomic
 from classgrader.stages.grade import Settings
@@ -124,6 +125,14 @@ class ClassSummary(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self.report) + 1
+
+
+def open_executor(cluster: Any, settings: Settings, workers: int, log: Callable[[str], Any]) -> Executor:
+    """A checked connection to the Dask scheduler at ``cluster`` (an address or a ``distributed.Client``),
+    or, without one, a pool of ``workers`` threads here."""
+    if cluster is None:
+        return LocalPool(settings, workers)
+    return Session(cluster, settings, log=log)
 
 
 def grade_class(

@@ -13,8 +13,8 @@ import concurrent.futures as cf
 import dataclasses
 import queue
 import threading
-from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from collections.abc import Iterator
+from typing import Protocol
 
 from classgrader import sandbox
 from classgrader.after_deadline import late
@@ -106,13 +106,3 @@ class LocalPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def open_executor(cluster: Any, settings: Settings, workers: int, log: Callable[[str], Any]) -> Executor:
-    """A checked connection to the Dask scheduler at ``cluster`` (an address or a ``distributed.Client``),
-    or, without one, a pool of ``workers`` threads here."""
-    if cluster is None:
-        return LocalPool(settings, workers)
-    from classgrader.pipeline.dask_cluster import Session
-
-    return Session(cluster, settings, log=log)

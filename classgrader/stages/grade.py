@@ -24,17 +24,13 @@ the cell is flagged.
 
 from __future__ import annotations
 
-import dataclasses
-
-import nbformat
-
 from classgrader import sandbox
 from classgrader.after_deadline import late
 from classgrader.assignments.course import AssignmentInfo
 from classgrader.pipeline.intake import Submission
-from classgrader.records import Result
 from classgrader.stages import pictures, plain_grade
 from classgrader.stages.compare import compare as compare
+from classgrader.stages.graded import Graded
 from classgrader.stages.match import match as match
 from classgrader.stages.record import record as record
 from classgrader.stages.report import render as render
@@ -43,17 +39,6 @@ from classgrader.stages.run import Settings, run
 # The stages are imported as themselves (``x as x``), names of this module: the
 # profile benchmark (benchmarks/class_grading_profile.py) times each one here.
 __all__ = ["Graded", "Settings", "grade"]
-
-
-@dataclasses.dataclass
-class Graded:
-    """One graded submission: its result, its autograded notebook (None when nothing ran), its feedback page."""
-
-    result: Result
-    notebook: nbformat.NotebookNode | None
-    feedback: str
-    #: For an assignment of several notebooks: each one's stem -> (autograded notebook, feedback page).
-    pages: dict[str, tuple[nbformat.NotebookNode | None, str]] = dataclasses.field(default_factory=dict)
 
 
 def grade(

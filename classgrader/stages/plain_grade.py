@@ -30,13 +30,13 @@ from classgrader.assignments.plain import MANUAL, PlainNotebook
 from classgrader.pipeline.intake import Submission
 from classgrader.records import STATUSES, CellEvent, CellResult, Job, JobCell, Result, Status, new_result
 from classgrader.stages import notebooks, report
+from classgrader.stages.graded import Graded
 from classgrader.stages.record import cell_timeout_text, comments, outputs, sandbox_summary, status_notes, status_of
 from classgrader.stages.run import Settings, _failure, job_cells, package_files
 from nbgrader_tools.cells import nbgrader_meta
 
 if TYPE_CHECKING:
     from classgrader.assignments.course import AssignmentInfo
-    from classgrader.stages.grade import Graded
 
 
 @dataclasses.dataclass
@@ -82,7 +82,6 @@ def grade(
 ) -> Graded:
     """Grade every notebook of ``sub`` (see the module docstring); the result covers them all."""
     from classgrader.assignments.course import submission_key, submitted_bytes
-    from classgrader.stages.grade import Graded
 
     parts = [Notebook(spec, path) for spec, path in zip(info.plain, submitted_notebooks(info, sub).values())]
     for part in parts:
