@@ -34,11 +34,15 @@ run it in the browser with no server and no internet. What goes in:
   the first ``import matplotlib`` in the browser finds it and does not build
   one (which takes seconds and prints "Matplotlib is building the font cache"
   on stderr).
-- The bytecode of every module of those wheels, compiled by Pyodide's own
-  CPython under Node (``_ext/wheel_bytecode.mjs``) and shipped as one more
-  wheel that puts each pyc in the ``__pycache__`` beside its module, so the
-  browser does not compile IPython, numpy and matplotlib on every first visit
-  (``_ext/wheel_bytecode.py``). The other wheels stay byte for byte as verified.
+- The bytecode of the modules the kernel imports as it starts and a chapter's
+  first cell imports (:data:`STARTUP_IMPORTS`: IPython, jedi, numpy, the
+  course), compiled by Pyodide's own CPython under Node
+  (``_ext/wheel_bytecode.mjs``) and shipped as one more wheel that puts each
+  pyc in the ``__pycache__`` beside its module, so the browser does not compile
+  them on every first visit (``_ext/wheel_bytecode.py``). The other wheels stay
+  byte for byte as verified.
+- JupyterLite's service worker edited so that the runtime and the wheels come
+  straight from the network, not through it (``_ext/lite_service_worker.py``).
 - The notebooks: each chapter and appendix page converted from MyST markdown
   by jupytext, with its MyST roles and directives made into plain Markdown
   (``_ext/lite_markdown.py``: links, citations, boxes), the homework releases
@@ -81,6 +85,7 @@ from lite_freshness import input_files, inputs_digest, output_digest, up_to_date
 from lite_paths import ROOT, STAMP, WORK, LiteBuildError  # noqa: E402
 from lite_pins import fetch_pinned, read_pins  # noqa: E402
 from lite_pyodide import CARRIER, official_lock, stage_pyodide, write_lock  # noqa: E402
+from lite_service_worker import route_static_files_past  # noqa: E402
 from lite_wheels import (  # noqa: E402
     BYTECODE_PACKAGE,
     COURSE_PACKAGE,
@@ -117,6 +122,18 @@ PRELOAD = (
     "sdpa-course",
     "course-mpl-fontlist",
     "course-bytecode",
+)
+# What the kernel imports before it reports ready (piplite, then pyodide_kernel:
+# IPython, jedi, traitlets, ...) and what a chapter's first cell imports: the
+# modules whose bytecode ships (course-bytecode). matplotlib is not among them:
+# the course imports it where a figure is drawn.
+STARTUP_IMPORTS = (
+    "piplite.piplite",
+    "pyodide_kernel",
+    "numpy",
+    "lib",
+    "teaching.figures",
+    "teaching.study",
 )
 
 
@@ -193,7 +210,9 @@ def build(site: Path) -> bool:
     packages[COURSE_PACKAGE[0]] = stage_course_wheel(pyodide_dir, wheel)
     write_lock(pyodide_dir, lock, packages)
     packages[FONTLIST_PACKAGE] = stage_font_cache(pyodide_dir)
-    packages[BYTECODE_PACKAGE] = stage_bytecode(pyodide_dir, packages)
+    write_lock(pyodide_dir, lock, packages)
+    installed = [name for name in PRELOAD if name != BYTECODE_PACKAGE]
+    packages[BYTECODE_PACKAGE] = stage_bytecode(pyodide_dir, installed, STARTUP_IMPORTS)
     write_lock(pyodide_dir, lock, packages)
     notebooks = stage_contents(WORK / "contents", lite_notebooks(targets))
     if output.exists():
@@ -209,6 +228,7 @@ def build(site: Path) -> bool:
     if result.returncode != 0:
         sys.stderr.write(result.stdout[-5000:] + result.stderr[-5000:])
         raise LiteBuildError(f"jupyter lite build failed (exit {result.returncode}); its output is above")
+    route_static_files_past(output)
     check_output(output)
     STAMP.write_text(json.dumps({"inputs": inputs, "output": output_digest(output)}), encoding="utf-8")
     size = sum(p.stat().st_size for p in output.rglob("*") if p.is_file())

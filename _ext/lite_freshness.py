@@ -21,6 +21,7 @@ BUILD_SCRIPTS = (
     "lite_pyodide.py",
     "lite_wheels.py",
     "lite_contents.py",
+    "lite_service_worker.py",
     "lite_freshness.py",
     "offline_site.py",
     "lite_markdown.py",

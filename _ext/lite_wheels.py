@@ -43,7 +43,7 @@ KERNEL_WHEELS: dict[str, tuple[list[str], list[str]]] = {
 }
 # The wheel that holds matplotlib's font cache.
 FONTLIST_PACKAGE = "course-mpl-fontlist"
-# The wheel that holds the bytecode of every other wheel's modules.
+# The wheel that holds the bytecode of the modules the kernel imports as it starts.
 BYTECODE_PACKAGE = "course-bytecode"
 # The version of the wheels made here (the font cache, the bytecode).
 SMALL_WHEEL_VERSION = "1.0"
@@ -125,27 +125,35 @@ def stage_font_cache(target: Path) -> dict:
     return wheel_entry(wheel, FONTLIST_PACKAGE, SMALL_WHEEL_VERSION, [], ["matplotlib"])
 
 
-def stage_bytecode(target: Path, packages: dict[str, dict]) -> dict:
-    """The bytecode of every module of the wheels in target (``_ext/wheel_bytecode.py``),
-    compiled by Pyodide's CPython under Node, as one wheel in target that puts each
-    pyc where the module's own wheel puts the module. Returns that wheel's lock entry.
+def stage_bytecode(target: Path, packages: list[str], modules: tuple[str, ...]) -> dict:
+    """The bytecode of what importing ``modules`` loads from the wheels in target
+    (``_ext/wheel_bytecode.py``), compiled by Pyodide's CPython under Node with
+    ``packages`` installed, as one wheel in target that puts each pyc where the
+    module's own wheel puts the module. Returns that wheel's lock entry.
 
+    ``target`` must already hold the Pyodide runtime and a lock with ``packages``.
     Loaded with the others when the kernel starts, it spares the browser compiling
-    IPython, numpy and matplotlib on every first visit, which took most of the time
-    to a ready kernel and a first output. The verified wheels are left as they are.
+    IPython, jedi and numpy on every first visit, which took most of the time to a
+    ready kernel. The verified wheels are left as they are.
     """
     made = target.parent / "bytecode"
     made.mkdir()
-    wheels = sorted(entry["file_name"] for entry in packages.values() if entry["file_name"].endswith(".whl"))
     result = subprocess.run(
-        ["node", str(BYTECODE_SCRIPT), f"{target.resolve()}/", str(made.resolve()), *wheels],
+        [
+            "node",
+            str(BYTECODE_SCRIPT),
+            f"{target.resolve()}/",
+            str(made.resolve()),
+            ",".join(packages),
+            ",".join(modules),
+        ],
         capture_output=True,
         text=True,
     )
     files = {path.relative_to(made).as_posix(): path.read_bytes() for path in sorted(made.rglob("*.pyc"))}
     if result.returncode != 0 or not files:
         raise LiteBuildError(
-            f"compiling the wheels' bytecode in Pyodide under Node failed (exit {result.returncode}):\n"
+            f"compiling the startup modules' bytecode in Pyodide under Node failed (exit {result.returncode}):\n"
             f"{result.stdout[-2000:]}{result.stderr[-2000:]}"
         )
     wheel = small_wheel(target, BYTECODE_PACKAGE, files)

@@ -1,32 +1,41 @@
-// The bytecode of the in-browser Jupyter's wheels, compiled by Pyodide's own CPython.
+// The bytecode of the modules the in-browser kernel imports as it starts,
+// compiled by Pyodide's own CPython.
 //
-// Run by lite_build.py:  node _ext/wheel_bytecode.mjs <pyodide folder>/ <output folder> <wheel file name>...
-// The Pyodide folder holds the runtime and the wheels; the pyc of every module
-// of the named wheels is written under the output folder, laid out as in
+// Run by lite_build.py:
+//   node _ext/wheel_bytecode.mjs <pyodide folder>/ <output folder> <packages> <modules>
+// The Pyodide folder holds the runtime, the wheels and the site's lock; the
+// packages (comma-separated lock names) are installed, the modules
+// (comma-separated) imported, and the pyc of every module then loaded from
+// site-packages is written under the output folder, laid out as in
 // site-packages (wheel_bytecode.py says why).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
 import { loadPyodide } from "pyodide";
 
-const [indexURL, output, ...wheels] = process.argv.slice(2);
-if (!indexURL || !output || wheels.length === 0) {
-  console.error("usage: node wheel_bytecode.mjs <pyodide folder>/ <output folder> <wheel file name>...");
+const [indexURL, output, packages, modules] = process.argv.slice(2);
+if (!indexURL || !output || !packages || !modules) {
+  console.error("usage: node wheel_bytecode.mjs <pyodide folder>/ <output folder> <packages> <modules>");
   process.exit(2);
 }
 const pyodide = await loadPyodide({ indexURL });
-for (const [mount, root] of [["/wheels", indexURL], ["/out", output]]) {
-  pyodide.FS.mkdir(mount);
-  pyodide.FS.mount(pyodide.FS.filesystems.NODEFS, { root }, mount);
+const failed = [];
+await pyodide.loadPackage(packages.split(","), {
+  messageCallback: () => {},
+  errorCallback: (message) => failed.push(message),
+});
+if (failed.length > 0) {
+  console.error(failed.join("\n"));
+  process.exit(1);
 }
+pyodide.FS.mkdir("/out");
+pyodide.FS.mount(pyodide.FS.filesystems.NODEFS, { root: output }, "/out");
 const code = readFileSync(join(import.meta.dirname, "wheel_bytecode.py"), "utf8");
 const module = pyodide.runPython(`
 import types
 m = types.ModuleType("wheel_bytecode")
 exec(compile(${JSON.stringify(code)}, "wheel_bytecode.py", "exec"), m.__dict__)
 m`);
-let total = 0;
-for (const wheel of wheels) {
-  total += module.write_bytecode(`/wheels/${wheel}`, "/out");
-}
-console.log(`${total} modules compiled from ${wheels.length} wheels`);
+const sitePackages = pyodide.runPython("import site; site.getsitepackages()[0]");
+const total = module.write_bytecode(modules.split(","), sitePackages, "/out");
+console.log(`${total} modules compiled, imported by ${modules}`);

@@ -1,20 +1,27 @@
-"""Compile the modules of wheels to bytecode, run inside Pyodide (``wheel_bytecode.mjs``).
+"""Compile the modules the kernel imports as it starts to bytecode, run inside
+Pyodide (``wheel_bytecode.mjs``).
 
 Pyodide's own wheels and the pure-Python ones carry only ``.py`` files, so the
 browser compiles every module the first time it is imported (seconds for
-IPython and matplotlib). This writes, for each ``.py`` of a wheel, the
+IPython and jedi, which the kernel imports before it is ready). This imports
+the given modules in Pyodide, with the site's wheels installed, and writes for
+each module then loaded from site-packages the
 ``__pycache__/<name>.cpython-312.pyc`` that Pyodide's CPython would write,
 made by that same CPython, as an unchecked-hash pyc: Python loads it without
 comparing it with the source's date, which an unpacked wheel does not keep.
-The ``.py`` files stay, so tracebacks and ``inspect`` still show the source.
+Only those modules: the bytecode of every module of every wheel is 12 MB,
+about four times what the kernel's start and a chapter's first cell import,
+and a learner's first visit downloads all of it. The ``.py`` files stay, so
+tracebacks and ``inspect`` still show the source.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
+import sys
 import warnings
-import zipfile
 from importlib._bootstrap_external import _code_to_hash_pyc  # type: ignore[attr-defined]
 
 
@@ -30,21 +37,29 @@ def compiled(name: str, source: bytes) -> bytes | None:
     return bytes(_code_to_hash_pyc(code, importlib.util.source_hash(source), checked=False))
 
 
-def write_bytecode(wheel: str, out: str) -> int:
-    """The pyc of every module of ``wheel`` under ``out``, where the wheel puts it
-    in site-packages; returns how many."""
+def write_bytecode(modules: list[str], site_packages: str, out: str) -> int:
+    """Import ``modules``; the pyc of every module then loaded from ``site_packages``
+    under ``out``, laid out as in site-packages; returns how many."""
+    stdout, stderr = sys.stdout, sys.stderr
+    try:
+        for name in modules:
+            importlib.import_module(name)
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr  # the kernel's module replaces them
+    root = os.path.join(site_packages, "")
     count = 0
-    with zipfile.ZipFile(wheel) as z:
-        for info in z.infolist():
-            top = info.filename.split("/", 1)[0]
-            if not info.filename.endswith(".py") or top.endswith((".data", ".dist-info")):
-                continue
-            pyc = compiled(info.filename, z.read(info))
-            if pyc is None:
-                continue
-            path = os.path.join(out, importlib.util.cache_from_source(info.filename))
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "wb") as f:
-                f.write(pyc)
-            count += 1
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if not path or not path.startswith(root) or not path.endswith(".py"):
+            continue
+        relative = path[len(root) :]
+        with open(path, "rb") as f:
+            pyc = compiled(relative, f.read())
+        if pyc is None:
+            continue
+        target = os.path.join(out, importlib.util.cache_from_source(relative))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as f:
+            f.write(pyc)
+        count += 1
     return count

@@ -12,7 +12,13 @@ records, from the moment the page is asked for:
   one from the top until one shows an output other than stderr.
 
 It also notes whether any of those cells wrote to stderr (the pink box JupyterLab
-shows for it). Run from the repository root after ``./course build``::
+shows for it), and a timeline of the visit (``timeline``: when the kernel's
+worker started, when each wasm, zip and wheel had arrived, when the kernel was
+ready and each cell done). With ``--second-visit`` each run then opens the
+notebook again in the same profile, with the HTTP cache and the compiled
+WebAssembly the first visit left, and records the same three times under
+``second_visit`` (a returning reader; the first-visit figures are the
+headline). Run from the repository root after ``./course build``::
 
     .venv/bin/python benchmarks/jupyterlite_first_output.py [--notebook chapters/01_self_attention.ipynb] [--runs 3]
 
@@ -62,8 +68,54 @@ CELL_DONE_JS = f"""(i) => {{
 LIMIT_MS = 600_000  # a hung page, not a speed limit
 
 
-def one_run(browser: Any, server: SiteServer, notebook: str) -> dict[str, Any]:
-    """Open the notebook in a fresh profile and time the kernel and the first output."""
+def visit(context: Any, server: SiteServer, notebook: str) -> dict[str, Any]:
+    """Open the notebook in a new page of ``context`` and time the kernel and the first output."""
+    timeline: list[tuple[float, str]] = []
+    page = context.new_page()
+    started = time.monotonic()
+
+    def mark(event: str) -> None:
+        timeline.append((round(time.monotonic() - started, 2), event))
+
+    def finished(request: Any) -> None:
+        name = request.url.rsplit("/", 1)[-1].split("?")[0]
+        if name.endswith((".whl", ".wasm", ".zip")):
+            mark(f"fetched {name}")
+
+    page.on("worker", lambda worker: mark("kernel worker started"))
+    page.on("requestfinished", finished)
+    page.goto(server.url(f"lite/notebooks/index.html?path={notebook}"), wait_until="commit")
+    page.wait_for_function(KERNEL_IDLE_JS, timeout=LIMIT_MS, polling=50)
+    ready = time.monotonic() - started
+    mark("kernel ready")
+    first_done = first_output = None
+    stderr_cells = []
+    for index in page.evaluate(CODE_CELLS_JS):
+        page.evaluate(RUN_CELL_JS, index)
+        handle = page.wait_for_function(CELL_DONE_JS, arg=index, timeout=LIMIT_MS, polling=50)
+        outputs = handle.json_value()
+        now = time.monotonic() - started
+        mark(f"cell {index} done")
+        if first_done is None:
+            first_done = now
+        if "stderr" in outputs:
+            stderr_cells.append(index)
+        if any(kind != "stderr" for kind in outputs):
+            first_output = now
+            break
+    page.close()
+    return {
+        "kernel_ready_s": round(ready, 2),
+        "first_cell_done_s": round(first_done or 0.0, 2),
+        "first_output_s": round(first_output, 2) if first_output is not None else None,
+        "cells_with_stderr": stderr_cells,
+        "timeline": timeline,
+    }
+
+
+def one_run(browser: Any, server: SiteServer, notebook: str, second_visit: bool) -> dict[str, Any]:
+    """A first visit in a fresh profile, then (``second_visit``) the same notebook
+    opened again in that profile, with what the first visit left in its caches."""
     context = browser.new_context(viewport=VIEWPORT)
     blocked: list[str] = []
 
@@ -75,34 +127,14 @@ def one_run(browser: Any, server: SiteServer, notebook: str) -> dict[str, Any]:
             r.abort("blockedbyclient")
 
     context.route("**/*", route)
-    page = context.new_page()
-    started = time.monotonic()
-    page.goto(server.url(f"lite/notebooks/index.html?path={notebook}"), wait_until="commit")
-    page.wait_for_function(KERNEL_IDLE_JS, timeout=LIMIT_MS, polling=50)
-    ready = time.monotonic() - started
-    first_done = first_output = None
-    stderr_cells = []
-    for index in page.evaluate(CODE_CELLS_JS):
-        page.evaluate(RUN_CELL_JS, index)
-        handle = page.wait_for_function(CELL_DONE_JS, arg=index, timeout=LIMIT_MS, polling=50)
-        outputs = handle.json_value()
-        now = time.monotonic() - started
-        if first_done is None:
-            first_done = now
-        if "stderr" in outputs:
-            stderr_cells.append(index)
-        if any(kind != "stderr" for kind in outputs):
-            first_output = now
-            break
+    run = visit(context, server, notebook)
+    if second_visit:
+        again = visit(context, server, notebook)
+        run["second_visit"] = {key: again[key] for key in ("kernel_ready_s", "first_cell_done_s", "first_output_s")}
     context.close()
     if blocked:
         raise SystemExit(f"the page asked for hosts other than the test server: {blocked[:5]}")
-    return {
-        "kernel_ready_s": round(ready, 2),
-        "first_cell_done_s": round(first_done or 0.0, 2),
-        "first_output_s": round(first_output, 2) if first_output is not None else None,
-        "cells_with_stderr": stderr_cells,
-    }
+    return run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,6 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", type=Path, help="another built site, measured in alternation with --site")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON results")
     parser.add_argument("--note", default="", help="what the sites are, for the benchmark page")
+    parser.add_argument(
+        "--second-visit",
+        action="store_true",
+        help="after each first visit, open the notebook again in the same profile (warm caches)",
+    )
     args = parser.parse_args(argv)
     sites = {"site": args.site, **({"baseline": args.baseline} if args.baseline else {})}
     for site in sites.values():
@@ -130,9 +167,10 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(args.runs):
             for name, site in sites.items():
                 with SiteServer(site) as server:
-                    run = one_run(browser, server, args.notebook)
+                    run = one_run(browser, server, args.notebook, args.second_visit)
                 run["load_average_1min"] = round(os.getloadavg()[0], 2)
-                print(f"{name} run {i + 1}: {run}", flush=True)
+                shown = {key: value for key, value in run.items() if key != "timeline"}
+                print(f"{name} run {i + 1}: {shown}", flush=True)
                 runs[name].append(run)
         browser.close()
     result: dict[str, Any] = {
@@ -151,6 +189,13 @@ def main(argv: list[str] | None = None) -> int:
         prefix = "" if name == "site" else f"{name}_"
         result[f"{prefix}runs"] = found
         result[f"{prefix}median"] = medians
+        if args.second_visit:
+            result[f"{prefix}second_visit_median"] = {
+                key: statistics.median(r["second_visit"][key] for r in found if r["second_visit"][key] is not None)
+                for key in ("kernel_ready_s", "first_cell_done_s", "first_output_s")
+                if any(r["second_visit"][key] is not None for r in found)
+            }
+            print(f"{name} second-visit median:", result[f"{prefix}second_visit_median"])
         print(f"{name} median:", medians)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

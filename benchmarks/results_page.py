@@ -287,6 +287,19 @@ def jupyterlite_first_output(data: dict[str, Any]) -> str:
     ]
     if "baseline_runs" in data:
         parts += ["The baseline:", table(head, rows(data["baseline_runs"], data["baseline_median"]))]
+    second = [
+        (name, data[f"{prefix}second_visit_median"])
+        for name, prefix in (("site", ""), ("baseline", "baseline_"))
+        if f"{prefix}second_visit_median" in data
+    ]
+    if second:
+        parts += [
+            "A second visit (the notebook opened again in the same browser profile, its caches warm), median:",
+            table(
+                ["", "kernel ready, s", "first cell done, s", "first output, s"],
+                [[name, *(f"{median[k]:.1f}" for k in keys)] for name, median in second],
+            ),
+        ]
     return "\n\n".join(parts)
 
 

@@ -2,15 +2,22 @@
 
 Colour maps are readable by colour-blind readers: ``cividis`` for values of
 one sign (weights) and ColorBrewer's diverging ``PuOr`` for signed scores.
+
+matplotlib is imported where a figure is drawn, not when this module is: a
+chapter's first cell imports :func:`heatmap`, and in the in-browser Jupyter
+importing ``matplotlib.pyplot`` takes seconds that the chapter's first printed
+numbers should not wait for.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.axes import Axes
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 __all__ = ["heatmap", "SEQUENTIAL", "DIVERGING"]
 
@@ -39,6 +46,8 @@ def heatmap(
     ``signed`` chooses the diverging map, centred on 0 (default: when an entry
     is negative); a difference map sets it, as its sign can go either way.
     """
+    import matplotlib.pyplot as plt
+
     m = np.asarray(matrix, dtype=float)
     cols = rows if cols is None else cols
     if m.shape != (len(rows), len(cols)):
