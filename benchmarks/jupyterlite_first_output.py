@@ -18,7 +18,9 @@ ready and each cell done). With ``--second-visit`` each run then opens the
 notebook again in the same profile, with the HTTP cache and the compiled
 WebAssembly the first visit left, and records the same three times under
 ``second_visit`` (a returning reader; the first-visit figures are the
-headline). Run from the repository root after ``./course build``::
+headline). In that mode requests are watched rather than routed (routing turns
+Playwright's HTTP cache off), so the first visit, too, may reuse within itself
+what it has already fetched, as a browser does. Run from the repository root after ``./course build``::
 
     .venv/bin/python benchmarks/jupyterlite_first_output.py [--notebook chapters/01_self_attention.ipynb] [--runs 3]
 
@@ -119,14 +121,24 @@ def one_run(browser: Any, server: SiteServer, notebook: str, second_visit: bool)
     context = browser.new_context(viewport=VIEWPORT)
     blocked: list[str] = []
 
+    def local(url: str) -> bool:
+        return url.startswith(server.origin + "/") or url.startswith(("data:", "blob:"))
+
     def route(r: Any) -> None:
-        if r.request.url.startswith(server.origin + "/") or r.request.url.startswith(("data:", "blob:")):
+        if local(r.request.url):
             r.continue_()
         else:
             blocked.append(r.request.url)
             r.abort("blockedbyclient")
 
-    context.route("**/*", route)
+    if second_visit:
+        # Playwright turns the HTTP cache off in a context that routes requests,
+        # which would leave a second visit nothing to reuse: requests are only
+        # watched here, and Chromium's resolver rules (CHROMIUM_FLAGS) let none
+        # leave this machine.
+        context.on("request", lambda r: None if local(r.url) else blocked.append(r.url))
+    else:
+        context.route("**/*", route)
     run = visit(context, server, notebook)
     if second_visit:
         again = visit(context, server, notebook)
