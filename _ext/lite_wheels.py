@@ -134,7 +134,10 @@ def stage_bytecode(target: Path, packages: list[str], modules: tuple[str, ...]) 
     ``target`` must already hold the Pyodide runtime and a lock with ``packages``.
     Loaded with the others when the kernel starts, it spares the browser compiling
     IPython, jedi and numpy on every first visit, which took most of the time to a
-    ready kernel. The verified wheels are left as they are.
+    ready kernel. The verified wheels are left as they are. The bytecode of the
+    standard library's modules among them is added to the runtime's
+    ``python_stdlib.zip`` in target (which holds only sources), where zipimport
+    finds it.
     """
     made = target.parent / "bytecode"
     made.mkdir()
@@ -150,14 +153,27 @@ def stage_bytecode(target: Path, packages: list[str], modules: tuple[str, ...]) 
         capture_output=True,
         text=True,
     )
-    files = {path.relative_to(made).as_posix(): path.read_bytes() for path in sorted(made.rglob("*.pyc"))}
-    if result.returncode != 0 or not files:
+    files = {p.relative_to(made / "site").as_posix(): p.read_bytes() for p in sorted(made.glob("site/**/*.pyc"))}
+    stdlib = {p.relative_to(made / "stdlib").as_posix(): p.read_bytes() for p in sorted(made.glob("stdlib/**/*.pyc"))}
+    if result.returncode != 0 or not files or not stdlib:
         raise LiteBuildError(
             f"compiling the startup modules' bytecode in Pyodide under Node failed (exit {result.returncode}):\n"
             f"{result.stdout[-2000:]}{result.stderr[-2000:]}"
         )
+    add_to_zip(target / "python_stdlib.zip", stdlib)
     wheel = small_wheel(target, BYTECODE_PACKAGE, files)
     return wheel_entry(wheel, BYTECODE_PACKAGE, SMALL_WHEEL_VERSION, [], [])
+
+
+def add_to_zip(archive: Path, files: dict[str, bytes]) -> None:
+    """Write ``files`` into the zip ``archive`` beside what it holds (none may be there already)."""
+    with zipfile.ZipFile(archive) as z:
+        clash = sorted(set(files) & set(z.namelist()))
+    if clash:
+        raise LiteBuildError(f"{archive.name} already holds {clash[:5]}")
+    with zipfile.ZipFile(archive, "a", zipfile.ZIP_DEFLATED) as z:
+        for path, data in files.items():
+            z.writestr(zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0)), data, zipfile.ZIP_DEFLATED)
 
 
 def small_wheel(target: Path, package: str, files: dict[str, bytes]) -> Path:

@@ -5,9 +5,9 @@
 //   node _ext/wheel_bytecode.mjs <pyodide folder>/ <output folder> <packages> <modules>
 // The Pyodide folder holds the runtime, the wheels and the site's lock; the
 // packages (comma-separated lock names) are installed, the modules
-// (comma-separated) imported, and the pyc of every module then loaded from
-// site-packages is written under the output folder, laid out as in
-// site-packages (wheel_bytecode.py says why).
+// (comma-separated) imported, and the pyc of every module then loaded is
+// written under the output folder: site/ laid out as in site-packages, stdlib/
+// as in the standard library's zip (wheel_bytecode.py says why).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 

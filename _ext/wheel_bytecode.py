@@ -3,12 +3,15 @@ Pyodide (``wheel_bytecode.mjs``).
 
 Pyodide's own wheels and the pure-Python ones carry only ``.py`` files, so the
 browser compiles every module the first time it is imported (seconds for
-IPython and jedi, which the kernel imports before it is ready). This imports
+IPython and jedi, which the kernel imports before it is ready), and so does
+Pyodide's standard library, whose zip holds only sources. This imports
 the given modules in Pyodide, with the site's wheels installed, and writes for
 each module then loaded from site-packages the
 ``__pycache__/<name>.cpython-312.pyc`` that Pyodide's CPython would write,
 made by that same CPython, as an unchecked-hash pyc: Python loads it without
-comparing it with the source's date, which an unpacked wheel does not keep.
+comparing it with the source's date, which an unpacked wheel does not keep;
+for a module of the standard library, the ``<name>.pyc`` that zipimport looks
+for beside ``<name>.py`` in the zip.
 Only those modules: the bytecode of every module of every wheel is 12 MB,
 about four times what the kernel's start and a chapter's first cell import,
 and a learner's first visit downloads all of it. The ``.py`` files stay, so
@@ -39,25 +42,32 @@ def compiled(name: str, source: bytes) -> bytes | None:
 
 def write_bytecode(modules: list[str], site_packages: str, out: str) -> int:
     """Import ``modules``; the pyc of every module then loaded from ``site_packages``
-    under ``out``, laid out as in site-packages; returns how many."""
+    under ``<out>/site``, laid out as in site-packages, and of every module then
+    loaded from the standard library's zip under ``<out>/stdlib``, laid out as in
+    that zip (``<name>.pyc`` beside ``<name>.py``, where zipimport looks for it);
+    returns how many."""
     stdout, stderr = sys.stdout, sys.stderr
     try:
         for name in modules:
             importlib.import_module(name)
     finally:
         sys.stdout, sys.stderr = stdout, stderr  # the kernel's module replaces them
-    root = os.path.join(site_packages, "")
+    roots = {os.path.join(site_packages, ""): "site"}
+    roots.update({os.path.join(entry, ""): "stdlib" for entry in sys.path if entry.endswith(".zip")})
     count = 0
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
-        if not path or not path.startswith(root) or not path.endswith(".py"):
-            continue
-        relative = path[len(root) :]
-        with open(path, "rb") as f:
-            pyc = compiled(relative, f.read())
+        root = next((r for r in roots if path and path.startswith(r)), None)
+        loader = getattr(module, "__loader__", None)
+        if root is None or not path.endswith(".py") or not hasattr(loader, "get_data"):
+            continue  # elsewhere, or frozen into the interpreter (already bytecode)
+        source = loader.get_data(path)  # from the zip, or the file
+        pyc = compiled(path, source)
         if pyc is None:
             continue
-        target = os.path.join(out, importlib.util.cache_from_source(relative))
+        relative = path[len(root) :]
+        place = importlib.util.cache_from_source(relative) if roots[root] == "site" else relative + "c"
+        target = os.path.join(out, roots[root], place)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target, "wb") as f:
             f.write(pyc)

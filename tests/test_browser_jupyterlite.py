@@ -432,7 +432,8 @@ def test_lite_ships_the_bytecode_of_what_the_kernel_imports_as_it_starts():
     """The bytecode wheel holds, for Pyodide's CPython, a pyc of each module the kernel
     and a chapter's first cell import, at the place CPython looks for it, made from
     that very source; and none for matplotlib, which the course imports only where
-    a figure is drawn (the bytecode of every module would be four times the size)."""
+    a figure is drawn (the bytecode of every module would be four times the size).
+    The standard library's zip holds the same for its modules among them."""
     import _imp
     import zipfile
 
@@ -473,3 +474,15 @@ def test_lite_ships_the_bytecode_of_what_the_kernel_imports_as_it_starts():
     ):
         assert module in compiled, f"no bytecode for {module}, which the kernel or a first cell imports"
     assert not [m for m in compiled if m.startswith("matplotlib/")], "matplotlib is imported as the kernel starts"
+    # The standard library's modules among them: <name>.pyc beside <name>.py in
+    # the runtime's zip, where zipimport looks first.
+    with zipfile.ZipFile(pyodide / "python_stdlib.zip") as stdlib:
+        names = set(stdlib.namelist())
+        stdlib_pycs = sorted(name for name in names if name.endswith(".pyc"))
+        for pyc_name in stdlib_pycs:
+            assert pyc_name[:-1] in names, f"python_stdlib.zip: {pyc_name} has no source beside it"
+            pyc = stdlib.read(pyc_name)
+            assert pyc[:4] == PY312_MAGIC and int.from_bytes(pyc[4:8], "little") == UNCHECKED_HASH, pyc_name
+            assert pyc[8:16] == _imp.source_hash(key, stdlib.read(pyc_name[:-1])), f"{pyc_name} is not from its source"
+    for module in ("asyncio/__init__.py", "inspect.py", "json/decoder.py", "pyodide/code.py"):
+        assert f"{module}c" in stdlib_pycs, f"no bytecode for the standard library's {module}"
