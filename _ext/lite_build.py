@@ -39,8 +39,9 @@ run it in the browser with no server and no internet. What goes in:
   course), compiled by Pyodide's own CPython under Node
   (``_ext/wheel_bytecode.mjs``) and shipped as one more wheel that puts each
   pyc in the ``__pycache__`` beside its module, so the browser does not compile
-  them on every first visit (``_ext/wheel_bytecode.py``). The other wheels stay
-  byte for byte as verified.
+  them on every first visit (``_ext/wheel_bytecode.py``); the standard
+  library's modules among them get theirs in the runtime's ``python_stdlib.zip``,
+  which holds only sources. The other wheels stay byte for byte as verified.
 - JupyterLite's service worker edited so that the runtime and the wheels come
   straight from the network, not through it (``_ext/lite_service_worker.py``).
 - The notebooks: each chapter and appendix page converted from MyST markdown
