@@ -26,6 +26,7 @@ import os
 import sys
 import warnings
 from importlib._bootstrap_external import _code_to_hash_pyc  # type: ignore[attr-defined]
+from typing import Any
 
 
 def compiled(name: str, source: bytes) -> bytes | None:
@@ -57,10 +58,12 @@ def write_bytecode(modules: list[str], site_packages: str, out: str) -> int:
     count = 0
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
-        root = next((r for r in roots if path and path.startswith(r)), None)
-        loader = getattr(module, "__loader__", None)
-        if root is None or not path.endswith(".py") or not hasattr(loader, "get_data"):
-            continue  # elsewhere, or frozen into the interpreter (already bytecode)
+        loader: Any = getattr(module, "__loader__", None)
+        if not isinstance(path, str) or not path.endswith(".py") or not hasattr(loader, "get_data"):
+            continue  # no source, or frozen into the interpreter (already bytecode)
+        root = next((r for r in roots if path.startswith(r)), None)
+        if root is None:
+            continue  # neither site-packages nor the standard library's zip
         source = loader.get_data(path)  # from the zip, or the file
         pyc = compiled(path, source)
         if pyc is None:
