@@ -203,24 +203,48 @@ RAW_TEX_JS = r"""
 
 
 class BookBrowser:
-    """One Chromium for the session; each test opens pages in a fresh context."""
+    """One Chromium for the session; each test opens pages in a fresh context.
+
+    Playwright's sync API may be started only once per process, so every
+    BookBrowser of a process (the book's, the hub test's) launches its Chromium
+    from one shared Playwright, stopped when the last of them closes.
+    """
+
+    _playwright: Any = None
+    _open_browsers = 0
 
     def __init__(self, executable: str, server: SiteServer) -> None:
-        from playwright.sync_api import sync_playwright
-
         self.server = server
-        self._pw = sync_playwright().start()
+        playwright = BookBrowser._start_playwright()
         try:
-            self.browser = self._pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
+            self.browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
         except Exception:
-            self._pw.stop()
+            BookBrowser._release_playwright()
             raise
         self.version = self.browser.version
         self.current: PageLog | None = None  # the page being opened or used
 
+    @classmethod
+    def _start_playwright(cls) -> Any:
+        if cls._playwright is None:
+            from playwright.sync_api import sync_playwright
+
+            cls._playwright = sync_playwright().start()
+        cls._open_browsers += 1
+        return cls._playwright
+
+    @classmethod
+    def _release_playwright(cls) -> None:
+        cls._open_browsers -= 1
+        if cls._open_browsers == 0 and cls._playwright is not None:
+            cls._playwright.stop()
+            cls._playwright = None
+
     def close(self) -> None:
-        self.browser.close()
-        self._pw.stop()
+        try:
+            self.browser.close()
+        finally:
+            BookBrowser._release_playwright()
 
     def new_context(self, **options: Any) -> Any:
         """A fresh browser context in which only the test server can be reached

@@ -6,9 +6,7 @@ a built kit) are made once. A worker takes the next file when it is free, so
 the files that take longest start first; the rest fill in around them.
 
 ``./course test --fast`` leaves out the files marked here ``browser`` (they need
-Chromium) and ``cluster`` (they start a Dask cluster). The JupyterHub test starts
-a Chromium of its own, which Playwright's sync API allows once per process, so a
-full ``./course test`` runs it in a pytest process of its own.
+Chromium) and ``cluster`` (they start a Dask cluster).
 """
 
 from __future__ import annotations
@@ -34,6 +32,7 @@ START_FIRST = (
     "test_course_toc.py",
     "test_browser_accessibility.py",
     "test_class_grading_cluster.py",
+    "test_jupyterhub.py",
     "test_points_one_source.py",
     "test_browser_explorers.py",
 )
