@@ -4,8 +4,12 @@ The book in ``_build/html`` is served by a small HTTP server on 127.0.0.1 (a
 free port picked at random) and opened in headless Chromium, Debian's
 ``chromium`` package, driven by Playwright. Playwright's own browser download
 is never used: we pass the system binary. Every request to any other address
-is blocked twice over: Playwright aborts it (and we count it), and Chromium's
-host resolver maps every other host name to "not found".
+is blocked by Chromium's host resolver, which maps every host name (and every
+address) but 127.0.0.1 to "not found"; every request for another origin is
+named in the page's log and the closing summary. Routing the requests through
+Playwright as well would cost a round trip to Python for each one. A control
+page that asks for outside URLs proves, once per browser, that they are
+blocked and named (``BookBrowser.prove_outside_is_blocked``).
 
 On a machine without Chromium the browser tests skip, and the end of pytest's
 report says so in a banner; in CI (``$CI`` set), where ``.ci/run`` installs
@@ -63,6 +67,35 @@ KERNEL_IDLE_JS = f"""() => {{
 # A phone held upright (the CSS width of a common phone).
 PHONE = {"width": 390, "height": 844}
 
+# The control page: served by the test server itself (not a file of the book),
+# it asks for two outside URLs, a host name and an address, both reserved for
+# documentation (RFC 2606, RFC 5737) and so never anyone's real server.
+CONTROL_PATH = "__outside_control__.html"
+CONTROL_OUTSIDE = ("http://example.com/control.png", "http://192.0.2.1/control.png")
+CONTROL_HTML = "<!doctype html><title>control</title>" + "".join(
+    f'<img alt="control" src="{url}">' for url in CONTROL_OUTSIDE
+)
+
+# Tracks the page's short timers (setTimeout of at most a second), so that
+# SETTLE_JS can wait until the scripts that typeset or lay out after a delay
+# (the quiz and flashcard scripts wait 500 ms for MathJax) have run, instead of
+# sleeping for a fixed time. Longer timers (a review due later) are not waited for.
+SHORT_TIMERS_JS = """
+(() => {
+  const set = window.setTimeout.bind(window), clear = window.clearTimeout.bind(window);
+  const pending = new Set();
+  window.__courseSleep = (ms) => new Promise((resolve) => set(resolve, ms));
+  window.__courseShortTimers = () => pending.size;
+  window.setTimeout = function (fn, ms, ...args) {
+    if (typeof fn !== 'function' || Number(ms) > 1000) return set(fn, ms, ...args);
+    const id = set((...a) => { pending.delete(id); return fn.apply(window, a); }, ms, ...args);
+    pending.add(id);
+    return id;
+  };
+  window.clearTimeout = function (id) { pending.delete(id); return clear(id); };
+})();
+"""
+
 # What the browser tests did, for the closing summary (see pytest_terminal_summary).
 SESSION: dict[str, Any] = {"skip_reason": None, "pages_opened": set(), "blocked": []}
 
@@ -91,6 +124,17 @@ def book_pages() -> list[str]:
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         pass
+
+    def do_GET(self) -> None:
+        if self.path == f"/{CONTROL_PATH}":
+            body = CONTROL_HTML.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        super().do_GET()
 
 
 class SiteServer:
@@ -150,31 +194,58 @@ class PageLog:
 
 
 # Resolves once the page has settled: MathJax has typeset the page, the quiz and
-# flashcard scripts have run their delayed typesetting (500 ms timers), the page
-# has been scrolled through once, and the widget manager has rendered every
-# saved widget view.
+# flashcard scripts have run their delayed typesetting (500 ms timers: every
+# short timer the page set has fired, see SHORT_TIMERS_JS), the page has been
+# scrolled through once, a frame drawn at each screen, and the widget manager
+# has rendered every saved widget view. A page opened without the timer
+# tracker (a context not made by BookBrowser) waits 700 ms for the timers.
 SETTLE_JS = """
 async () => {
-  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
-    await MathJax.startup.promise;
-  }
-  await sleep(700);
+  const sleep = window.__courseSleep || ((ms) => new Promise((r) => setTimeout(r, ms)));
+  const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
+  const typeset = async () => {
+    if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+      await MathJax.startup.promise;
+    }
+  };
+  const timers = async () => {
+    if (!window.__courseShortTimers) return sleep(700);
+    // A page that keeps setting short timers forever is given 3 s.
+    for (let i = 0; i < 300 && window.__courseShortTimers() > 0; i++) await sleep(10);
+  };
+  await typeset();
+  await timers();
   // Scroll through the page as a reader would: lazy images load, and everything
   // is laid out on screen once (fonts, for one, load when text needs them).
   for (let y = 0; y < document.body.scrollHeight; y += window.innerHeight) {
     window.scrollTo(0, y);
-    await sleep(30);
+    await frame();
   }
   window.scrollTo(0, 0);
+  await frame();
   const views = document.querySelectorAll(
     'script[type="application/vnd.jupyter.widget-view+json"]').length;
-  for (let i = 0; i < 100 && document.querySelectorAll('.widget-subarea').length < views; i++) {
-    await sleep(100);
+  for (let i = 0; i < 500 && document.querySelectorAll('.widget-subarea').length < views; i++) {
+    await sleep(20);
   }
-  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
-    await MathJax.startup.promise;
-  }
+  await timers();
+  await typeset();
+  return true;
+}
+"""
+
+
+# Resolves after two frames have been drawn (whatever a scroll or resize
+# handler changed is on screen) and every finite animation or transition
+# running then has ended.
+DRAWN_JS = """
+async () => {
+  const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
+  await frame();
+  await frame();
+  const ending = document.getAnimations()
+    .filter((a) => a.effect && a.effect.getComputedTiming().endTime !== Infinity);
+  await Promise.all(ending.map((a) => a.finished.catch(() => null)));
   return true;
 }
 """
@@ -248,21 +319,46 @@ class BookBrowser:
 
     def new_context(self, **options: Any) -> Any:
         """A fresh browser context in which only the test server can be reached
-        (at the desktop VIEWPORT unless ``viewport=`` says otherwise)."""
+        (at the desktop VIEWPORT unless ``viewport=`` says otherwise); every
+        request for anything else is named in SESSION and the current PageLog."""
         options.setdefault("viewport", VIEWPORT)
         context = self.browser.new_context(**options)
-        context.route("**/*", self._route)
+        context.add_init_script(SHORT_TIMERS_JS)
+        context.on("request", lambda r: self._note(r.url))
         return context
 
-    def _route(self, route: Any) -> None:
-        url = route.request.url
-        if url.startswith(self.server.origin + "/") or url.startswith(("data:", "blob:")):
-            route.continue_()
-        else:
+    def stays_home(self, url: str) -> bool:
+        return url.startswith((self.server.origin + "/", "data:", "blob:"))
+
+    def _note(self, url: str) -> None:
+        if self.stays_home(url):
+            return
+        if self.current is not None:
+            self.current.blocked.append(url)
+        if self.current is None or self.current.path != CONTROL_PATH:
             SESSION["blocked"].append(url)
-            if self.current is not None:
-                self.current.blocked.append(url)
-            route.abort("blockedbyclient")
+
+    def prove_outside_is_blocked(self) -> list[str]:
+        """Open the control page, which asks for outside URLs: what went wrong
+        (an outside request not named, or not refused by the host resolver)."""
+        context = self.new_context()
+        try:
+            page = context.new_page()
+            log = PageLog(CONTROL_PATH)
+            self.current = log
+            refused: dict[str, str | None] = {}
+            page.on("requestfailed", lambda r: refused.__setitem__(r.url, r.failure))
+            page.goto(self.server.url(CONTROL_PATH), wait_until="load")
+        finally:
+            self.current = None
+            context.close()
+        problems = [f"{url} was not named as blocked" for url in CONTROL_OUTSIDE if url not in log.blocked]
+        problems += [
+            f"{url} was not refused by Chromium's host resolver ({refused.get(url)})"
+            for url in CONTROL_OUTSIDE
+            if refused.get(url) != "net::ERR_NAME_NOT_RESOLVED"
+        ]
+        return problems
 
     def open(self, context: Any, path: str) -> tuple[Any, PageLog]:
         """Open a page of the book, wait until it has settled, and log its errors."""
@@ -441,6 +537,9 @@ def book_browser(site_server: SiteServer) -> Iterator[BookBrowser]:
         pytest.skip(f"BROWSER TESTS SKIPPED: {reason}")
     browser = BookBrowser(executable, site_server)
     try:
+        problems = browser.prove_outside_is_blocked()
+        if problems:
+            pytest.fail("the browser tests' network is not closed: " + "; ".join(problems))
         yield browser
     finally:
         browser.close()

@@ -26,7 +26,7 @@ gives the focus back to the button.
 from __future__ import annotations
 
 import pytest
-from browser import PHONE, book_pages, describe_axe, record_axe, run_axe
+from browser import DRAWN_JS, PHONE, book_pages, describe_axe, record_axe, run_axe
 
 CHAPTERS = [p for p in book_pages() if p.startswith("chapters/")] or ["chapters/00_welcome.html"]
 THEMES = ("light", "dark")
@@ -78,18 +78,23 @@ SCROLL_BOXES_JS = r"""
 # Scrolls down the page, and back up a little at each stop (the theme shows
 # its "Back to top" button when the reader scrolls up), and lists every
 # floating element on screen that covers text of the article.
-FLOATING_JS = r"""
+FLOATING_JS = (
+    r"""
 async () => {
-  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  // The theme shows or hides its button in a scroll handler: DRAWN_JS waits
+  // until that is on screen and any transition it started has ended.
+  const drawn = """
+    + DRAWN_JS.strip()
+    + r""";
   const article = document.querySelector('.bd-article');
   const overlaps = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
   const found = [];
   const height = document.documentElement.scrollHeight;
   for (const stop of [0.25, 0.5, 0.75, 1]) {
     window.scrollTo(0, stop * (height - innerHeight));
-    await sleep(100);
+    await drawn();
     window.scrollBy(0, -300);
-    await sleep(400);
+    await drawn();
     const floating = [...document.querySelectorAll('body *')].filter((el) => {
       const s = getComputedStyle(el);
       const r = el.getBoundingClientRect();
@@ -121,6 +126,7 @@ async () => {
   return found;
 }
 """
+)
 
 # Figures shown smaller than drawn, and whether their "Full size" button shows.
 FIGURES_JS = r"""

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from browser import HTML, RAW_TEX_JS, ROOT, SCREENSHOTS, VIEWPORT, read_json
+from browser import DRAWN_JS, HTML, RAW_TEX_JS, ROOT, SCREENSHOTS, VIEWPORT, read_json
 
 from teaching.study import markdown_html
 
@@ -134,7 +134,7 @@ def test_a_flashcard_flips_to_its_back(open_page):
     assert "flip" not in (deck.get_attribute("class") or "").split()
     deck.click()
     page.wait_for_function("() => document.querySelector('.flip-container').classList.contains('flip')")
-    page.wait_for_timeout(800)  # the CSS turn takes 0.6 s
+    page.evaluate(DRAWN_JS)  # the CSS turn (0.6 s) has ended
     turned = card.evaluate(
         "(el) => { const m = getComputedStyle(el).transform.match(/matrix(?:3d)?\\(([^,]+)/);"
         " return m ? Number(m[1]) : 1; }"
@@ -333,7 +333,7 @@ def shoot(page, target, name: str) -> Path:
     """Scroll a target near the top of the window and save the window as a PNG."""
     target.scroll_into_view_if_needed()
     target.evaluate("(el) => { el.scrollIntoView({block: 'start'}); window.scrollBy(0, -120); }")
-    page.wait_for_timeout(300)
+    page.evaluate(DRAWN_JS)
     box = target.bounding_box()
     assert box and box["y"] < VIEWPORT["height"] and box["y"] + box["height"] > 0, f"{name}: not in view"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

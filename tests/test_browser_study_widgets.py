@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser import ROOT, read_json
+from browser import DRAWN_JS, ROOT, read_json
 
 CHAPTERS = ROOT / "chapters"
 PHONE = {"width": 390, "height": 844}
@@ -147,7 +147,7 @@ VISIBLE_SEARCH_JS = """
 def test_a_page_shows_one_search_box(book_browser, viewport):
     context, page, log = open_at(book_browser, chapter_with(".quiz.json"), viewport)
     try:
-        page.wait_for_timeout(300)  # the theme lays out its header for the new width
+        page.evaluate(DRAWN_JS)  # the theme has laid out its header for the width
         assert page.evaluate(VISIBLE_SEARCH_JS) == 1
         assert not log.problems(), log.problems()
     finally:
