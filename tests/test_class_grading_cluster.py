@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 
 import pytest
+from graded_class import Listener, graded_class, holding  # noqa: F401 (graded_class: a fixture)
 from test_class_grading import (
     ASSIGNMENT,
     LIMITS,
     REPO,
-    Listener,
     gradebook_scores,
     needs_sandbox,
     postgres,  # noqa: F401 (a fixture)
@@ -97,32 +97,16 @@ def builder() -> Builder:
 
 
 @pytest.fixture(scope="module")
-def local(tmp_path_factory, builder) -> dict[str, dict]:
-    """The whole class of bad submissions (and a roster student who sent nothing), graded locally."""
-    root = tmp_path_factory.mktemp("local")
-    listener = Listener()
-    try:
-        submitted = builder.write_submitted(
-            root, EXPECTED, solutions=REPO / "solutions", gradebook=root / "gradebook.db", port=listener.port
-        )
-        grade_class(
-            REPO,
-            ASSIGNMENT,
-            submitted,
-            out=root,
-            workers=2,
-            settings=Settings(limits=LIMITS),
-            roster=["absent_student"],
-            progress=False,
-            log=quiet,
-        )
-    finally:
-        listener.close()
-    return {
-        "results": results_of(root),
-        "gradebook": gradebook_scores(f"sqlite:///{root / 'gradebook.db'}"),
-        "csv": (root / "reports" / ASSIGNMENT / "student_scores.csv").read_text(),
-    }
+def local(graded_class) -> dict[str, dict]:  # noqa: F811
+    """The whole class of bad submissions (and a roster student who sent nothing), graded locally
+    (once for the whole run: tests/graded_class.py)."""
+    root = graded_class["root"]
+    with holding(root):
+        return {
+            "results": results_of(root),
+            "gradebook": gradebook_scores(f"sqlite:///{root / 'gradebook.db'}"),
+            "csv": (root / "reports" / ASSIGNMENT / "student_scores.csv").read_text(),
+        }
 
 
 def test_a_cluster_run_gives_the_local_grades_into_postgresql(tmp_path, builder, local, postgres):  # noqa: F811
