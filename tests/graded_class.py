@@ -106,6 +106,7 @@ def _grade(root: Path) -> dict[str, Any]:
             roster=ROSTER,
             progress=False,
             log=quiet,
+            analyse=False,  # the item analysis is tested on its own (tests/test_item_analysis.py)
         )
         seconds = time.monotonic() - started
     finally:

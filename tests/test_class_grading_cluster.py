@@ -7,6 +7,10 @@ submissions (``devtools/sample_submissions/builder.py``): the same statuses,
 scores, notes, flags and gradebook rows. Then: a worker killed mid-task, the
 scheduler killed mid-run (the next run resumes), and workers whose ``lib`` or
 checks differ from the client's (refused before anything is graded).
+
+The runs here skip the item analysis (``analyse=False``): the client makes it
+from the gradebook after grading, wherever the grading ran, and
+``tests/test_item_analysis.py`` tests it.
 """
 
 from __future__ import annotations
@@ -127,6 +131,7 @@ def test_a_cluster_run_gives_the_local_grades_into_postgresql(tmp_path, builder,
                 roster=["absent_student"],
                 progress=False,
                 log=messages.append,
+                analyse=False,
                 cluster=cluster.address,
             )
     finally:
@@ -168,6 +173,7 @@ def _grade_killing_the_worker_of(
                 settings=Settings(limits=LIMITS),
                 progress=False,
                 log=messages.append,
+                analyse=False,
                 cluster=cluster.address,
             )
         except BaseException as exc:  # reported by the assertion below
@@ -255,6 +261,7 @@ def test_a_task_whose_workers_keep_dying_is_not_retried_forever(tmp_path, builde
             settings=Settings(limits=LIMITS),
             progress=False,
             log=quiet,
+            analyse=False,
             cluster=cluster.address,
         )
     got = results_of(tmp_path)
@@ -320,6 +327,7 @@ def test_a_lost_scheduler_stops_the_run_and_the_next_run_resumes(tmp_path, build
             settings=Settings(limits=LIMITS),
             progress=False,
             log=messages.append,
+            analyse=False,
             cluster=cluster.address,
         )
     assert any(f"{len(first)} of {len(names)} submissions already graded and unchanged" in m for m in messages)
@@ -352,6 +360,7 @@ def test_a_worker_with_another_lib_or_checks_is_refused_before_grading(tmp_path,
                 settings=Settings(limits=LIMITS),
                 progress=False,
                 log=quiet,
+                analyse=False,
                 cluster=cluster.address,
             )
     message = str(refused.value)
