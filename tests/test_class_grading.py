@@ -454,12 +454,17 @@ def test_a_flood_of_results_and_a_fork_bomb_are_contained(mode):
 # ---------------------------------------------------------------- interrupt and resume
 
 
+def _interruptible() -> None:
+    """In the child before it starts: Ctrl+C's default action, as in a terminal. A test run started in
+    the background (``cmd &`` in a script) ignores SIGINT, every child inherits that, and Python
+    then installs no KeyboardInterrupt handler: the run would ignore the interrupt and finish."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @needs_sandbox
 def test_an_interrupted_run_resumes_without_losing_or_doubling_grades(tmp_path, builder):
     students = [f"s{i}" for i in range(5)]
-    # Each submission sleeps (no CPU) long enough that the three left after the second result take
-    # seconds of wall time: the interrupt below arrives before the run can finish, even on a loaded machine.
-    slow = builder.with_cell_after_answer("import time\ntime.sleep(1.5)")
+    slow = builder.with_cell_after_answer("import time\ntime.sleep(0.6)")
     for sid in students:
         folder = tmp_path / "submitted" / sid / ASSIGNMENT
         folder.mkdir(parents=True)
@@ -484,7 +489,7 @@ def test_an_interrupted_run_resumes_without_losing_or_doubling_grades(tmp_path, 
         "--quiet",
         "--no-kernel-record",
     ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_interruptible)
     results = out / "reports" / ASSIGNMENT / "results"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(list(results.glob("*.json"))) < 2 and proc.poll() is None:
