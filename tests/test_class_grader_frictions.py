@@ -219,6 +219,7 @@ def graded(tmp_path_factory) -> Path:
         settings=Settings(limits=LIMITS, kernel_record=False),
         progress=False,
         log=quiet,
+        analyse=False,  # the item analysis is tested on its own (tests/test_item_analysis.py)
     )
     return root
 

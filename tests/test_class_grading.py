@@ -20,7 +20,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import zipfile
 from pathlib import Path
@@ -28,6 +27,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from fixtures.homework import submissions as corpus
+from graded_class import ASSIGNMENT, LIMITS, REPO, WALL, graded_class, holding, quiet  # noqa: F401 (a fixture)
 from notebook_lines import hidden_test_lines as notebook_hidden_lines
 from sandbox_probes import assert_fork_bomb_and_flood_contained, fork_bomb_and_flood
 
@@ -41,14 +41,7 @@ from classgrader.stages.grade import Settings
 from devtools.sample_submissions import EXPECTED, Builder
 from nbgrader_tools.cells import nbgrader_meta
 
-REPO = Path(__file__).resolve().parent.parent
-# Hidden-test seeds come from the course secret (grading/seeds.py): the corpus's
-# secret, so the class grader sees the same inputs as the in-process tests.
-os.environ["COURSE_GRADING_SECRET"] = corpus.TEST_SECRET
-ASSIGNMENT = "hw2_stable_softmax"
-WALL = 10.0
 SLACK = 4.0
-LIMITS = sandbox.Limits(wall_seconds=WALL, memory_bytes=512 * 1024**2)
 
 try:
     sandbox.check_available()
@@ -74,75 +67,21 @@ def _skip_unless_ci(reason: str) -> None:
     pytest.skip(reason)
 
 
-def quiet(*args, **kwargs):
-    pass
-
-
-class Listener:
-    """A TCP server on the host's 127.0.0.1 that records every connection."""
-
-    def __init__(self):
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.accepted = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self):
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.accepted += 1
-            conn.close()
-
-    def close(self):
-        self._stop.set()
-        self._thread.join()
-        self.sock.close()
-
-
 @pytest.fixture(scope="module")
 def builder() -> Builder:
     return Builder(REPO, ASSIGNMENT)
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory, builder):
-    """Every fixture of EXPECTED graded once, plus a roster student who sent nothing."""
-    root = tmp_path_factory.mktemp("class")
-    listener = Listener()
-    try:
-        submitted = builder.write_submitted(
-            root, EXPECTED, solutions=REPO / "solutions", gradebook=root / "gradebook.db", port=listener.port
-        )
-        started = time.monotonic()
-        summary = grade_class(
-            REPO,
-            ASSIGNMENT,
-            submitted,
-            out=root,
-            workers=2,
-            settings=Settings(limits=LIMITS),
-            roster=["absent_student"],
-            progress=False,
-            log=quiet,
-        )
-        seconds = time.monotonic() - started
-    finally:
-        listener.close()
-    results = {p.stem: json.loads(p.read_text()) for p in (root / "reports" / ASSIGNMENT / "results").glob("*.json")}
-    return {
-        "root": root,
-        "summary": summary,
-        "results": results,
-        "listener": listener,
-        "seconds": seconds,
-        "submitted": submitted,
-    }
+def graded(graded_class):  # noqa: F811
+    """Every fixture of EXPECTED graded once (for the whole run: tests/graded_class.py), plus a roster
+    student who sent nothing."""
+    root = graded_class["root"]
+    with holding(root):
+        results = {
+            p.stem: json.loads(p.read_text()) for p in (root / "reports" / ASSIGNMENT / "results").glob("*.json")
+        }
+    return {**graded_class, "results": results}
 
 
 def gradebook_scores(url: str) -> dict[str, dict[str, float | None]]:
@@ -252,7 +191,7 @@ def test_kernel_death_and_memory_are_recorded_and_the_rest_graded(graded):
 
 @needs_sandbox
 def test_the_network_is_out_of_reach(graded):
-    assert graded["listener"].accepted == 0
+    assert graded["accepted"] == 0
     text = autograded_text(graded, "network")
     assert "no connection to 127.0.0.1" in text and "connected to" not in text.replace("no connection to", "")
 
@@ -317,59 +256,61 @@ def test_reports_csv_summary_and_histogram(graded):
 @needs_sandbox
 def test_running_again_changes_nothing(graded):
     """Idempotent: every unchanged submission is skipped; the gradebook stays the same."""
-    url = f"sqlite:///{graded['root'] / 'gradebook.db'}"
-    before = gradebook_scores(url)
-    stamps = {n: r.get("graded_at") for n, r in graded["results"].items()}
-    messages = []
-    grade_class(
-        REPO,
-        ASSIGNMENT,
-        graded["submitted"],
-        out=graded["root"],
-        workers=2,
-        settings=Settings(limits=LIMITS),
-        roster=["absent_student"],
-        progress=False,
-        log=messages.append,
-    )
-    assert any("20 of 21 submissions already graded and unchanged" in m for m in messages), messages
-    assert gradebook_scores(url) == before
-    results = graded["root"] / "reports" / ASSIGNMENT / "results"
-    after = {p.stem: json.loads(p.read_text()).get("graded_at") for p in results.glob("*.json")}
-    assert {n: s for n, s in after.items() if n != "absent_student"} == {
-        n: s for n, s in stamps.items() if n != "absent_student"
-    }
+    with holding(graded["root"]):  # no other worker reads the class while this one writes it
+        url = f"sqlite:///{graded['root'] / 'gradebook.db'}"
+        before = gradebook_scores(url)
+        stamps = {n: r.get("graded_at") for n, r in graded["results"].items()}
+        messages = []
+        grade_class(
+            REPO,
+            ASSIGNMENT,
+            graded["submitted"],
+            out=graded["root"],
+            workers=2,
+            settings=Settings(limits=LIMITS),
+            roster=["absent_student"],
+            progress=False,
+            log=messages.append,
+        )
+        assert any("20 of 21 submissions already graded and unchanged" in m for m in messages), messages
+        assert gradebook_scores(url) == before
+        results = graded["root"] / "reports" / ASSIGNMENT / "results"
+        after = {p.stem: json.loads(p.read_text()).get("graded_at") for p in results.glob("*.json")}
+        assert {n: s for n, s in after.items() if n != "absent_student"} == {
+            n: s for n, s in stamps.items() if n != "absent_student"
+        }
 
 
 @needs_sandbox
 def test_nbgrader_export_and_feedback_read_our_gradebook(graded, builder):
     """nbgrader's own export and generate_feedback work on what the grader wrote."""
-    root = graded["root"]
-    from nbgrader_tools.scratch_course import run_nbgrader_batch
+    with holding(graded["root"]):  # no other worker reads the class while this one writes it
+        root = graded["root"]
+        from nbgrader_tools.scratch_course import run_nbgrader_batch
 
-    shutil.copy(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
-    db = f"--db=sqlite:///{root / 'gradebook.db'}"
-    run_nbgrader_batch(
-        [
-            ["export", db, f"--to={root / 'nbgrader.csv'}"],
+        shutil.copy(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
+        db = f"--db=sqlite:///{root / 'gradebook.db'}"
+        run_nbgrader_batch(
             [
-                "generate_feedback",
-                ASSIGNMENT,
-                "--student=blank",
-                "--force",
-                db,
-                "--CourseDirectory.feedback_directory=nbgrader_feedback",
+                ["export", db, f"--to={root / 'nbgrader.csv'}"],
+                [
+                    "generate_feedback",
+                    ASSIGNMENT,
+                    "--student=blank",
+                    "--force",
+                    db,
+                    "--CourseDirectory.feedback_directory=nbgrader_feedback",
+                ],
             ],
-        ],
-        cwd=root,
-    )
-    rows = (root / "nbgrader.csv").read_text().splitlines()
-    header = rows[0].split(",")
-    score = {r.split(",")[header.index("student_id")]: float(r.split(",")[header.index("score")]) for r in rows[1:]}
-    assert score["solution"] == 10 and score["patched_checker"] == 0 and score["stripped_metadata"] == 10
-    html = (root / "nbgrader_feedback" / "blank" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
-    assert "Score: 0.0" in html or "0.0 / 10.0" in html
-    assert not any(line in html for line in hidden_test_lines(builder))
+            cwd=root,
+        )
+        rows = (root / "nbgrader.csv").read_text().splitlines()
+        header = rows[0].split(",")
+        score = {r.split(",")[header.index("student_id")]: float(r.split(",")[header.index("score")]) for r in rows[1:]}
+        assert score["solution"] == 10 and score["patched_checker"] == 0 and score["stripped_metadata"] == 10
+        html = (root / "nbgrader_feedback" / "blank" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+        assert "Score: 0.0" in html or "0.0 / 10.0" in html
+        assert not any(line in html for line in hidden_test_lines(builder))
 
 
 @needs_sandbox
@@ -390,6 +331,7 @@ def test_every_assignment_grades_its_solution_full_and_its_release_zero(tmp_path
             settings=Settings(limits=LIMITS, kernel_record=False),
             progress=False,
             log=quiet,
+            analyse=False,  # the item analysis is tested on its own (tests/test_item_analysis.py)
         )
         results = {
             p.stem: json.loads(p.read_text()) for p in (root / "reports" / assignment / "results").glob("*.json")
@@ -414,6 +356,7 @@ def _grade_corpus(assignment: str, root: Path, submitted: Path, regrade: bool) -
         regrade=regrade,
         progress=False,
         log=quiet,
+        analyse=False,  # the item analysis is tested on its own (tests/test_item_analysis.py)
     )
     folder = root / "reports" / assignment / "results"
     return {p.stem: json.loads(p.read_text()) for p in folder.glob("*.json")}
@@ -511,6 +454,13 @@ def test_a_flood_of_results_and_a_fork_bomb_are_contained(mode):
 # ---------------------------------------------------------------- interrupt and resume
 
 
+def _interruptible() -> None:
+    """In the child before it starts: Ctrl+C's default action, as in a terminal. A test run started in
+    the background (``cmd &`` in a script) ignores SIGINT, every child inherits that, and Python
+    then installs no KeyboardInterrupt handler: the run would ignore the interrupt and finish."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @needs_sandbox
 def test_an_interrupted_run_resumes_without_losing_or_doubling_grades(tmp_path, builder):
     students = [f"s{i}" for i in range(5)]
@@ -539,7 +489,7 @@ def test_an_interrupted_run_resumes_without_losing_or_doubling_grades(tmp_path, 
         "--quiet",
         "--no-kernel-record",
     ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_interruptible)
     results = out / "reports" / ASSIGNMENT / "results"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(list(results.glob("*.json"))) < 2 and proc.poll() is None:

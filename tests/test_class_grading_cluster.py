@@ -7,6 +7,10 @@ submissions (``devtools/sample_submissions/builder.py``): the same statuses,
 scores, notes, flags and gradebook rows. Then: a worker killed mid-task, the
 scheduler killed mid-run (the next run resumes), and workers whose ``lib`` or
 checks differ from the client's (refused before anything is graded).
+
+The runs here skip the item analysis (``analyse=False``): the client makes it
+from the gradebook after grading, wherever the grading ran, and
+``tests/test_item_analysis.py`` tests it.
 """
 
 from __future__ import annotations
@@ -20,11 +24,11 @@ import time
 from pathlib import Path
 
 import pytest
+from graded_class import Listener, graded_class, holding  # noqa: F401 (graded_class: a fixture)
 from test_class_grading import (
     ASSIGNMENT,
     LIMITS,
     REPO,
-    Listener,
     gradebook_scores,
     needs_sandbox,
     postgres,  # noqa: F401 (a fixture)
@@ -97,32 +101,16 @@ def builder() -> Builder:
 
 
 @pytest.fixture(scope="module")
-def local(tmp_path_factory, builder) -> dict[str, dict]:
-    """The whole class of bad submissions (and a roster student who sent nothing), graded locally."""
-    root = tmp_path_factory.mktemp("local")
-    listener = Listener()
-    try:
-        submitted = builder.write_submitted(
-            root, EXPECTED, solutions=REPO / "solutions", gradebook=root / "gradebook.db", port=listener.port
-        )
-        grade_class(
-            REPO,
-            ASSIGNMENT,
-            submitted,
-            out=root,
-            workers=2,
-            settings=Settings(limits=LIMITS),
-            roster=["absent_student"],
-            progress=False,
-            log=quiet,
-        )
-    finally:
-        listener.close()
-    return {
-        "results": results_of(root),
-        "gradebook": gradebook_scores(f"sqlite:///{root / 'gradebook.db'}"),
-        "csv": (root / "reports" / ASSIGNMENT / "student_scores.csv").read_text(),
-    }
+def local(graded_class) -> dict[str, dict]:  # noqa: F811
+    """The whole class of bad submissions (and a roster student who sent nothing), graded locally
+    (once for the whole run: tests/graded_class.py)."""
+    root = graded_class["root"]
+    with holding(root):
+        return {
+            "results": results_of(root),
+            "gradebook": gradebook_scores(f"sqlite:///{root / 'gradebook.db'}"),
+            "csv": (root / "reports" / ASSIGNMENT / "student_scores.csv").read_text(),
+        }
 
 
 def test_a_cluster_run_gives_the_local_grades_into_postgresql(tmp_path, builder, local, postgres):  # noqa: F811
@@ -143,6 +131,7 @@ def test_a_cluster_run_gives_the_local_grades_into_postgresql(tmp_path, builder,
                 roster=["absent_student"],
                 progress=False,
                 log=messages.append,
+                analyse=False,
                 cluster=cluster.address,
             )
     finally:
@@ -184,6 +173,7 @@ def _grade_killing_the_worker_of(
                 settings=Settings(limits=LIMITS),
                 progress=False,
                 log=messages.append,
+                analyse=False,
                 cluster=cluster.address,
             )
         except BaseException as exc:  # reported by the assertion below
@@ -271,6 +261,7 @@ def test_a_task_whose_workers_keep_dying_is_not_retried_forever(tmp_path, builde
             settings=Settings(limits=LIMITS),
             progress=False,
             log=quiet,
+            analyse=False,
             cluster=cluster.address,
         )
     got = results_of(tmp_path)
@@ -336,6 +327,7 @@ def test_a_lost_scheduler_stops_the_run_and_the_next_run_resumes(tmp_path, build
             settings=Settings(limits=LIMITS),
             progress=False,
             log=messages.append,
+            analyse=False,
             cluster=cluster.address,
         )
     assert any(f"{len(first)} of {len(names)} submissions already graded and unchanged" in m for m in messages)
@@ -368,6 +360,7 @@ def test_a_worker_with_another_lib_or_checks_is_refused_before_grading(tmp_path,
                 settings=Settings(limits=LIMITS),
                 progress=False,
                 log=quiet,
+                analyse=False,
                 cluster=cluster.address,
             )
     message = str(refused.value)

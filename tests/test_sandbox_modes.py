@@ -107,6 +107,7 @@ def runs() -> dict[str, dict]:
                     settings=Settings(limits=LIMITS, sandbox_mode=mode),
                     progress=False,
                     log=quiet,
+                    analyse=False,  # the item analysis is tested on its own (tests/test_item_analysis.py)
                 )
                 assert summary["sandbox"] == mode
                 found[f"root, {mode} mode"] = results_of(root)
