@@ -162,7 +162,7 @@ def test_the_solution_gets_full_marks_and_the_blank_release_zero(run, assignment
 
 
 def test_partly_right_submissions_get_the_intended_partial_credit(run, assignment):
-    """Every corpus file gets its points in nbgrader too (partial credit is the
+    """Each kind of corpus file gets its points in nbgrader too (partial credit is the
     number a partly right check leaves as its cell's output), and the same
     points as the in-process grading of the same student's inputs."""
     checks = {c.id: c for c in grading.checks_for(assignment)}
