@@ -7,7 +7,8 @@ Each command runs nbgrader in a temporary course folder made from the
 repository's ``nbgrader_config.py`` and ``solutions/``, then copies the
 generated student version into ``exercises/``; no gradebook is left behind.
 (``python -m nbgrader_tools batch COMMANDS`` is the worker of
-:func:`nbgrader_tools.scratch_course.run_nbgrader_batch`.)
+:func:`nbgrader_tools.scratch_course.run_nbgrader_batch`, ``python -m
+nbgrader_tools serve`` that of :func:`nbgrader_tools.scratch_course.serve`.)
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ import json
 import sys
 
 from .points import PointsError
-from .scratch_course import REPO, batch, release
+from .scratch_course import REPO, batch, release, serve
 
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["batch"] and len(argv) == 2:
         return batch(json.loads(argv[1]))
+    if argv == ["serve"]:
+        return serve()
     if not argv or argv[0] != "release":
         print(__doc__)
         return 2

@@ -66,29 +66,60 @@ def run_nbgrader_batch(commands: list[list[str]], cwd: Path, timeout: float = 18
     return done.stdout + done.stderr
 
 
-def batch(commands: list[list[str]]) -> int:
-    """Run nbgrader commands in this process (the worker of :func:`run_nbgrader_batch`)."""
+def run_app(args: list[str]) -> int:
+    """Run one nbgrader command in this process, as nbgrader's own tests do; its exit code."""
     from jupyter_core.application import NoStart
     from nbgrader.apps import NbGraderApp
 
+    app = NbGraderApp.instance()
+    try:
+        app.initialize(args)
+        app.start()
+    except NoStart:
+        return 0
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        app.reset()
+    return 0
+
+
+def batch(commands: list[list[str]]) -> int:
+    """Run nbgrader commands in this process (the worker of :func:`run_nbgrader_batch`)."""
     for args in commands:
         start = time.perf_counter()
-        app = NbGraderApp.instance()
-        try:
-            app.initialize(args)
-            app.start()
-        except NoStart:
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        else:
-            code = 0
-        finally:
-            app.reset()
+        code = run_app(args)
         if code:
             print(f"nbgrader {' '.join(args)} exited with {code}", file=sys.stderr)
             return code
         print(f"{TIMING_PREFIX}{json.dumps([args[0], time.perf_counter() - start])}", file=sys.stderr)
+    return 0
+
+
+SERVE_DONE = "nbgrader-command-exited: "
+
+
+def serve() -> int:
+    """Run nbgrader commands read from standard input, one JSON line each
+    (``{"args": [...], "cwd": folder, "env": {name: value}}``), one after another in
+    this process, each in its folder with its variables added to the environment;
+    after each, print :data:`SERVE_DONE` and its exit code on a line of its own.
+    The worker of ``tests/nbgrader_session.py``: nbgrader starts once for many commands."""
+    for line in sys.stdin:
+        request = json.loads(line)
+        saved = dict(os.environ)
+        os.environ.update(request.get("env", {}))
+        os.chdir(request["cwd"])
+        try:
+            code = run_app(request["args"])
+        except Exception as exc:  # reported to the caller, who fails with the output
+            print(f"nbgrader {request['args']} raised {exc!r}", file=sys.stderr)
+            code = 1
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        sys.stderr.flush()
+        print(f"\n{SERVE_DONE}{code}", flush=True)
     return 0
 
 

@@ -10,9 +10,11 @@ feedback page with their own score (the late one after the penalty). Then
 a new ``./course grade`` puts the course's back, and a second release and fetch
 return them, not the stale ones.
 
-As in nbgrader's own tests (``nbgrader/tests/apps``): the CLI, one exchange
-folder (mode 777) named on every command with ``--Exchange.root``, and, as
-root, ``--student=NAME`` on submit and fetch_feedback. nbgrader runs with this
+As in nbgrader's own tests (``nbgrader/tests/apps``): nbgrader's command lines,
+run one after another in one process (``tests/nbgrader_session.py``), each in
+the folder it is run in (the course, a learner's home), one exchange folder
+(mode 777) named on every command with ``--Exchange.root``, and, as root,
+``--student=NAME`` on submit and fetch_feedback. nbgrader runs with this
 virtual environment's ``bin`` first on ``PATH`` (its first gradebook creation
 calls ``alembic``). The time of each step is printed (``pytest -s``).
 """
@@ -25,9 +27,11 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from nbgrader_session import NbgraderSession
 from test_class_grading import needs_sandbox
 
 from devtools.sample_submissions import Builder
@@ -58,6 +62,7 @@ class Term:
         self.exchange = root / "exchange"
         self.homes = root / "home"
         self.times: dict[str, list[float]] = {}
+        self.session = NbgraderSession(env())
         self.exchange.mkdir()
         os.chmod(self.exchange, 0o777)
         (self.course / "exercises").mkdir(parents=True)
@@ -71,12 +76,15 @@ class Term:
         assert done.returncode == 0, f"{step}: {' '.join(args)}\n{done.stdout}\n{done.stderr}"
         return done
 
-    def nbgrader(self, step: str, *args: str, cwd: Path | None = None, learner: str | None = None):
-        cmd = [sys.executable, "-m", "nbgrader", *args, f"--Exchange.root={self.exchange}"]
+    def nbgrader(self, step: str, *args: str, cwd: Path | None = None, learner: str | None = None) -> None:
+        cmd = [*args, f"--Exchange.root={self.exchange}"]
         if learner is not None:
             home = self.home(learner)
             cmd += [f"--course={COURSE_ID}", f"--Exchange.cache={home / '.nbgrader-cache'}"]
-        return self.run(step, cmd, cwd or self.course)
+        started = time.monotonic()
+        code, output = self.session.run(cmd, cwd or self.course)
+        self.times.setdefault(step, []).append(time.monotonic() - started)
+        assert code == 0, f"{step}: nbgrader {' '.join(cmd)}\n{output}"
 
     def home(self, learner: str) -> Path:
         home = self.homes / learner
@@ -114,7 +122,7 @@ class Term:
 
 
 @pytest.fixture(scope="module")
-def term(tmp_path_factory) -> Term:
+def term(tmp_path_factory) -> Iterator[Term]:
     t = Term(tmp_path_factory.mktemp("term"))
     (t.root / "roster.txt").write_text("\n".join([*LEARNERS, ABSENT]) + "\n")
     builder = Builder(REPO, ASSIGNMENT)
@@ -136,7 +144,8 @@ def term(tmp_path_factory) -> Term:
     time.sleep(1.1)
     hand_in("carol")
     t.nbgrader("collect", "collect", ASSIGNMENT)
-    return t
+    yield t
+    t.session.close()
 
 
 def grade_args(term: Term) -> list[str]:

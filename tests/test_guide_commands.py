@@ -8,7 +8,8 @@ MyST ``{code-block}`` directives, each with one class:
   alice and bob submit on time (alice the solution, bob the blank release),
   carol submits later, dave is on the roster and never submits. The learners
   fetch and submit with nbgrader's own commands before the *collect* block,
-  as ``tests/test_exchange_round_trip.py`` does;
+  in one nbgrader process as ``tests/test_exchange_round_trip.py`` does
+  (``tests/nbgrader_session.py``);
 - ``tested-by-<test file>``: run by that test, which must exist and name the
   command;
 - ``not-run-here``: needs machines the tests do not have (a clone of your
@@ -25,12 +26,13 @@ import io
 import os
 import re
 import subprocess
-import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from course_copy import REPO, copy_course, env_for
+from nbgrader_session import NbgraderSession
 from test_class_grading import needs_sandbox
 
 from devtools.sample_submissions import Builder
@@ -106,6 +108,7 @@ class Class:
             "XDG_CONFIG_HOME": str(root / "instructor-home" / ".config"),
             "EXCHANGE": str(self.exchange),
         }
+        self.session: NbgraderSession | None = None  # the learners' nbgrader, started when first needed
         (self.course / "roster.txt").write_text("\n".join([*ON_TIME, *LATE, ABSENT]) + "\n")
         (self.course / "lms_roster.csv").write_text(
             "student_id,canvas_id,name,email\n"
@@ -126,23 +129,15 @@ class Class:
     def nbgrader(self, learner: str, *args: str) -> None:
         home = self.homes / learner
         home.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "nbgrader",
-                *args,
-                "--course=sdpa-course",
-                f"--Exchange.root={self.exchange}",
-                f"--Exchange.cache={home / '.nbgrader-cache'}",
-            ],
-            cwd=home,
-            env={**self.env, "HOME": str(home)},
-            capture_output=True,
-            text=True,
-            timeout=600,
+        if self.session is None:
+            self.session = NbgraderSession(self.env)
+        args += (
+            "--course=sdpa-course",
+            f"--Exchange.root={self.exchange}",
+            f"--Exchange.cache={home / '.nbgrader-cache'}",
         )
-        assert done.returncode == 0, done.stdout + done.stderr
+        code, output = self.session.run(list(args), cwd=home, env={"HOME": str(home)})
+        assert code == 0, output
 
     def hand_in(self, learners: dict[str, str]) -> None:
         builder = Builder(self.course, ASSIGNMENT)
@@ -158,9 +153,16 @@ class Class:
         return {row["student_id"]: row for row in csv.DictReader(io.StringIO(text))}
 
 
+@pytest.fixture
+def course_class(tmp_path) -> Iterator[Class]:
+    made = Class(tmp_path)
+    yield made
+    if made.session is not None:
+        made.session.close()
+
+
 @needs_sandbox
-def test_the_terms_commands_run_in_order_with_a_small_class(tmp_path):
-    course_class = Class(tmp_path)
+def test_the_terms_commands_run_in_order_with_a_small_class(tmp_path, course_class):
     course = course_class.course
     checked: list[str] = []
     for code in run_blocks():

@@ -2,13 +2,21 @@
 
 For every assignment, in a scratch course folder (never in the repository):
 copy the source notebook, ``nbgrader generate_assignment``, submit the
-instructor's solution, the blank release and the fixture submissions of
-``tests/fixtures/homework/<assignment>/``, run one ``nbgrader autograde`` over
-all of them and ``nbgrader generate_feedback``, then read the scores from the
-gradebook (``nbgrader validate`` and exit codes say nothing about scores).
+instructor's solution, the blank release and one fixture submission of each
+kind of ``tests/fixtures/homework/<assignment>/``, run ``nbgrader autograde``
+over all of them and ``nbgrader generate_feedback``, then read the scores from
+the gradebook (``nbgrader validate`` and exit codes say nothing about scores).
 
-The assignments run in parallel, one nbgrader process per core, the first
-time a test needs them.
+A kind is the points a fixture must get, cell by cell: two fixtures of one
+kind take the same path through nbgrader (the same cells pass, fail or earn
+part of their points), so nbgrader grades the first of each kind, and every
+fixture that must get all the points is of the solution's kind. Every fixture
+is graded in-process (tests/test_homework_grading.py) and by the class grader
+(tests/test_class_grading.py) on the same hidden inputs.
+
+The assignments are shared among one nbgrader process per core (each process
+runs its assignments' commands in one course folder, so nbgrader starts and
+makes its gradebook once per process), the first time a test needs them.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -40,44 +48,66 @@ class Run:
     root: Path
     release: dict
     expected: dict[str, subs.Expected]  # student -> the points each cell must get
-    scores: dict[str, dict[str, float]] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
+    scores: dict[str, dict[str, float]]
 
 
-def _pipeline(root: Path, assignment: str) -> Run:
-    """generate_assignment, autograde and generate_feedback, in one nbgrader process.
+# Fixtures a test below names, graded whatever their kind.
+NAMED = ("calls_reference",)
+
+
+def one_of_each_kind(assignment: str) -> dict[str, subs.Expected]:
+    """The fixtures named above and the first (by name) of each other kind that is not the solution's."""
+    points = {c.id: c.points for c in grading.checks_for(assignment)}
+    full = tuple((p, p) for p in points.values())
+    chosen: dict[tuple, tuple[str, subs.Expected]] = {}
+    for _, path in subs.fixtures(assignment):
+        earns, _ = subs.parse(path)
+        kind = tuple(earns.bounds(cid, p) for cid, p in points.items())
+        if path.stem in NAMED:
+            chosen[path.stem] = (path.stem, earns)
+        elif kind != full:
+            chosen.setdefault(kind, (path.stem, earns))
+    return dict(chosen.values())
+
+
+def _submit(root: Path, assignment: str) -> dict[str, subs.Expected]:
+    """The solution, the blank release and the chosen fixtures, in ``submitted/``.
 
     The blank and the fixture submissions are made from the committed release
     (the first test checks that it is exactly what generate_assignment makes).
     """
-    nbt.make_course(root, [assignment])
     checks = grading.checks_for(assignment)
     expected = {"solution": subs.Expected(points=dict.fromkeys((c.id for c in checks), None)), "blank": subs.Expected()}
     nbt.submit(root, "solution", assignment, root / "solutions" / assignment / f"{assignment}.ipynb")
     nbt.submit(root, "blank", assignment, subs.REPO / "exercises" / assignment / f"{assignment}.ipynb")
-    for _, path in subs.fixtures(assignment):
-        earns, cells = subs.parse(path)
-        expected[path.stem] = earns
-        nbt.submit(root, path.stem, assignment, subs.submission(assignment, cells))
-    output = nbt.run_nbgrader_batch(
+    for student, earns in one_of_each_kind(assignment).items():
+        _, cells = subs.parse(subs.HERE / assignment / f"{student}.py")
+        expected[student] = earns
+        nbt.submit(root, student, assignment, subs.submission(assignment, cells))
+    return expected
+
+
+def _pipeline(root: Path, assignments: list[str]) -> dict[str, Run]:
+    """generate_assignment, autograde and generate_feedback of ``assignments``, in one nbgrader process."""
+    nbt.make_course(root, assignments)
+    expected = {name: _submit(root, name) for name in assignments}
+    nbt.run_nbgrader_batch(
         [
-            ["generate_assignment", assignment, "--force"],
-            ["autograde", assignment, "--force"],
-            ["generate_feedback", assignment, "--force"],
+            [command, name, "--force"]
+            for command in ("generate_assignment", "autograde", "generate_feedback")
+            for name in assignments
         ],
         cwd=root,
     )
-    release = json.loads(nbt.release_path(root, assignment).read_text())
-    run = Run(root, release, expected, nbt.scores(root, assignment))
-    run.seconds = nbt.batch_timings(output)
-    run.seconds["autograde per notebook"] = run.seconds["autograde"] / len(expected)
-    (root / "timing.json").write_text(json.dumps(run.seconds, indent=1))
-    return run
+    return {
+        name: Run(root, json.loads(nbt.release_path(root, name).read_text()), expected[name], nbt.scores(root, name))
+        for name in assignments
+    }
 
 
 @pytest.fixture(scope="session")
 def homework_runs(request, tmp_path_factory) -> dict[str, Run | BaseException]:
-    """Every assignment whose tests were selected, taken through nbgrader in parallel."""
+    """Every assignment whose tests were selected, taken through nbgrader, one process per core."""
     wanted = sorted(
         {
             item.callspec.params["assignment"]
@@ -87,15 +117,20 @@ def homework_runs(request, tmp_path_factory) -> dict[str, Run | BaseException]:
         }
     )
     base = tmp_path_factory.mktemp("homework")
+    processes = min(len(wanted), os.cpu_count() or 2)
+    groups = [wanted[i::processes] for i in range(processes)]
 
-    def one(name: str) -> Run | BaseException:
+    def one(index: int) -> dict[str, Run | BaseException]:
         try:
-            return _pipeline(base / name, name)
-        except BaseException as exc:  # reported by the tests of that assignment
-            return exc
+            return dict(_pipeline(base / f"course{index}", groups[index]))
+        except BaseException as exc:  # reported by the tests of those assignments
+            return dict.fromkeys(groups[index], exc)
 
-    with ThreadPoolExecutor(max_workers=max(1, min(len(wanted), os.cpu_count() or 2))) as pool:
-        return dict(zip(wanted, pool.map(one, wanted)))
+    results: dict[str, Run | BaseException] = {}
+    with ThreadPoolExecutor(max_workers=max(1, len(groups))) as pool:
+        for found in pool.map(one, range(len(groups))):
+            results.update(found)
+    return results
 
 
 @pytest.fixture
@@ -127,7 +162,7 @@ def test_the_solution_gets_full_marks_and_the_blank_release_zero(run, assignment
 
 
 def test_partly_right_submissions_get_the_intended_partial_credit(run, assignment):
-    """Every corpus file gets its points in nbgrader too (partial credit is the
+    """Each kind of corpus file gets its points in nbgrader too (partial credit is the
     number a partly right check leaves as its cell's output), and the same
     points as the in-process grading of the same student's inputs."""
     checks = {c.id: c for c in grading.checks_for(assignment)}

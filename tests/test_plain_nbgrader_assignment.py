@@ -124,6 +124,17 @@ def released_course(root: Path) -> Path:
     return course
 
 
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    """The template released once; each test grades in a copy of its own (:func:`copy_of`)."""
+    return released_course(tmp_path_factory.mktemp("release"))
+
+
+def copy_of(release: Path, root: Path) -> Path:
+    """A copy of the released course (its gradebook knows the assignment) in ``root``."""
+    return Path(shutil.copytree(release, root / "course"))
+
+
 def course_grade(course: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
     """``./course grade`` on the course's submitted/ folder, as an instructor runs it."""
     env = nbgrader_env() | {"COURSE_GRADING_SECRET": SECRET}
@@ -141,9 +152,9 @@ def nbgrader_scores(course: Path) -> dict[str, dict[str, float | None]]:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(release, tmp_path_factory):
     root = tmp_path_factory.mktemp("plain")
-    course = released_course(root)
+    course = copy_of(release, root)
     make_submissions(course, SUBMISSIONS)
     roster = root / "roster.txt"
     roster.write_text("\n".join([*SUBMISSIONS, "absent"]) + "\n")
@@ -243,9 +254,9 @@ def test_reports_and_the_threat_model(graded):
 
 
 @needs_sandbox
-def test_a_changed_second_notebook_is_graded_again(tmp_path):
+def test_a_changed_second_notebook_is_graded_again(release, tmp_path):
     """The cache key covers every notebook: a resubmitted part 2 alone is graded again."""
-    course = released_course(tmp_path)
+    course = copy_of(release, tmp_path)
     make_submissions(course, {"wrong_answer": SUBMISSIONS["wrong_answer"]})
     out = tmp_path / "ours"
     course_grade(course, out)
@@ -267,9 +278,9 @@ def test_the_template_is_not_released_to_learners():
 
 
 @needs_sandbox
-def test_an_endless_loop_stops_its_own_notebook_only(tmp_path):
+def test_an_endless_loop_stops_its_own_notebook_only(release, tmp_path):
     """A test cell that never ends is stopped at the time limit and scores 0; the other notebook is unharmed."""
-    course = released_course(tmp_path)
+    course = copy_of(release, tmp_path)
     endless = "def fahrenheit(celsius):\n    while True:\n        pass"
     make_submissions(course, {"endless": (RIGHT1 | {"fahrenheit": endless}, RIGHT2, (), {})})
     out = tmp_path / "ours"
