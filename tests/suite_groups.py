@@ -21,20 +21,28 @@ MARKS = {
 
 # The longest files (pytest --durations on a 2-core machine), longest first.
 START_FIRST = (
-    "test_homework_nbgrader.py",
-    "test_class_grading.py",
     "test_browser_jupyterlite.py",
     "test_browser_phone.py",
-    "test_guide_commands.py",
+    "test_class_grading.py",
+    "test_browser_accessibility.py",
+    "test_homework_nbgrader.py",
+    "test_browser_pages.py",
+    "test_class_grading_cluster.py",
     "test_plain_nbgrader_assignment.py",
+    "test_fingerprint.py",
+    "test_pdf.py",
+    "test_browser_dark_mode.py",
+    "test_browser_progress.py",
     "test_learner_kit.py",
     "test_sandbox_modes.py",
-    "test_course_toc.py",
-    "test_browser_accessibility.py",
-    "test_class_grading_cluster.py",
-    "test_jupyterhub.py",
-    "test_points_one_source.py",
+    "test_guide_commands.py",
     "test_browser_explorers.py",
+    "test_browser_reader.py",
+    "test_homework_tolerances.py",
+    "test_jupyterhub.py",
+    "test_exchange_round_trip.py",
+    "test_solution_pages.py",
+    "test_course_toc.py",
 )
 
 

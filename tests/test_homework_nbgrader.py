@@ -2,17 +2,12 @@
 
 For every assignment, in a scratch course folder (never in the repository):
 copy the source notebook, ``nbgrader generate_assignment``, submit the
-instructor's solution, the blank release and one fixture submission of each
-kind of ``tests/fixtures/homework/<assignment>/``, run ``nbgrader autograde``
-over all of them and ``nbgrader generate_feedback``, then read the scores from
-the gradebook (``nbgrader validate`` and exit codes say nothing about scores).
-
-A kind is the points a fixture must get, cell by cell: two fixtures of one
-kind take the same path through nbgrader (the same cells pass, fail or earn
-part of their points), so nbgrader grades the first of each kind, and every
-fixture that must get all the points is of the solution's kind. Every fixture
-is graded in-process (tests/test_homework_grading.py) and by the class grader
-(tests/test_class_grading.py) on the same hidden inputs.
+instructor's solution, the blank release and every fixture submission of
+``tests/fixtures/homework/<assignment>/``, run ``nbgrader autograde`` over all
+of them and ``nbgrader generate_feedback``, then read the scores from the
+gradebook (``nbgrader validate`` and exit codes say nothing about scores).
+Every correct fixture goes through nbgrader too: a sound method of its own can
+still fail there alone (a warning on stderr scores its cell 0).
 
 The assignments are shared among one nbgrader process per core (each process
 runs its assignments' commands in one course folder, so nbgrader starts and
@@ -51,27 +46,8 @@ class Run:
     scores: dict[str, dict[str, float]]
 
 
-# Fixtures a test below names, graded whatever their kind.
-NAMED = ("calls_reference",)
-
-
-def one_of_each_kind(assignment: str) -> dict[str, subs.Expected]:
-    """The fixtures named above and the first (by name) of each other kind that is not the solution's."""
-    points = {c.id: c.points for c in grading.checks_for(assignment)}
-    full = tuple((p, p) for p in points.values())
-    chosen: dict[tuple, tuple[str, subs.Expected]] = {}
-    for _, path in subs.fixtures(assignment):
-        earns, _ = subs.parse(path)
-        kind = tuple(earns.bounds(cid, p) for cid, p in points.items())
-        if path.stem in NAMED:
-            chosen[path.stem] = (path.stem, earns)
-        elif kind != full:
-            chosen.setdefault(kind, (path.stem, earns))
-    return dict(chosen.values())
-
-
 def _submit(root: Path, assignment: str) -> dict[str, subs.Expected]:
-    """The solution, the blank release and the chosen fixtures, in ``submitted/``.
+    """The solution, the blank release and every fixture, in ``submitted/``.
 
     The blank and the fixture submissions are made from the committed release
     (the first test checks that it is exactly what generate_assignment makes).
@@ -80,10 +56,10 @@ def _submit(root: Path, assignment: str) -> dict[str, subs.Expected]:
     expected = {"solution": subs.Expected(points=dict.fromkeys((c.id for c in checks), None)), "blank": subs.Expected()}
     nbt.submit(root, "solution", assignment, root / "solutions" / assignment / f"{assignment}.ipynb")
     nbt.submit(root, "blank", assignment, subs.REPO / "exercises" / assignment / f"{assignment}.ipynb")
-    for student, earns in one_of_each_kind(assignment).items():
-        _, cells = subs.parse(subs.HERE / assignment / f"{student}.py")
-        expected[student] = earns
-        nbt.submit(root, student, assignment, subs.submission(assignment, cells))
+    for _, path in subs.fixtures(assignment):
+        earns, cells = subs.parse(path)
+        expected[path.stem] = earns
+        nbt.submit(root, path.stem, assignment, subs.submission(assignment, cells))
     return expected
 
 
@@ -162,7 +138,7 @@ def test_the_solution_gets_full_marks_and_the_blank_release_zero(run, assignment
 
 
 def test_partly_right_submissions_get_the_intended_partial_credit(run, assignment):
-    """Each kind of corpus file gets its points in nbgrader too (partial credit is the
+    """Each corpus file gets its points in nbgrader too (partial credit is the
     number a partly right check leaves as its cell's output), and the same
     points as the in-process grading of the same student's inputs."""
     checks = {c.id: c for c in grading.checks_for(assignment)}
