@@ -202,7 +202,8 @@ class PageLog:
 SETTLE_JS = """
 async () => {
   const sleep = window.__courseSleep || ((ms) => new Promise((r) => setTimeout(r, ms)));
-  const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
+  // A frame drawn, or 1 s if the page draws none (so a wait here always ends).
+  const frame = () => new Promise((r) => { requestAnimationFrame(() => r()); setTimeout(r, 1000); });
   const typeset = async () => {
     if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
       await MathJax.startup.promise;
@@ -240,12 +241,15 @@ async () => {
 # running then has ended.
 DRAWN_JS = """
 async () => {
-  const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
+  // A frame drawn, or 1 s if the page draws none (so a wait here always ends).
+  const frame = () => new Promise((r) => { requestAnimationFrame(() => r()); setTimeout(r, 1000); });
   await frame();
   await frame();
   const ending = document.getAnimations()
     .filter((a) => a.effect && a.effect.getComputedTiming().endTime !== Infinity);
-  await Promise.all(ending.map((a) => a.finished.catch(() => null)));
+  // A paused animation never finishes: wait at most 3 s, as SETTLE_JS does for timers.
+  const cap = new Promise((r) => setTimeout(r, 3000));
+  await Promise.race([Promise.all(ending.map((a) => a.finished.catch(() => null))), cap]);
   return true;
 }
 """
