@@ -18,6 +18,7 @@ import json
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -77,12 +78,17 @@ class Site:
         so it waits until another page sees the write before it navigates."""
         if not page.url.startswith(("http:", "file:")):
             return
-        want = page.evaluate(f"() => localStorage.getItem({KEY!r})")
-        if want is None:
+        read = f"() => localStorage.getItem({KEY!r})"
+        if page.evaluate(read) is None:
             return
         witness = self.new_page()
         witness.goto(self.url(PROGRESS), wait_until="load")
-        witness.wait_for_function(f"want => localStorage.getItem({KEY!r}) === want", arg=want)
+        # Both pages' current state, read afresh each time: a page may store again
+        # while the witness waits (a snapshot taken before could never come back).
+        deadline = time.monotonic() + 60
+        while witness.evaluate(read) != page.evaluate(read):
+            assert time.monotonic() < deadline, "another page never read what this page stored"
+            witness.wait_for_timeout(50)
         witness.close()
 
     def stored(self, page: Any) -> Any:
