@@ -11,6 +11,7 @@ Expected texts come from the book's own sources (the quiz and flashcard files,
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import struct
@@ -195,8 +196,15 @@ def test_title_logo_and_favicon(open_page, site_server):
     assert site_server.file_for(icon) is not None, f"the favicon {icon} is not on the book's own server"
     with urllib.request.urlopen(icon) as response:
         assert response.status == 200
-        assert b"<svg" in response.read(2000)
+        icon_bytes = response.read()
+    assert b"<svg" in icon_bytes[:2000]
     assert not log.problems(), log.problems()
+    # The front page only redirects. Its icon is written inline: a file would be
+    # fetched while the page redirects, and cut off whenever the redirect wins.
+    front = (HTML / "index.html").read_text(encoding="utf-8")
+    inline = re.search(r'<link rel="icon" href="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"', front)
+    assert inline, f"the redirect page index.html names no inline icon:\n{front[:300]}"
+    assert base64.b64decode(inline.group(1)) == icon_bytes, "the redirect page's icon is not the book's"
 
 
 # --------------------------------------------------------------------------- launch, download
