@@ -36,7 +36,7 @@ run it in the browser with no server and no internet. What goes in:
   on stderr).
 - The bytecode of the modules the kernel imports as it starts and a chapter's
   first cell imports (:data:`STARTUP_IMPORTS`: IPython, jedi, numpy, the
-  course), compiled by Pyodide's own CPython under Node
+  course, pyplot), compiled by Pyodide's own CPython under Node
   (``_ext/wheel_bytecode.mjs``) and shipped as one more wheel that puts each
   pyc in the ``__pycache__`` beside its module, so the browser does not compile
   them on every first visit (``_ext/wheel_bytecode.py``); the standard
@@ -44,6 +44,8 @@ run it in the browser with no server and no internet. What goes in:
   which holds only sources. The other wheels stay byte for byte as verified.
 - JupyterLite's service worker edited so that the runtime and the wheels come
   straight from the network, not through it (``_ext/lite_service_worker.py``).
+- The kernel's worker edited so that it no longer asks for ``ssl`` as it starts
+  (``_ext/lite_kernel_start.py``).
 - The notebooks: each chapter and appendix page converted from MyST markdown
   by jupytext, with its MyST roles and directives made into plain Markdown
   (``_ext/lite_markdown.py``: links, citations, boxes), the homework releases
@@ -83,6 +85,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from lite_contents import lite_notebooks, markdown_targets, stage_contents  # noqa: E402
 from lite_freshness import input_files, inputs_digest, output_digest, up_to_date  # noqa: E402
+from lite_kernel_start import start_without_ssl  # noqa: E402
 from lite_paths import ROOT, STAMP, WORK, LiteBuildError  # noqa: E402
 from lite_pins import fetch_pinned, read_pins  # noqa: E402
 from lite_pyodide import CARRIER, official_lock, stage_pyodide, write_lock  # noqa: E402
@@ -104,13 +107,13 @@ from lite_wheels import (  # noqa: E402
 
 APPS = ["lab", "notebooks", "tree"]
 # What Pyodide loads as it starts: what the kernel would otherwise install one
-# after another (the names it looks for: micropip, piplite, ssl, sqlite3,
-# ipykernel, comm, pyodide_kernel, jedi, ipython), and what every chapter's
-# first cell imports (numpy, matplotlib, the course, the widgets).
+# after another (the names it looks for: micropip, piplite, sqlite3, ipykernel,
+# comm, pyodide_kernel, jedi, ipython; and ssl, which the built kernel no longer
+# asks for: _ext/lite_kernel_start.py), and what every chapter's first cell
+# imports (numpy, matplotlib, the course, the widgets).
 PRELOAD = (
     "micropip",
     "piplite",
-    "ssl",
     "sqlite3",
     "ipykernel",
     "comm",
@@ -126,8 +129,8 @@ PRELOAD = (
 )
 # What the kernel imports before it reports ready (piplite, then pyodide_kernel:
 # IPython, jedi, traitlets, ...) and what a chapter's first cell imports: the
-# modules whose bytecode ships (course-bytecode). matplotlib is not among them:
-# the course imports it where a figure is drawn.
+# modules whose bytecode ships (course-bytecode). Most chapters' first cell
+# imports pyplot, which draws through the kernel's inline backend.
 STARTUP_IMPORTS = (
     "piplite.piplite",
     "pyodide_kernel",
@@ -135,6 +138,8 @@ STARTUP_IMPORTS = (
     "lib",
     "teaching.figures",
     "teaching.study",
+    "matplotlib.pyplot",
+    "matplotlib_inline.backend_inline",
 )
 
 
@@ -230,6 +235,7 @@ def build(site: Path) -> bool:
         sys.stderr.write(result.stdout[-5000:] + result.stderr[-5000:])
         raise LiteBuildError(f"jupyter lite build failed (exit {result.returncode}); its output is above")
     route_static_files_past(output)
+    start_without_ssl(output)
     check_output(output)
     STAMP.write_text(json.dumps({"inputs": inputs, "output": output_digest(output)}), encoding="utf-8")
     size = sum(p.stat().st_size for p in output.rglob("*") if p.is_file())

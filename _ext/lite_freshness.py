@@ -22,6 +22,7 @@ BUILD_SCRIPTS = (
     "lite_wheels.py",
     "lite_contents.py",
     "lite_service_worker.py",
+    "lite_kernel_start.py",
     "lite_freshness.py",
     "offline_site.py",
     "lite_markdown.py",

@@ -39,7 +39,8 @@ KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
 KERNEL_WHEELS: dict[str, tuple[list[str], list[str]]] = {
     "piplite": (["piplite"], ["micropip"]),
     "ipykernel": (["ipykernel"], ["comm", "ipython"]),
-    "pyodide-kernel": (["pyodide_kernel"], ["ipykernel", "ipython", "comm", "ssl", "sqlite3", "jedi"]),
+    # not ssl, which the kernel does not use (_ext/lite_kernel_start.py)
+    "pyodide-kernel": (["pyodide_kernel"], ["ipykernel", "ipython", "comm", "sqlite3", "jedi"]),
 }
 # The wheel that holds matplotlib's font cache.
 FONTLIST_PACKAGE = "course-mpl-fontlist"

@@ -159,6 +159,9 @@ def test_a_chapter_runs_in_the_browser_and_its_explorer_answers(book_browser, br
     assert any(name.endswith(".whl") for name, _ in runtime), f"no wheel was seen arriving: {runtime}"
     through_worker = [name for name, from_worker in runtime if from_worker]
     assert not through_worker, f"these came through the service worker: {through_worker}"
+    # Nothing in the kernel or the course uses ssl: its OpenSSL libraries are not loaded.
+    ssl = [name for name, _ in runtime if name.startswith(("openssl-", "ssl-"))]
+    assert not ssl, f"the kernel loaded ssl as it started: {ssl}"
     code = [c for c in cells if c["type"] == "code"]
     assert code and all(c["execution_count"] for c in code), "some code cells did not run"
     assert not errors(cells), "cells raised errors in the browser:\n" + "\n".join(errors(cells))
@@ -430,9 +433,9 @@ UNCHECKED_HASH = 0b01
 
 def test_lite_ships_the_bytecode_of_what_the_kernel_imports_as_it_starts():
     """The bytecode wheel holds, for Pyodide's CPython, a pyc of each module the kernel
-    and a chapter's first cell import, at the place CPython looks for it, made from
-    that very source; and none for matplotlib, which the course imports only where
-    a figure is drawn (the bytecode of every module would be four times the size).
+    and a chapter's first cell import (most import pyplot), at the place CPython
+    looks for it, made from that very source; and none for modules nothing imports
+    as a chapter starts (the bytecode of every module would be twice the size).
     The standard library's zip holds the same for its modules among them."""
     import _imp
     import zipfile
@@ -471,9 +474,12 @@ def test_lite_ships_the_bytecode_of_what_the_kernel_imports_as_it_starts():
         "lib/__init__.py",
         "teaching/figures.py",
         "teaching/study.py",
+        "matplotlib/pyplot.py",
+        "matplotlib_inline/backend_inline.py",
     ):
         assert module in compiled, f"no bytecode for {module}, which the kernel or a first cell imports"
-    assert not [m for m in compiled if m.startswith("matplotlib/")], "matplotlib is imported as the kernel starts"
+    for module in ("matplotlib/backends/backend_svg.py", "numpy/f2py/__init__.py"):
+        assert module in sources and module not in compiled, f"{module}: shipped as bytecode, yet nothing imports it"
     # The standard library's modules among them: <name>.pyc beside <name>.py in
     # the runtime's zip, where zipimport looks first.
     with zipfile.ZipFile(pyodide / "python_stdlib.zip") as stdlib:
