@@ -37,7 +37,7 @@ __all__ = [
 QUESTION_TYPES = ("multiple_choice", "many_choice", "numeric")
 
 # Colours with a contrast of at least 4.5:1 against the packages' near-white
-# text (WCAG AA; checked by axe-core in tests/test_browser_accessibility.py).
+# text (WCAG AA; checked by axe-core in tests/test_browser_pages.py).
 # The packages' defaults fall short: the many-choice orange (3.1:1), the
 # flashcards' green, red and cyan fronts (2.0 to 2.6:1).
 QUIZ_COLORS = {"--jq-many-choice-bg": "#a84300", "--jq-correct-color": "#006b0e"}

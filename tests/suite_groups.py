@@ -23,10 +23,9 @@ MARKS = {
 START_FIRST = (
     "test_browser_jupyterlite.py",
     "test_browser_phone.py",
-    "test_class_grading.py",
-    "test_browser_accessibility.py",
-    "test_homework_nbgrader.py",
     "test_browser_pages.py",
+    "test_class_grading.py",
+    "test_homework_nbgrader.py",
     "test_class_grading_cluster.py",
     "test_plain_nbgrader_assignment.py",
     "test_fingerprint.py",

@@ -5,14 +5,26 @@ blocked, and must show as designed: no failed or blocked request, no console
 error, all math typeset, every saved widget view rendered, every image with
 alt text, every internal link, image and declared font leading somewhere, and
 headings that never skip a level.
+
+And each page passes axe-core's audit with no serious or critical violation.
+axe-core (pinned in ``_ext/package-lock.json``, installed by ``npm ci``) is
+injected into the settled page from the local file; nothing is fetched. Its
+WCAG 2.x A/AA and best-practice rules run over the whole page: contrast,
+names of controls (quizzes, cards, explorers), landmarks, keyboard access.
+Moderate and minor violations do not fail the test; they are listed in
+``_build/reports/axe.json`` and in pytest's closing summary.
+
+Both tests of a page look at one load of it (a fixture per page, so pytest
+runs them one after the other), in a browser context of its own.
 """
 
 from __future__ import annotations
 
 import pytest
-from browser import RAW_TEX_JS, book_pages, broken_internal_links
+from browser import RAW_TEX_JS, book_pages, broken_internal_links, describe_axe, record_axe, run_axe
 
 PAGES = book_pages() or ["index.html"]  # no build: the server fixture says so
+FAILING = ("serious", "critical")
 
 # Gathers what the checks need from the settled page, in one round trip.
 INSPECT_JS = r"""
@@ -91,9 +103,22 @@ def heading_problems(headings: list[dict]) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("path", PAGES)
-def test_page_shows_as_designed_offline(open_page, site_server, path):
-    page, log = open_page(path)
+@pytest.fixture(scope="module", params=PAGES)
+def settled_page(request, book_browser):
+    """(path, page, log): the page opened and settled, in a context of its own.
+
+    Module-scoped and parametrized by page: pytest runs every test of one page,
+    then closes it and opens the next. Neither test changes the page."""
+    context = book_browser.new_context()
+    try:
+        page, log = book_browser.open(context, request.param)
+        yield request.param, page, log
+    finally:
+        context.close()
+
+
+def test_page_shows_as_designed_offline(settled_page, site_server):
+    path, page, log = settled_page
     seen = page.evaluate(INSPECT_JS)
 
     problems = log.problems()
@@ -112,3 +137,11 @@ def test_page_shows_as_designed_offline(open_page, site_server, path):
         for u in broken_internal_links(site_server, page.url, set(seen["ids"]), urls)
     ]
     assert not problems, f"{path}:\n  " + "\n  ".join(problems)
+
+
+def test_no_serious_or_critical_axe_violation(settled_page):
+    path, page, _ = settled_page
+    violations = run_axe(page)
+    record_axe(path, "light", violations)
+    failing = [v for v in violations if v["impact"] in FAILING]
+    assert not failing, f"{path}: axe-core finds\n{describe_axe(failing)}"
