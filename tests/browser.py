@@ -203,7 +203,13 @@ SETTLE_JS = """
 async () => {
   const sleep = window.__courseSleep || ((ms) => new Promise((r) => setTimeout(r, ms)));
   // A frame drawn, or 1 s if the page draws none (so a wait here always ends).
-  const frame = () => new Promise((r) => { requestAnimationFrame(() => r()); setTimeout(r, 1000); });
+  // The 1 s timer is cleared with the frame: the timer tracker would count it
+  // as one of the page's own short timers, and the next wait for those would
+  // wait for it too.
+  const frame = () => new Promise((r) => {
+    const late = setTimeout(r, 1000);
+    requestAnimationFrame(() => { clearTimeout(late); r(); });
+  });
   const typeset = async () => {
     if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
       await MathJax.startup.promise;
@@ -242,7 +248,13 @@ async () => {
 DRAWN_JS = """
 async () => {
   // A frame drawn, or 1 s if the page draws none (so a wait here always ends).
-  const frame = () => new Promise((r) => { requestAnimationFrame(() => r()); setTimeout(r, 1000); });
+  // The 1 s timer is cleared with the frame: the timer tracker would count it
+  // as one of the page's own short timers, and the next wait for those would
+  // wait for it too.
+  const frame = () => new Promise((r) => {
+    const late = setTimeout(r, 1000);
+    requestAnimationFrame(() => { clearTimeout(late); r(); });
+  });
   await frame();
   await frame();
   const ending = document.getAnimations()
