@@ -85,10 +85,17 @@ class Site:
         witness.goto(self.url(PROGRESS), wait_until="load")
         # Both pages' current state, read afresh each time: a page may store again
         # while the witness waits (a snapshot taken before could never come back).
+        # Every 2 s the witness loads again, so that it reads the browser's copy
+        # anew rather than wait for its own to be told of the change.
         deadline = time.monotonic() + 60
+        waits = 0
         while witness.evaluate(read) != page.evaluate(read):
             assert time.monotonic() < deadline, "another page never read what this page stored"
-            witness.wait_for_timeout(50)
+            waits += 1
+            if waits % 40 == 0:
+                witness.reload(wait_until="load")
+            else:
+                witness.wait_for_timeout(50)
         witness.close()
 
     def stored(self, page: Any) -> Any:
