@@ -193,24 +193,30 @@ class PageLog:
         )
 
 
+# Waits for a frame drawn, or 1 s if the page draws none (so a wait for it
+# always ends). The 1 s timer is cleared with the frame: the timer tracker
+# (SHORT_TIMERS_JS) would count it as one of the page's own short timers, and
+# the next wait for those would wait for it too.
+FRAME_JS = """
+  const frame = () => new Promise((r) => {
+    const late = setTimeout(r, 1000);
+    requestAnimationFrame(() => { clearTimeout(late); r(); });
+  });
+"""
+
 # Resolves once the page has settled: MathJax has typeset the page, the quiz and
 # flashcard scripts have run their delayed typesetting (500 ms timers: every
 # short timer the page set has fired, see SHORT_TIMERS_JS), the page has been
 # scrolled through once, a frame drawn at each screen, and the widget manager
 # has rendered every saved widget view. A page opened without the timer
 # tracker (a context not made by BookBrowser) waits 700 ms for the timers.
-SETTLE_JS = """
+SETTLE_JS = (
+    """
 async () => {
   const sleep = window.__courseSleep || ((ms) => new Promise((r) => setTimeout(r, ms)));
-  // A frame drawn, or 1 s if the page draws none (so a wait here always ends).
-  // The 1 s timer is cleared with the frame: the timer tracker would count it
-  // as one of the page's own short timers, and the next wait for those would
-  // wait for it too.
-  const frame = () => new Promise((r) => {
-    const late = setTimeout(r, 1000);
-    requestAnimationFrame(() => { clearTimeout(late); r(); });
-  });
-  const typeset = async () => {
+"""
+    + FRAME_JS
+    + """  const typeset = async () => {
     if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
       await MathJax.startup.promise;
     }
@@ -240,22 +246,18 @@ async () => {
   return true;
 }
 """
+)
 
 
 # Resolves after two frames have been drawn (whatever a scroll or resize
 # handler changed is on screen) and every finite animation or transition
 # running then has ended.
-DRAWN_JS = """
+DRAWN_JS = (
+    """
 async () => {
-  // A frame drawn, or 1 s if the page draws none (so a wait here always ends).
-  // The 1 s timer is cleared with the frame: the timer tracker would count it
-  // as one of the page's own short timers, and the next wait for those would
-  // wait for it too.
-  const frame = () => new Promise((r) => {
-    const late = setTimeout(r, 1000);
-    requestAnimationFrame(() => { clearTimeout(late); r(); });
-  });
-  await frame();
+"""
+    + FRAME_JS
+    + """  await frame();
   await frame();
   const ending = document.getAnimations()
     .filter((a) => a.effect && a.effect.getComputedTiming().endTime !== Infinity);
@@ -265,6 +267,7 @@ async () => {
   return true;
 }
 """
+)
 
 
 # Text on screen that still holds TeX (\sqrt, \frac): math MathJax did not typeset.
