@@ -78,12 +78,14 @@
 
   var buttons = [];
 
+  // Puts a hidden button under the figure; refresh() shows it if the figure is shrunk.
   function place(img) {
     if (img.dataset.figureZoom || img.closest(".explorer")) return;
     img.dataset.figureZoom = "1";
     var button = document.createElement("button");
     button.type = "button";
     button.className = "btn btn-sm figure-zoom-button";
+    button.hidden = true;
     var name = caption(img);
     button.textContent = "Full size";
     button.setAttribute("aria-label", "Full size" + (name ? ": " + name : ": figure"));
@@ -92,24 +94,28 @@
     img.insertAdjacentElement("afterend", button);
     var entry = { img: img, button: button };
     buttons.push(entry);
-    refresh(entry);
-    if (!img.complete) img.addEventListener("load", function () { refresh(entry); });
+    if (!img.complete) img.addEventListener("load", function () { refresh([entry]); });
   }
 
-  function refresh(entry) {
-    var show = shrunk(entry.img);
-    entry.button.hidden = !show;
-    entry.img.classList.toggle("figure-zoomable", show);
+  // Measures every figure first, then shows or hides the buttons: the browser
+  // lays the page out once, not once per figure.
+  function refresh(entries) {
+    var show = entries.map(function (entry) { return shrunk(entry.img); });
+    entries.forEach(function (entry, i) {
+      entry.button.hidden = !show[i];
+      entry.img.classList.toggle("figure-zoomable", show[i]);
+    });
   }
 
   function start() {
     document.querySelectorAll(FIGURES).forEach(place);
+    refresh(buttons);
     // A new width of the screen, or a figure in a dropdown that opens.
     if ("ResizeObserver" in window) {
-      var observer = new ResizeObserver(function () { buttons.forEach(refresh); });
+      var observer = new ResizeObserver(function () { refresh(buttons); });
       buttons.forEach(function (entry) { observer.observe(entry.img); });
     } else {
-      window.addEventListener("resize", function () { buttons.forEach(refresh); });
+      window.addEventListener("resize", function () { refresh(buttons); });
     }
   }
 

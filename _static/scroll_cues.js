@@ -45,64 +45,90 @@
 
   var framed = [];
 
-  function update(entry) {
+  // Every pass reads what it needs from all its boxes first and only then
+  // changes their frames: the browser lays the page out once per pass, not
+  // once per box (on a long chapter, the difference is felt on a phone).
+  function measure(entry) {
+    var box = entry.box;
+    var wide = box.scrollWidth > box.clientWidth + 1;
+    return {
+      wide: wide,
+      left: wide && box.scrollLeft > 1,
+      right: wide && box.scrollLeft + box.clientWidth < box.scrollWidth - 1,
+    };
+  }
+
+  function mark(entry, seen) {
     var box = entry.box;
     var frame = entry.frame;
-    var wide = box.scrollWidth > box.clientWidth + 1;
-    frame.classList.toggle("scroll-x", wide);
-    frame.classList.toggle("more-left", wide && box.scrollLeft > 1);
-    frame.classList.toggle("more-right", wide && box.scrollLeft + box.clientWidth < box.scrollWidth - 1);
-    if (wide && !box.hasAttribute("tabindex")) {
+    frame.classList.toggle("scroll-x", seen.wide);
+    frame.classList.toggle("more-left", seen.left);
+    frame.classList.toggle("more-right", seen.right);
+    if (seen.wide && !box.hasAttribute("tabindex")) {
       box.setAttribute("tabindex", "0");
       box.dataset.scrollCueTabindex = "1";
-    } else if (!wide && box.dataset.scrollCueTabindex) {
+    } else if (!seen.wide && box.dataset.scrollCueTabindex) {
       box.removeAttribute("tabindex");
       delete box.dataset.scrollCueTabindex;
     }
   }
 
-  function paint(entry) {
-    entry.frame.style.setProperty("--scroll-cue-backdrop", backdrop(entry.box));
+  function update(entries) {
+    var seen = entries.map(measure);
+    entries.forEach(function (entry, i) { mark(entry, seen[i]); });
   }
 
-  var observer = "ResizeObserver" in window ? new ResizeObserver(function () { framed.forEach(update); }) : null;
+  function paint(entries) {
+    var colours = entries.map(function (entry) { return backdrop(entry.box); });
+    entries.forEach(function (entry, i) {
+      entry.frame.style.setProperty("--scroll-cue-backdrop", colours[i]);
+    });
+  }
 
+  var observer = "ResizeObserver" in window ? new ResizeObserver(function () { update(framed); }) : null;
+
+  // Starts following a box; the caller paints and updates the new entries together.
   function track(box, frame) {
     box.dataset.scrollCue = "1";
     var entry = { box: box, frame: frame };
     frame.classList.add("scroll-frame");
     framed.push(entry);
-    box.addEventListener("scroll", function () { update(entry); }, { passive: true });
+    box.addEventListener("scroll", function () { update([entry]); }, { passive: true });
     if (observer) observer.observe(box);
-    paint(entry);
-    update(entry);
+    return entry;
   }
 
   // Inline math cannot break across lines: one wider than its paragraph
   // (a long chain of equalities) becomes a small box of its own that scrolls.
   // Only those: a box that scrolls would sit a little off the line's baseline.
   function wideInlineMath(article) {
+    var wide = [];
     article.querySelectorAll('mjx-container:not([display="true"])').forEach(function (math) {
       if (math.dataset.scrollCue || math.closest(".scroll-frame")) return;
       var block = math.parentElement;
       while (block && getComputedStyle(block).display.indexOf("inline") === 0) block = block.parentElement;
-      if (!block || math.getBoundingClientRect().width <= block.clientWidth) return;
+      if (block && math.getBoundingClientRect().width > block.clientWidth) wide.push(math);
+    });
+    return wide.map(function (math) {
       var frame = document.createElement("span");
       frame.className = "math-inline-frame";
       math.parentNode.insertBefore(frame, math);
       frame.appendChild(math);
-      track(math, frame);
+      return track(math, frame);
     });
   }
 
   function setUp() {
     var article = document.querySelector(".bd-article") || document.body;
+    var added = [];
     BOXES.forEach(function (pair) {
       article.querySelectorAll(pair[0]).forEach(function (box) {
-        if (!box.dataset.scrollCue) track(box, pair[1](box));
+        if (!box.dataset.scrollCue) added.push(track(box, pair[1](box)));
       });
     });
-    wideInlineMath(article);
+    added = added.concat(wideInlineMath(article));
+    paint(added);
+    update(added);
   }
 
   function start() {
@@ -118,11 +144,11 @@
       requestAnimationFrame(function () { pending = false; setUp(); });
     }).observe(article, { childList: true, subtree: true });
     if (document.fonts && document.fonts.ready) {
-      document.fonts.ready.then(function () { framed.forEach(update); });
+      document.fonts.ready.then(function () { update(framed); });
     }
-    window.addEventListener("resize", function () { framed.forEach(update); });
+    window.addEventListener("resize", function () { update(framed); });
     // Light and dark mode: the backdrop the fade blends into changes.
-    new MutationObserver(function () { framed.forEach(paint); })
+    new MutationObserver(function () { paint(framed); })
       .observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
   }
 
