@@ -3,6 +3,8 @@
 - ``_ext/chapter_data.py``: a chapter runs again when a data file it reads
   changes (and not when nothing changed), tested on its own and on a small
   MyST-NB book built with the execution cache in a temporary folder.
+- ``_ext/static_freshness.py``: an edited file of the book's ``_static``
+  reaches the built site, and the pages name its new checksum.
 - ``_ext/lite_freshness.py``: the JupyterLite step (``_ext/lite_build.py``) is
   skipped exactly when its inputs and its built folder are those of the last
   build, and its inputs include every module of the build's own code.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -144,6 +147,37 @@ def test_the_small_book_runs_again_when_its_data_changes_and_only_then(small_boo
     html = (out / "index.html").read_text(encoding="utf-8")
     assert "data says second" in html and "data says first" not in html
     assert len(records(cache)) == 1 and records(cache).isdisjoint(made)
+
+
+def test_an_edited_static_file_reaches_the_built_site_and_its_pages(tmp_path):
+    src, out = tmp_path / "src", tmp_path / "html"
+    write(src / "index.rst", "A page\n======\n")
+    script = write(src / "_static" / "cue.js", "var cue = 1;\n")
+    write(
+        src / "conf.py",
+        "import sys\n"
+        f"sys.path.insert(0, {str(ROOT / '_ext')!r})\n"
+        "extensions = ['static_freshness']\n"
+        "html_static_path = ['_static']\n"
+        "html_js_files = ['cue.js']\n",
+    )
+
+    def named_in_page() -> str:
+        found = re.search(r"_static/cue\.js\?v=(\w+)", (out / "index.html").read_text(encoding="utf-8"))
+        assert found, "the page does not load _static/cue.js"
+        return found.group(1)
+
+    build(src, out)
+    first = named_in_page()
+    assert (out / "_static" / "cue.js").read_text(encoding="utf-8") == "var cue = 1;\n"
+    assert "no targets are out of date" in build(src, out)  # nothing changed: nothing written
+
+    script.write_text("var cue = 2;\n", encoding="utf-8")
+    log = build(src, out)
+    assert "a static file changed" in log
+    assert (out / "_static" / "cue.js").read_text(encoding="utf-8") == "var cue = 2;\n"
+    assert named_in_page() != first
+    assert "no targets are out of date" in build(src, out)
 
 
 def fake_course(root: Path) -> Path:
