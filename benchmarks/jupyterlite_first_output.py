@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     for site in sites.values():
         if not (site / "lite" / "files" / args.notebook).is_file():
             parser.error(f"{site}/lite/files/{args.notebook} does not exist: run ./course build first")
-    chromium = find_chromium()
+    chromium = find_chromium(shell=False)  # the browser a learner runs, not the tests' headless shell
     if chromium is None:
         parser.error("Chromium not found ($COURSE_CHROMIUM, or chromium on PATH)")
     from playwright.sync_api import sync_playwright

@@ -318,7 +318,9 @@ def hub() -> Iterator[Hub]:
 def hub_browser(hub: Hub) -> Iterator[BookBrowser]:
     executable = find_chromium()
     if executable is None:
-        reason = "Chromium not found (looked for $COURSE_CHROMIUM, then 'chromium' on PATH)"
+        reason = (
+            "Chromium not found (looked for $COURSE_CHROMIUM, then 'chromium-headless-shell' and 'chromium' on PATH)"
+        )
         if os.environ.get("CI"):
             pytest.fail(f"{reason} (CI must run the browser tests: .ci/run installs Chromium)")
         pytest.skip(f"BROWSER TESTS SKIPPED: {reason}")
