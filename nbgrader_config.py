@@ -15,6 +15,10 @@ c.CourseDirectory.course_id = "sdpa-course"
 # the release verbatim, solutions included.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "*.md", "feedback"]
 c.Execute.timeout = 120
+# Once the last cell has run, the learner's kernel is stopped at once rather than
+# asked to exit: about one kernel in five (ipykernel 7.4) does not exit when asked
+# and is stopped anyway 2.5 s later, so asking cost that much in a class of notebooks.
+c.Execute.shutdown_kernel = "immediate"
 # `nbgrader export` writes every learner's score in every assignment here (nbgrader's
 # default name, grades.csv, says less); ./course grade writes its own files per
 # assignment into reports/<assignment>/ (student_scores.csv, canvas_import.csv, moodle_import.csv).

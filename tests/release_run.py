@@ -21,8 +21,14 @@ def run_release(assignment: str, fixture: str, **env: str) -> nbformat.NotebookN
     folder = subs.REPO / "exercises" / assignment
     kernel_env = {k: v for k, v in nbgrader_env().items() if k not in ("GRADING_HIDDEN_SEED",)}
     kernel_env.update(env)
+    # The kernel is stopped at once when done, as nbgrader_config.py has nbgrader do it.
     client = NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}, allow_errors=True
+        nb,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(folder)}},
+        allow_errors=True,
+        shutdown_kernel="immediate",
     )
     old = dict(os.environ)
     os.environ.clear()

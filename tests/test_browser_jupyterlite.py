@@ -313,7 +313,12 @@ def desktop_messages(assignment: str) -> dict[str, tuple[str, str]]:
     release = ROOT / "exercises" / assignment / f"{assignment}.ipynb"
     nb = nbformat.read(release, as_version=4)
     NotebookClient(
-        nb, timeout=300, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(release.parent)}}
+        nb,
+        timeout=300,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(release.parent)}},
+        shutdown_kernel="immediate",
     ).execute()
     found = {}
     for cell in nb.cells:
