@@ -10,9 +10,8 @@ instead of its cached copy, and that name is in the page's HTML.
 So when a file under a static folder of the book itself (not the installed
 themes' and extensions' folders, which change only with their pinned versions)
 is not what the last build saw (or the last build did not look), every page
-is written again: their checksums
-change, and Sphinx copies the static files. The pages are read again from the
-execution cache; no chapter runs.
+is written again: their checksums change, and Sphinx copies the static files.
+The pages are read again from the execution cache; no chapter runs.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ The book in ``_build/html`` is served by a small HTTP server on 127.0.0.1 (a
 free port picked at random) and opened in headless Chromium, driven by
 Playwright: Debian's ``chromium-headless-shell`` package, Chromium's own build
 for headless use (the same engine without the browser's windows, so a fifth
-less CPU for the same pages), or else its ``chromium`` package. Playwright's own browser download
-is never used: we pass the system binary. Every request to any other address
+less CPU for the same pages), or else its ``chromium`` package. Playwright's
+own browser download is never used: we pass the system binary. Every request to any other address
 is blocked by Chromium's host resolver, which maps every host name (and every
 address) but 127.0.0.1 to "not found"; every request for another origin is
 named in the page's log and the closing summary. Routing the requests through
