@@ -303,6 +303,48 @@ def jupyterlite_first_output(data: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
+def course_test_time(data: dict[str, Any]) -> str:
+    def minutes(seconds: float | None) -> str:
+        return "" if seconds is None else f"{int(seconds // 60)} min {seconds % 60:04.1f} s"
+
+    rows = [
+        [
+            run["label"],
+            f"`{run['commit'][:12]}`",
+            *(minutes(run["phases_s"].get(phase)) for phase in ("setup", "lint_and_build", "tests")),
+            f"**{minutes(run['total_s'])}**",
+            run.get("counts", f"exit code {run['exit_code']}"),
+            ", ".join(f"{s:.2f}" for s in run["rebuilds_s"]),
+        ]
+        for run in data["runs"]
+    ]
+    return "\n\n".join(
+        [
+            header(
+                "A developer's wait: the test run and a rebuild",
+                "course_test_time.py",
+                "course_test_time.json",
+                data["machine"],
+                data["date"],
+            ),
+            data["note"],
+            table(
+                [
+                    "run",
+                    "commit",
+                    "setup",
+                    "lint and build",
+                    "tests",
+                    "`./course test` in all",
+                    "pytest's summary",
+                    "rebuilds with nothing changed, s",
+                ],
+                rows,
+            ),
+        ]
+    )
+
+
 def tiny_lm_training(data: dict[str, Any]) -> str:
     rows = [
         [i + 1, f"{r['wall_s']:.1f}", f"{r['cpu_s']:.2f}", r["steps"], f"{r['held_out_accuracy']:.4f}"]
@@ -331,6 +373,7 @@ SECTIONS: dict[str, Callable[[dict[str, Any]], str]] = {
     "class_grading_profile.json": class_grading_profile,
     "class_grading_cluster.json": class_grading_cluster,
     "jupyterlite_first_output.json": jupyterlite_first_output,
+    "course_test_time.json": course_test_time,
     "tiny_lm_training.json": tiny_lm_training,
 }
 

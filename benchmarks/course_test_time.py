@@ -1,0 +1,171 @@
+"""How long a developer waits: ``./course test`` from a fresh clone, then a rebuild with nothing changed.
+
+Clones this repository at a commit (HEAD by default) into a new temporary
+folder and runs ``./course test`` there as ``.ci/run`` does (``CI`` set, no
+grading secret), timing its phases from the command's own output: setting up
+(the virtual environment and the web assets, until jupyter-book starts), lint
+and the book's build (they run side by side), then the tests. It then runs
+``./course build`` again ``--rebuilds`` times, nothing having changed, and
+times each. Run from the repository root::
+
+    .venv/bin/python benchmarks/course_test_time.py [--commit HEAD] [--baseline COMMIT] [--rebuilds 3]
+
+With ``--baseline COMMIT`` that commit is measured the same way first, in its
+own clone, so that both runs see the same machine on the same day (one after
+the other: a run takes all the cores). pip and npm use the machine's download
+caches, as on a developer's machine after the first install. A clone is
+removed once measured (``--keep`` keeps it). The full output of each
+``./course test`` is written beside the results (``<out>.<label>.log``, not
+committed). It prints each phase as it ends and writes
+``benchmarks/results/course_test_time.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "benchmarks" / "results" / "course_test_time.json"
+
+# Lines of ./course test's output that end a phase, in order: the phase's name and
+# a pattern for the line that starts the next one.
+MARKERS = (
+    ("setup", re.compile(r"^Running Jupyter-Book")),
+    ("lint_and_build", re.compile(r"test session starts")),
+)
+PYTEST_SUMMARY = re.compile(r"^=+ (?P<counts>.*?) in (?P<seconds>[\d.]+)s")
+
+
+def processor() -> str:
+    for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def clone(commit: str, into: Path) -> str:
+    """A fresh clone of this repository at ``commit``; returns the commit's full hash."""
+    subprocess.run(["git", "clone", "--quiet", str(REPO), str(into)], check=True)
+    subprocess.run(["git", "-C", str(into), "checkout", "--quiet", commit], check=True)
+    return subprocess.run(
+        ["git", "-C", str(into), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def ci_environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_GRADING_SECRET", "VIRTUAL_ENV", "PYTEST_ADDOPTS")}
+    env["CI"] = "true"
+    # Each line reaches the pipe as it is printed, so that it is timed then.
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def timed_test_run(checkout: Path, log_path: Path, label: str) -> dict[str, Any]:
+    """Run ``./course test`` in ``checkout``; the phases' seconds from its output."""
+    phases: dict[str, float] = {}
+    summary: dict[str, Any] = {}
+    start = last = time.perf_counter()
+    pending = list(MARKERS)
+    with log_path.open("w", encoding="utf-8") as log:
+        proc = subprocess.Popen(
+            ["./course", "test"],
+            cwd=checkout,
+            env=ci_environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+        )
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log.write(line)
+            now = time.perf_counter()
+            if pending and pending[0][1].search(line):
+                name = pending.pop(0)[0]
+                phases[name] = round(now - last, 1)
+                last = now
+                print(f"{label}: {name} {phases[name]:.1f} s", flush=True)
+            found = PYTEST_SUMMARY.match(line)
+            if found:
+                summary = {"counts": found["counts"], "pytest_seconds": float(found["seconds"])}
+        code = proc.wait()
+    end = time.perf_counter()
+    if not pending:
+        phases["tests"] = round(end - last, 1)
+        print(f"{label}: tests {phases['tests']:.1f} s", flush=True)
+    total = round(end - start, 1)
+    print(f"{label}: ./course test exited {code} after {total:.1f} s ({summary.get('counts', 'no pytest summary')})")
+    return {"phases_s": phases, "total_s": total, "exit_code": code, **summary}
+
+
+def timed_rebuilds(checkout: Path, n: int, label: str) -> list[float]:
+    seconds = []
+    for i in range(n):
+        start = time.perf_counter()
+        subprocess.run(
+            ["./course", "build"], cwd=checkout, env=ci_environment(), check=True, capture_output=True, text=True
+        )
+        seconds.append(round(time.perf_counter() - start, 2))
+        print(f"{label}: rebuild {i + 1}: {seconds[-1]:.2f} s", flush=True)
+    return seconds
+
+
+def measure(commit: str, label: str, rebuilds: int, out: Path, keep: bool) -> dict[str, Any]:
+    where = Path(tempfile.mkdtemp(prefix=f"course-{label}-"))
+    try:
+        full = clone(commit, where / "course")
+        print(f"{label}: {full[:12]} cloned into {where / 'course'}", flush=True)
+        run = {"label": label, "commit": full, "load_average_1min_before": round(os.getloadavg()[0], 2)}
+        run |= timed_test_run(where / "course", out.with_suffix(f".{label}.log"), label)
+        run["rebuilds_s"] = timed_rebuilds(where / "course", rebuilds, label) if run["exit_code"] == 0 else []
+        return run
+    finally:
+        if not keep:
+            shutil.rmtree(where, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--commit", default="HEAD", help="the commit to measure (default HEAD)")
+    parser.add_argument("--baseline", help="another commit, measured the same way first")
+    parser.add_argument("--rebuilds", type=int, default=3, help="rebuilds with nothing changed, after the tests")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON results")
+    parser.add_argument("--note", default="", help="what the commits are, for the benchmark page")
+    parser.add_argument("--keep", action="store_true", help="keep the clones")
+    args = parser.parse_args(argv)
+    if args.rebuilds < 0:
+        parser.error(f"--rebuilds must be 0 or more, not {args.rebuilds}")
+    for commit in filter(None, (args.baseline, args.commit)):
+        check = ["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"]
+        if subprocess.run(check, capture_output=True).returncode != 0:
+            parser.error(f"{commit!r} is not a commit of this repository")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    runs = []
+    if args.baseline:
+        runs.append(measure(args.baseline, "baseline", args.rebuilds, args.out, args.keep))
+    runs.append(measure(args.commit, "measured", args.rebuilds, args.out, args.keep))
+    result = {
+        "note": args.note,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": f"{processor()}, {os.cpu_count()} cores",
+        "runs": runs,
+    }
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
+    return 0 if all(run["exit_code"] == 0 for run in runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
