@@ -124,6 +124,9 @@ def timed_rebuilds(checkout: Path, n: int, label: str) -> list[float]:
 
 def measure(commit: str, label: str, rebuilds: int, out: Path, keep: bool) -> dict[str, Any]:
     where = Path(tempfile.mkdtemp(prefix=f"course-{label}-"))
+    # mkdtemp makes a folder only its owner may enter; the sandbox tests run the
+    # clone's Python as an ordinary user, who must reach it as in any clone.
+    where.chmod(0o755)
     try:
         full = clone(commit, where / "course")
         print(f"{label}: {full[:12]} cloned into {where / 'course'}", flush=True)
