@@ -122,3 +122,19 @@ def test_the_page_gives_the_attention_ratios_to_the_two_products():
     text = section("Attention: speed and memory")
     for name, label in (("reference", "reference"), ("blocked", "blocked"), ("blocked_causal", "blocked, causal")):
         assert f"| {label} | {1000 * speed[name]:.1f} | {speed[name] / floor:.2f}x |" in text
+
+
+def test_the_page_gives_each_test_runs_phases_which_add_up_to_its_total():
+    results = json.loads((RESULTS / "course_test_time.json").read_text())
+    text = section("A developer's wait: the test run and a rebuild")
+    assert results["runs"], "the results hold no run"
+    for run in results["runs"]:
+        assert run["exit_code"] == 0 and run["pytest_sessions"], run
+        for session in run["pytest_sessions"]:
+            assert " passed" in session["counts"] and not re.search(r"failed|error", session["counts"]), session
+        assert set(run["phases_s"]) == {"setup", "lint_and_build", "tests"}, run["phases_s"]
+        assert sum(run["phases_s"].values()) == pytest.approx(run["total_s"], abs=0.5)
+        minutes, seconds = divmod(run["total_s"], 60)
+        row = next(line for line in text.splitlines() if line.startswith(f"| {run['label']} |"))
+        assert f"**{int(minutes)} min {seconds:04.1f} s**" in row, row
+        assert row.endswith(" | " + ", ".join(f"{s:.2f}" for s in run["rebuilds_s"]) + " |"), row
