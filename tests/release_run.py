@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import nbformat
 from fixtures.homework import submissions as subs
@@ -14,11 +15,16 @@ from nbgrader_tools.scratch_course import nbgrader_env
 
 def run_release(assignment: str, fixture: str, **env: str) -> nbformat.NotebookNode:
     """The release of ``assignment`` with the answers of the corpus fixture ``fixture`` (a file stem of
-    ``tests/fixtures/homework/<assignment>/``), executed in a fresh kernel in the release's folder
-    (not as a grader: no hidden seed), with ``env`` added to its environment. Returns the executed notebook."""
+    ``tests/fixtures/homework/<assignment>/``), executed as :func:`execute_as_learner` runs it, with ``env``
+    added to its environment. Returns the executed notebook."""
     _, cells = subs.parse(subs.HERE / assignment / f"{fixture}.py")
     nb = nbformat.reads(json.dumps(subs.submission(assignment, cells)), as_version=4)
-    folder = subs.REPO / "exercises" / assignment
+    return execute_as_learner(nb, subs.REPO / "exercises" / assignment, **env)
+
+
+def execute_as_learner(nb: nbformat.NotebookNode, folder: Path, **env: str) -> nbformat.NotebookNode:
+    """``nb`` executed in place, top to bottom, in a fresh desktop kernel in ``folder`` (not as a grader:
+    no hidden seed), every cell run even after an error, with ``env`` added to its environment."""
     kernel_env = {k: v for k, v in nbgrader_env().items() if k not in ("GRADING_HIDDEN_SEED",)}
     kernel_env.update(env)
     # The kernel is stopped at once when done, as nbgrader_config.py has nbgrader do it.

@@ -28,6 +28,7 @@ from typing import Any
 import nbformat
 import pytest
 from browser import HTML, KERNEL_IDLE_JS, PANEL, ROOT, SESSION, PageLog
+from release_run import execute_as_learner
 
 import grading
 from nbgrader_tools.cells import nbgrader_meta
@@ -308,18 +309,8 @@ def desktop_messages(assignment: str) -> dict[str, tuple[str, str]]:
     The release runs in the desktop's own ipykernel (nbclient), from its folder,
     as a learner's Jupyter would run it.
     """
-    from nbclient import NotebookClient
-
     release = ROOT / "exercises" / assignment / f"{assignment}.ipynb"
-    nb = nbformat.read(release, as_version=4)
-    NotebookClient(
-        nb,
-        timeout=300,
-        kernel_name="python3",
-        allow_errors=True,
-        resources={"metadata": {"path": str(release.parent)}},
-        shutdown_kernel="immediate",
-    ).execute()
+    nb = execute_as_learner(nbformat.read(release, as_version=4), release.parent)
     found = {}
     for cell in nb.cells:
         grade_id = nbgrader_meta(cell).get("grade_id")
