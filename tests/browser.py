@@ -5,13 +5,13 @@ free port picked at random) and opened in headless Chromium, driven by
 Playwright: Debian's ``chromium-headless-shell`` package, Chromium's own build
 for headless use (the same engine without the browser's windows, so a fifth
 less CPU for the same pages), or else its ``chromium`` package. Playwright's
-own browser download is never used: we pass the system binary. Every request to any other address
-is blocked by Chromium's host resolver, which maps every host name (and every
-address) but 127.0.0.1 to "not found"; every request for another origin is
-named in the page's log and the closing summary. Routing the requests through
-Playwright as well would cost a round trip to Python for each one. A control
-page that asks for outside URLs proves, once per browser, that they are
-blocked and named (``BookBrowser.prove_outside_is_blocked``).
+own browser download is never used: we pass the system binary. Every request to
+any other address is blocked by Chromium's host resolver, which maps every host
+name (and every address) but 127.0.0.1 to "not found"; every request for
+another origin is named in the page's log and the closing summary. Routing the
+requests through Playwright as well would cost a round trip to Python for each
+one. A control page that asks for outside URLs proves, once per browser, that
+they are blocked and named (``BookBrowser.prove_outside_is_blocked``).
 
 On a machine without Chromium the browser tests skip, and the end of pytest's
 report says so in a banner; in CI (``$CI`` set), where ``.ci/run`` installs
