@@ -31,7 +31,7 @@ c.ExportPlugin.to = "nbgrader_export.csv"
 # ~/.config/sdpa-course/<course id>/grading-secret (mode 600) and appends its
 # c.CourseGrading.secret_file line at the end of this file. To choose the place
 # yourself, make one with
-#   python -m grading.seeds new-secret ~/.config/sdpa-course/grading-secret
+#   python -m grading new-secret ~/.config/sdpa-course/grading-secret
 # and name it here (never in the repository, a release or exercises/):
 # c.CourseGrading.secret_file = "~/.config/sdpa-course/grading-secret"
 

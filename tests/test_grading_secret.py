@@ -155,6 +155,22 @@ def test_an_existing_secret_file_is_never_overwritten(course, tmp_path, monkeypa
     assert mine.read_text() == "the instructor's own secret\n"
 
 
+def test_the_instructors_command_makes_a_private_secret_once_and_warns_of_nothing(tmp_path):
+    path = tmp_path / "config" / "grading-secret"
+    command = [sys.executable, "-m", "grading", "new-secret", str(path)]
+    made = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert made.returncode == 0 and made.stderr == "", made.stderr
+    assert f"c.CourseGrading.secret_file = {str(path)!r}" in made.stdout
+    secret = path.read_text()
+    assert len(bytes.fromhex(secret.strip())) == 32
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    again = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert again.returncode == 1 and "not overwritten" in again.stderr
+    assert path.read_text() == secret
+    wrong = subprocess.run([sys.executable, "-m", "grading", "new-secret"], capture_output=True, text=True)
+    assert wrong.returncode == 2 and "usage: python -m grading new-secret PATH" in wrong.stderr
+
+
 def test_a_configured_but_missing_file_is_not_replaced_by_a_new_one(home, course, capsys):
     config = course / "nbgrader_config.py"
     config.write_text(config.read_text() + 'c.CourseGrading.secret_file = "~/elsewhere/grading-secret"\n')
@@ -162,7 +178,7 @@ def test_a_configured_but_missing_file_is_not_replaced_by_a_new_one(home, course
     code = cli.main([ASSIGNMENT, str(course / "submitted"), "--course", str(course), "--no-sandbox", "--quiet"])
     assert code == 2
     err = capsys.readouterr().err
-    assert "cannot be read" in err and "python -m grading.seeds new-secret" in err
+    assert "cannot be read" in err and "python -m grading new-secret" in err
     assert not (home / "elsewhere").exists() and not (home / ".config").exists()
 
 
@@ -174,7 +190,7 @@ def test_nothing_falls_back_to_the_course_id(home, course):
     # A hidden test cell under nbgrader autograde fails, saying how to make a secret.
     done = _hidden_seed_in_kernel(course, "ada")
     assert done.returncode != 0
-    assert "SecretMissing" in done.stderr and "python -m grading.seeds new-secret" in done.stderr
+    assert "SecretMissing" in done.stderr and "python -m grading new-secret" in done.stderr
     assert not (home / ".config").exists()  # only ./course grade makes a secret
 
 

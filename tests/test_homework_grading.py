@@ -709,7 +709,7 @@ def test_the_course_secret_comes_from_the_file_the_config_names(tmp_path, monkey
     with pytest.raises(seeds.SecretMissing, match="no course secret is configured"):
         seeds.course_secret(tmp_path)  # no public default: never the course id
     config.write_text(config.read_text() + 'c.CourseGrading.secret_file = "private/secret.txt"\n')
-    with pytest.raises(seeds.SecretMissing, match=r"python -m grading.seeds new-secret .*secret.txt"):
+    with pytest.raises(seeds.SecretMissing, match=r"python -m grading new-secret .*secret.txt"):
         seeds.course_secret(tmp_path)
     assert seeds.main(["new-secret", str(tmp_path / "private" / "secret.txt")]) == 0
     secret, where = seeds.course_secret(tmp_path)
