@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 __all__ = [
+    "Scores",
     "as_float_array",
     "as_int",
     "broadcast_batch",
+    "check_attention",
     "check_mask",
     "check_qk",
     "check_scale",
+    "check_scores",
     "check_v",
     "same_width",
     "weight_matrix",
@@ -139,6 +142,35 @@ def check_scale(scale: float | None, d_k: int) -> float:
     if not math.isfinite(float(scale)):
         raise ValueError(f"scale must be finite; got {scale!r}")
     return float(scale)
+
+
+class Scores(NamedTuple):
+    """The checked arguments of the scores ``Q K^T * scale`` and their mask."""
+
+    q: np.ndarray
+    k: np.ndarray
+    mask: np.ndarray | None  # broadcasts to (*batch, n_q, n_k)
+    factor: float
+    batch: tuple[int, ...]  # the leading dimensions of q and k, broadcast
+
+
+def check_scores(q: Any, k: Any, mask: Any | None, scale: float | None) -> Scores:
+    """Check what the scores are made of: q and k, their batch dimensions, the scale, the mask."""
+    qa, ka = check_qk(q, k)
+    batch = broadcast_batch({"q": qa, "k": ka})
+    factor = check_scale(scale, qa.shape[-1])
+    checked_mask = None if mask is None else check_mask(mask, (*batch, qa.shape[-2], ka.shape[-2]))
+    return Scores(qa, ka, checked_mask, factor, batch)
+
+
+def check_attention(q: Any, k: Any, v: Any, mask: Any | None, scale: float | None) -> tuple[Scores, np.ndarray]:
+    """The checks of every attention function, in one order: :func:`check_scores`, then v.
+
+    The reference and blocked attention both start here, so the same bad
+    argument gets the same error from both.
+    """
+    scores = check_scores(q, k, mask, scale)
+    return scores, check_v(v, scores.q, scores.k)
 
 
 def weight_matrix(w: Any, name: str, x_shape: tuple[int, ...]) -> np.ndarray:

@@ -8,8 +8,6 @@ them into softmax weights. Their arguments are already checked (see
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 __all__ = [
@@ -17,8 +15,6 @@ __all__ = [
     "check_no_overflow",
     "overflow_error",
     "scaled_scores_of_checked",
-    "scores_cannot_overflow",
-    "shift_free",
     "softmax_of_checked",
 ]
 
@@ -30,32 +26,10 @@ def scaled_scores_of_checked(qa: np.ndarray, ka: np.ndarray, factor: float) -> n
     ``n_q x n_k`` scores (up to rounding) and saves a pass over the largest
     array.
     """
-    scores: np.ndarray
-    if scores_cannot_overflow(qa, ka, factor):
-        scores = (qa * factor) @ np.swapaxes(ka, -1, -2)
-    else:
-        with np.errstate(over="ignore", invalid="ignore"):
-            scores = (qa * factor) @ np.swapaxes(ka, -1, -2)
-        check_no_overflow(scores, qa.shape, ka.shape)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores: np.ndarray = (qa * factor) @ np.swapaxes(ka, -1, -2)
+    check_no_overflow(scores, qa.shape, ka.shape)
     return scores
-
-
-def scores_cannot_overflow(qa: np.ndarray, ka: np.ndarray, factor: float) -> bool:
-    """True when no score ``(q_i * factor) . k_j`` can overflow, from a bound.
-
-    Every term of the dot product, and every partial sum, is at most
-    ``d_k * max|q| * |factor| * max|k|`` in size (and ``max|q| * |factor|``
-    bounds the scaled queries). When that bound is far below the largest
-    float, the scores need no check: a few passes over Q and K (n x d_k
-    numbers) replace two over the scores (n_q x n_k). Python floats hold
-    the bound, so it cannot overflow itself (it becomes ``inf``: False).
-    """
-    if qa.size == 0 or ka.size == 0:
-        return True
-    top_q = max(float(qa.max()), -float(qa.min()))
-    top_k = max(float(ka.max()), -float(ka.min()))
-    bound: float = qa.shape[-1] * top_q * abs(factor) * max(top_k, 1.0)
-    return bound < float(np.finfo(np.result_type(qa, ka)).max) / 4
 
 
 def check_no_overflow(scores: np.ndarray, q_shape: tuple[int, ...], k_shape: tuple[int, ...]) -> None:
@@ -113,33 +87,3 @@ def softmax_of_checked(arr: np.ndarray, axis: int, *, overwrite: bool) -> np.nda
     total[total == 0] = 1
     weights /= total
     return weights
-
-
-def shift_free(qa: np.ndarray, ka: np.ndarray, va: np.ndarray, factor: float, mask: np.ndarray | None) -> bool:
-    """True when the scores' ``exp`` needs no shift: no overflow, no underflow.
-
-    By the Cauchy-Schwarz inequality every score obeys
-    ``|score| <= B = |factor| * max_i |q_i| * max_j |k_j|``. When
-    ``B <= log(largest float) / 2``, ``exp(score)`` lies between ``exp(-B)``
-    and ``exp(B)``: far from both overflow and the subnormal range, with
-    full relative precision. The sums are bounded too: the row sums by
-    ``n_k * exp(B)`` and the weighted sums of values by
-    ``n_k * exp(B) * max|v|``, which must stay below the largest float.
-    A float mask may add anything to the scores, so it always takes the
-    shifted path; a boolean or causal mask only writes ``-inf``, whose
-    ``exp`` is an exact 0.
-    """
-    if mask is not None and mask.dtype != np.bool_:
-        return False
-    dtype = np.result_type(qa, ka, va)
-    log_max = math.log(float(np.finfo(dtype).max))
-    with np.errstate(over="ignore", invalid="ignore"):
-        # Squared row norms in the inputs' own dtype: n numbers, no copy of
-        # Q or K; an overflow gives inf, and the bound then fails as it should.
-        top_q = float(np.sqrt(np.einsum("...d,...d->...", qa, qa).max()))
-        top_k = float(np.sqrt(np.einsum("...d,...d->...", ka, ka).max()))
-        top_v = max(float(va.max()), -float(va.min()))  # max|v| without a copy of V
-    bound = abs(factor) * top_q * top_k
-    if not (np.isfinite(bound) and np.isfinite(top_v)):
-        return False
-    return bound <= log_max / 2 and bound + math.log(ka.shape[-2]) + math.log(max(top_v, 1.0)) <= log_max - 2

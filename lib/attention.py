@@ -5,19 +5,24 @@ row i is query i and column j is key j; leading dimensions broadcast; the scale
 defaults to 1/sqrt(d_k) and is applied before the mask and the softmax; a
 boolean mask means True = may attend, a float mask is added to the scaled
 scores; a query with no permitted key gets zero weights and a zero output.
+
+It is the definition, computed as the chapters write it: the whole score
+matrix ``S = Q K^T * scale``, the mask, the row-wise softmax, the product
+with V. Every chapter's number and every grade is compared against it.
+Computing attention without the whole matrix, faster and in less memory, is
+the job of :func:`lib.blocked_attention` (chapter 8).
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from ._checks import as_float_array, broadcast_batch, check_mask, check_qk, check_scale, check_v
-from ._scores import apply_mask, scaled_scores_of_checked, scores_cannot_overflow, shift_free, softmax_of_checked
+from ._checks import Scores, as_float_array, check_attention, check_scale, check_scores
+from ._scores import apply_mask, scaled_scores_of_checked, softmax_of_checked
 from .masks import causal_mask
 from .softmax import softmax
-from .tiles import choose_strip
 
 __all__ = ["scaled_scores", "scaled_dot_product_attention", "attend_one_query"]
 
@@ -55,14 +60,15 @@ def scaled_scores(
     array([[  1., -inf],
            [  0.,   1.]])
     """
-    qa, ka = check_qk(q, k)
-    broadcast_batch({"q": qa, "k": ka})
-    factor = check_scale(scale, qa.shape[-1])
-    scores = scaled_scores_of_checked(qa, ka, factor)
-    allowed = causal_mask(qa.shape[-2], ka.shape[-2]) if is_causal else None
-    if mask is not None:
-        mask = check_mask(mask, scores.shape)
-    apply_mask(scores, mask, allowed)
+    return _masked_scores(check_scores(q, k, mask, scale), is_causal)
+
+
+def _masked_scores(args: Scores, is_causal: bool) -> np.ndarray:
+    """``S = Q K^T * scale`` from checked arguments, then the mask: -inf where
+    a query may not attend, a float mask added. A fresh array."""
+    scores = scaled_scores_of_checked(args.q, args.k, args.factor)
+    allowed = causal_mask(args.q.shape[-2], args.k.shape[-2]) if is_causal else None
+    apply_mask(scores, args.mask, allowed)
     return scores
 
 
@@ -124,164 +130,20 @@ def scaled_dot_product_attention(
     >>> out[0]
     array([2., 3.])
     """
-    qa, ka = check_qk(q, k)
-    batch = broadcast_batch({"q": qa, "k": ka})
-    factor = check_scale(scale, qa.shape[-1])
-    if not _strips_take(qa, ka, factor):
-        return _attend_whole(q, k, v, mask, is_causal, scale, return_weights)
-    n_q, n_k = qa.shape[-2], ka.shape[-2]
-    if mask is not None:
-        mask = _boolean_if_zero_or_neginf(check_mask(mask, (*batch, n_q, n_k)))
-    va = check_v(v, qa, ka)
-    if np.broadcast_shapes(batch, va.shape[:-2]) != batch:
-        # V adds batch entries of its own: the weights are shared by them.
-        return _attend_whole(q, k, v, mask, is_causal, scale, return_weights)
-    strips = _Strips(factor, is_causal, shift_free(qa, ka, va, factor, mask))
-    out, weights = strips.attend(qa, ka, va, mask, batch, return_weights)
-    if out is None:  # a float mask pushed a score to +inf: the whole path names it
-        return _attend_whole(q, k, v, mask, is_causal, scale, return_weights)
-    if return_weights:
-        assert weights is not None  # the strips return them when asked
-        return out, weights
-    return out
-
-
-def _strips_take(qa: np.ndarray, ka: np.ndarray, factor: float) -> bool:
-    """Whether :class:`_Strips` computes this attention: scores that exist,
-    are float32 or float64, and provably cannot overflow."""
-    score_dtype = np.result_type(qa, ka)
-    return (
-        qa.size != 0
-        and ka.size != 0
-        and score_dtype in (np.float32, np.float64)
-        and scores_cannot_overflow(qa, ka, factor)
-    )
-
-
-def _boolean_if_zero_or_neginf(mask: np.ndarray) -> np.ndarray:
-    """A float mask of only 0 and -inf as the boolean mask it means, so that
-    the two take the same path and give the same output bit for bit; any
-    other mask as it is."""
-    if mask.dtype != np.bool_:
-        permitted: np.ndarray = mask == 0
-        if np.all(permitted | np.isneginf(mask)):
-            return permitted
-    return mask
-
-
-def _attend_whole(
-    q: Any, k: Any, v: Any, mask: Any | None, is_causal: bool, scale: float | None, return_weights: bool
-) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-    """Attention from the whole score matrix at once: the plain path, for
-    inputs the strips do not take (empty, float16, scores that may overflow)
-    and for the errors that need the whole matrix to be named."""
-    scores = scaled_scores(q, k, mask, is_causal=is_causal, scale=scale)
-    va = check_v(v, np.asarray(q), np.asarray(k))
-    float_mask = mask is not None and np.asarray(mask).dtype != np.bool_
-    if float_mask and scores.size and np.isposinf(scores.max()):
-        # Adding a float mask pushed a score past the largest float; refuse
-        # it with the error that softmax gives for +inf.
+    args, va = check_attention(q, k, v, mask, scale)
+    # S = Q K^T / sqrt(d_k), then the mask: -inf where query i may not read key j.
+    scores = _masked_scores(args, is_causal)
+    if args.mask is not None and scores.size and np.isposinf(scores.max()):
+        # A float mask pushed a score past the largest float: refuse it with
+        # the error that softmax gives for +inf.
         as_float_array(scores, "x", allow_neg_inf=True)
-    # The scores are a fresh array that nothing else refers to, and they are
-    # already checked: the softmax can turn them into the weights in place.
-    weights = softmax_of_checked(scores, -1, overwrite=True)
+    # A = softmax(S), row by row: shift by the row maximum, exp, divide by the
+    # row sum; a row of only -inf (no permitted key) gets zero weights. The
+    # scores are a fresh array of our own, so the weights may overwrite them.
+    weights = softmax_of_checked(scores, axis=-1, overwrite=True)
+    # O = A V: row i of the output mixes the values with query i's weights.
     out = weights @ va
     return (out, weights) if return_weights else out
-
-
-class _Strips(NamedTuple):
-    """The reference's softmax and products, one strip of whole rows at a time.
-
-    A strip (:func:`lib.tiles.choose_strip`) holds as many rows of scores as
-    fit in half the processor's L2 cache, so every elementwise pass over it
-    reads and writes the cache instead of main memory. Each row is still
-    complete, so the softmax is the ordinary one: shift by the row's maximum,
-    ``exp``, divide by the row's sum. When :func:`lib._scores.shift_free`
-    proves that no ``exp(score)`` can leave the float range, the shift
-    (a maximum and a subtraction) is skipped: the softmax does not change
-    when a row is shifted. The division by the row sums is applied to the
-    ``n_q x d_v`` output rather than to the ``n_q x n_k`` weights.
-    """
-
-    factor: float
-    is_causal: bool
-    shift_free: bool
-
-    def attend(
-        self,
-        qa: np.ndarray,
-        ka: np.ndarray,
-        va: np.ndarray,
-        mask: np.ndarray | None,
-        batch: tuple[int, ...],
-        return_weights: bool,
-    ) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """The output (and the weights if asked), or (None, None) if a float
-        mask made a score +inf."""
-        n_q, n_k, d_k, d_v = qa.shape[-2], ka.shape[-2], qa.shape[-1], va.shape[-1]
-        lead = batch or (1,)
-        views = [np.broadcast_to(a, (*lead, *a.shape[-2:])) for a in (qa, ka, va)]
-        mask_view = None if mask is None else np.broadcast_to(mask, (*lead, n_q, n_k))
-        score_dtype = np.result_type(qa, ka)
-        out = np.empty((*lead, n_q, d_v), dtype=np.result_type(score_dtype, va))
-        # The reference keeps every weight, as the definition writes them (a
-        # strip is computed into its rows). Under the causal mask a strip
-        # never computes the keys after its last query: their weights stay 0.
-        weights = (np.zeros if self.is_causal else np.empty)((*lead, n_q, n_k), dtype=score_dtype)
-        strip = choose_strip(n_q, n_k, d_k, d_v, score_dtype.itemsize, heads=lead[-1])
-        for outer in np.ndindex(*lead[:-1]):
-            for h0 in range(0, lead[-1], strip.heads):
-                heads = (*outer, slice(h0, h0 + strip.heads))
-                q_h, k_h, v_h = (a[heads] for a in views)
-                # Scaling the n_q x d_k queries costs less than scaling the scores.
-                q_h = q_h * self.factor
-                k_t = np.swapaxes(k_h, -1, -2)
-                for i0 in range(0, n_q, strip.rows):
-                    i1 = min(i0 + strip.rows, n_q)
-                    n_seen = min(n_k, i1) if self.is_causal else n_k
-                    strip_of = (*heads, slice(i0, i1))
-                    s = weights[strip_of][..., :n_seen]
-                    m = None if mask_view is None else mask_view[strip_of][..., :n_seen]
-                    inputs = (q_h[..., i0:i1, :], k_t[..., :n_seen], v_h[..., :n_seen, :], m)
-                    if not self._strip(*inputs, i0, s, out[strip_of], return_weights):
-                        return None, None
-        shape = (*batch, n_q)
-        return out.reshape((*shape, d_v)), weights.reshape((*shape, n_k)) if return_weights else None
-
-    def _strip(
-        self,
-        q: np.ndarray,
-        k_t: np.ndarray,
-        v: np.ndarray,
-        mask: np.ndarray | None,
-        i0: int,
-        s: np.ndarray,
-        out: np.ndarray,
-        normalise: bool,
-    ) -> bool:
-        """Compute one strip of weights in ``s`` and its output in ``out``;
-        False if a float mask made a score +inf. The weights are divided by
-        their row sums only if ``normalise`` (the output is divided instead)."""
-        np.matmul(q, k_t, out=s)
-        rows, cols = s.shape[-2], s.shape[-1]
-        allowed = np.tri(rows, cols, i0, dtype=bool) if self.is_causal and cols - 1 > i0 else None
-        if mask is not None or allowed is not None:
-            apply_mask(s, mask, allowed)
-        if not self.shift_free:
-            top = s.max(axis=-1, keepdims=True)
-            if mask is not None and np.isposinf(top).any():
-                return False
-            # A row of only -inf (a query with no permitted key) has no finite
-            # maximum; shifting it by 0 keeps every exp an exact 0.
-            top[np.isneginf(top)] = 0
-            s -= top
-        np.exp(s, out=s)
-        total = s.sum(axis=-1, keepdims=True)
-        total[total == 0] = 1  # a query with no permitted key: zero weights, zero output
-        np.divide(s @ v, total, out=out)
-        if normalise:
-            s /= total
-        return True
 
 
 def attend_one_query(

@@ -35,14 +35,14 @@ shifted path.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._checks import as_float_array, as_int, broadcast_batch, check_mask, check_qk, check_scale, check_v
-from ._scores import apply_mask, check_no_overflow, scores_cannot_overflow
-from ._scores import shift_free as _shift_free
+from ._checks import as_float_array, as_int, check_attention
+from ._scores import apply_mask, check_no_overflow
 from .attention import scaled_dot_product_attention
 from .tiles import Tile, choose_tile
 
@@ -203,14 +203,9 @@ def blocked_attention(
     >>> bool(np.allclose(out, ref, rtol=0, atol=1e-12))
     True
     """
-    # The same checks, in the same order, as the reference.
-    qa, ka = check_qk(q, k)
-    batch = broadcast_batch({"q": qa, "k": ka})
-    factor = check_scale(scale, qa.shape[-1])
+    args, va = check_attention(q, k, v, mask, scale)  # the reference's checks, in its order
+    qa, ka, mask, factor, batch = args
     n_q, n_k = qa.shape[-2], ka.shape[-2]
-    if mask is not None:
-        mask = check_mask(mask, (*batch, n_q, n_k))
-    va = check_v(v, qa, ka)
     side = None if block_size is None else as_int(block_size, "block_size", minimum=1)
 
     d_k, d_v = qa.shape[-1], va.shape[-1]
@@ -224,13 +219,61 @@ def blocked_attention(
         factor,
         is_causal,
         tile,
-        checked=not scores_cannot_overflow(qa, ka, factor),
+        checked=not _scores_cannot_overflow(qa, ka, factor),
         shift_free=not always_shift and _shift_free(qa, ka, va, factor, mask),
         shapes=(qa.shape, ka.shape),
         refuse=lambda: scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, scale=scale),
     )
     head_step.run_heads(qa, ka, va, mask, out)
     return out.reshape((*np.broadcast_shapes(batch, va.shape[:-2]), n_q, d_v))
+
+
+def _scores_cannot_overflow(qa: np.ndarray, ka: np.ndarray, factor: float) -> bool:
+    """True when no score ``(q_i * factor) . k_j`` can overflow, from a bound.
+
+    Every term of the dot product, and every partial sum, is at most
+    ``d_k * max|q| * |factor| * max|k|`` in size (and ``max|q| * |factor|``
+    bounds the scaled queries). When that bound is far below the largest
+    float, the scores need no check: a few passes over Q and K (n x d_k
+    numbers) replace two over the scores (n_q x n_k). Python floats hold
+    the bound, so it cannot overflow itself (it becomes ``inf``: False).
+    """
+    if qa.size == 0 or ka.size == 0:
+        return True
+    top_q = max(float(qa.max()), -float(qa.min()))
+    top_k = max(float(ka.max()), -float(ka.min()))
+    bound: float = qa.shape[-1] * top_q * abs(factor) * max(top_k, 1.0)
+    return bound < float(np.finfo(np.result_type(qa, ka)).max) / 4
+
+
+def _shift_free(qa: np.ndarray, ka: np.ndarray, va: np.ndarray, factor: float, mask: np.ndarray | None) -> bool:
+    """True when the scores' ``exp`` needs no shift: no overflow, no underflow.
+
+    By the Cauchy-Schwarz inequality every score obeys
+    ``|score| <= B = |factor| * max_i |q_i| * max_j |k_j|``. When
+    ``B <= log(largest float) / 2``, ``exp(score)`` lies between ``exp(-B)``
+    and ``exp(B)``: far from both overflow and the subnormal range, with
+    full relative precision. The sums are bounded too: the row sums by
+    ``n_k * exp(B)`` and the weighted sums of values by
+    ``n_k * exp(B) * max|v|``, which must stay below the largest float.
+    A float mask may add anything to the scores, so it always takes the
+    shifted path; a boolean or causal mask only writes ``-inf``, whose
+    ``exp`` is an exact 0.
+    """
+    if mask is not None and mask.dtype != np.bool_:
+        return False
+    dtype = np.result_type(qa, ka, va)
+    log_max = math.log(float(np.finfo(dtype).max))
+    with np.errstate(over="ignore", invalid="ignore"):
+        # Squared row norms in the inputs' own dtype: n numbers, no copy of
+        # Q or K; an overflow gives inf, and the bound then fails as it should.
+        top_q = float(np.sqrt(np.einsum("...d,...d->...", qa, qa).max()))
+        top_k = float(np.sqrt(np.einsum("...d,...d->...", ka, ka).max()))
+        top_v = max(float(va.max()), -float(va.min()))  # max|v| without a copy of V
+    bound = abs(factor) * top_q * top_k
+    if not (np.isfinite(bound) and np.isfinite(top_v)):
+        return False
+    return bound <= log_max / 2 and bound + math.log(ka.shape[-2]) + math.log(max(top_v, 1.0)) <= log_max - 2
 
 
 class _HeadStep(NamedTuple):

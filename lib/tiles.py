@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["DEFAULT_L2_BYTES", "Tile", "cache_sizes", "choose_strip", "choose_tile", "tile_budget_bytes"]
+__all__ = ["DEFAULT_L2_BYTES", "Tile", "cache_sizes", "choose_tile", "tile_budget_bytes"]
 
 DEFAULT_L2_BYTES = 1 << 20
 """The L2 size assumed when the machine does not report one: 1 MiB, the
@@ -180,32 +180,3 @@ def choose_tile(
     per_head = _working_set(rows, cols, d_k, d_v, itemsize)
     group = max(1, min(heads, budget // per_head))
     return Tile(rows, cols, group)
-
-
-def choose_strip(
-    n_q: int, n_k: int, d_k: int, d_v: int, itemsize: int, heads: int = 1, budget_bytes: int | None = None
-) -> Tile:
-    """A strip of whole rows of scores that fits ``budget_bytes`` (default: half of L2).
-
-    The reference attention takes the softmax of whole rows, so its tile is
-    a strip: ``rows`` queries by all ``n_k`` keys, as many rows as fit the
-    budget (never fewer than :data:`MIN_SIDE`, unless n_q is), cut into
-    equal blocks; several heads share a step when their strips fit together.
-    The budget holds the strip of scores and its rows of Q and of the
-    output: the elementwise passes touch nothing else, while K and V are
-    read only by the matrix products, which stream them in blocks of their
-    own.
-
-    Examples
-    --------
-    >>> choose_strip(1024, 1024, 64, 64, itemsize=4, heads=16, budget_bytes=1 << 20)
-    Tile(rows=205, cols=1024, heads=1)
-    >>> choose_strip(8, 8, 4, 4, itemsize=8, heads=100, budget_bytes=1 << 20)
-    Tile(rows=8, cols=8, heads=100)
-    """
-    budget = tile_budget_bytes() if budget_bytes is None else budget_bytes
-    n_q, n_k = max(n_q, 1), max(n_k, 1)
-    per_row = itemsize * (n_k + d_k + d_v)
-    rows = _balanced(n_q, min(n_q, max(MIN_SIDE, budget // per_row)))
-    per_head = rows * per_row
-    return Tile(rows, n_k, max(1, min(heads, budget // per_head)))
