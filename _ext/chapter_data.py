@@ -1,18 +1,26 @@
-"""A chapter runs again when a data file it reads changes, and only then.
+"""A chapter runs again when a data file it reads or a module it imports changes, and only then.
 
 The execution cache (jupyter-cache, ``execute_notebooks: cache``) keys a chapter
 on its code alone, and Sphinx re-reads a page only when its source changes. A
 chapter that reads a file (its ``.quiz.json`` and ``.cards.json``, ``tiny_lm.npz``,
-a benchmark's results) would keep showing the old file after a change to it.
+a benchmark's results) would keep showing the old file after a change to it,
+and a chapter that imports the course's own code (``import lib``, ``from
+teaching.figures import heatmap``) would keep the numbers of the old code.
 
-So, before Sphinx reads the sources, this extension takes for each page the
-files its source names in quotes ("01_self_attention.quiz.json",
-"../benchmarks/results/attention_speed_memory.json": a relative path to a file
-that exists, inside the book) and hashes their contents. When that hash differs
-from the one of the last build, the page's records in the execution cache are
-removed and the page is read again, so it is executed with the current files.
-Contents, not modification times, decide: a file rewritten with the same bytes
-runs nothing again.
+So, before Sphinx reads the sources, this extension takes for each page its
+inputs and hashes their contents:
+
+- the files its source names in quotes ("01_self_attention.quiz.json",
+  "../benchmarks/results/attention_speed_memory.json": a relative path to a
+  file that exists, inside the book);
+- every module (``.py`` file) of each package of the book (a folder at its
+  root with an ``__init__.py``, such as ``lib/`` and ``teaching/``) that the
+  page imports, and of each such package that those import in turn.
+
+When that hash differs from the one of the last build, the page's records in
+the execution cache are removed and the page is read again, so it is executed
+with the current files. Contents, not modification times, decide: a file
+rewritten with the same bytes runs nothing again.
 
 The hashes live beside the execution cache (``chapter_data.json``), so that
 removing the cache removes them too.
@@ -20,6 +28,7 @@ removing the cache removes them too.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import re
@@ -36,6 +45,8 @@ logger = logging.getLogger(__name__)
 STATE_NAME = "chapter_data.json"
 # A quoted relative path with a file extension: "x.quiz.json", '../a/b.json'.
 QUOTED_PATH = re.compile(r"""["']([A-Za-z0-9_.][A-Za-z0-9_./-]*\.[A-Za-z0-9]+)["']""")
+# An import statement at the start of a line of code: "import lib", "from teaching.figures import heatmap".
+IMPORT_LINE = re.compile(r"^[ \t]*(?:import[ \t]+([\w., \t]+)|from[ \t]+(\w[\w.]*)[ \t]+import\b)", re.MULTILINE)
 
 
 def data_files(source: Path, root: Path) -> list[Path]:
@@ -47,6 +58,57 @@ def data_files(source: Path, root: Path) -> list[Path]:
         if path != source.resolve() and path.is_relative_to(root) and path.is_file():
             found.add(path)
     return sorted(found)
+
+
+def _top_names(text: str) -> set[str]:
+    """The top-level names of the modules that the import lines of ``text`` import."""
+    names = set()
+    for plain, origin in IMPORT_LINE.findall(text):
+        for part in plain.split(",") if plain else [origin]:
+            words = part.split()  # "teaching.figures as tf" -> its first word's top name
+            if words:
+                names.add(words[0].split(".")[0])
+    return names
+
+
+def _package_imports(package: Path) -> set[str]:
+    """The top-level names that the modules of ``package`` import (absolute imports)."""
+    names = set()
+    for module in _modules(package):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return names
+
+
+def _modules(package: Path) -> list[Path]:
+    return sorted(p for p in package.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def module_files(source: Path, root: Path) -> list[Path]:
+    """The modules of the book's packages that ``source`` imports, directly or through one another.
+
+    A package counts whole: a page that imports ``lib`` depends on every
+    module of ``lib/``, since any of them may feed what it prints.
+    """
+    root = root.resolve()
+
+    def local(name: str) -> Path | None:
+        folder = root / name
+        return folder if (folder / "__init__.py").is_file() else None
+
+    todo = sorted(_top_names(source.read_text(encoding="utf-8")))
+    packages: dict[str, Path] = {}
+    while todo:
+        name = todo.pop()
+        folder = local(name)
+        if name in packages or folder is None:
+            continue
+        packages[name] = folder
+        todo += sorted(_package_imports(folder) - set(packages))
+    return [module for name in sorted(packages) for module in _modules(packages[name])]
 
 
 def fingerprint(files: Iterable[Path], root: Path) -> str:
@@ -92,13 +154,13 @@ def forget_executions(cache_dir: Path, source: Path, root: Path) -> int:
 
 
 def stale_pages(sources: dict[str, Path], root: Path, cache_dir: Path) -> tuple[list[str], dict[str, str]]:
-    """The pages whose data files changed since the last build (their cache
-    records removed), and every page's current data hash."""
+    """The pages whose data files or imported modules changed since the last
+    build (their cache records removed), and every page's current hash of them."""
     old = read_state(cache_dir)
     new: dict[str, str] = {}
     stale = []
     for docname, source in sorted(sources.items()):
-        files = data_files(source, root)
+        files = sorted(set(data_files(source, root)) | set(module_files(source, root)))
         if not files:
             continue
         new[docname] = fingerprint(files, root)
@@ -127,7 +189,10 @@ def on_get_outdated(
     stale, new = stale_pages(sources, Path(app.srcdir), cache_dir)
     app.chapter_data_hashes = new  # type: ignore[attr-defined]
     for docname in stale:
-        logger.info(f"chapter_data: {docname}: its data files are not those of its cached run; it runs again")
+        logger.info(
+            f"chapter_data: {docname}: its data files or the modules it imports are not those of its cached run; "
+            "it runs again"
+        )
     return stale
 
 

@@ -1,8 +1,9 @@
 """A rebuild does only what changed.
 
 - ``_ext/chapter_data.py``: a chapter runs again when a data file it reads
-  changes (and not when nothing changed), tested on its own and on a small
-  MyST-NB book built with the execution cache in a temporary folder.
+  or a module of the course's packages it imports changes (and not when
+  nothing changed), tested on its own and on small MyST-NB books built with
+  the execution cache in a temporary folder.
 - ``_ext/static_freshness.py``: an edited file of the book's ``_static``
   reaches the built site, and the pages name its new checksum.
 - ``_ext/lite_freshness.py``: the JupyterLite step (``_ext/lite_build.py``) is
@@ -14,7 +15,9 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
 sys.path.insert(0, str(ROOT / ".ci"))
 import lite_freshness  # noqa: E402
-from chapter_data import data_files, fingerprint, stale_pages  # noqa: E402
+from chapter_data import data_files, fingerprint, module_files, stale_pages  # noqa: E402
 from check_nothing_rebuilt import what_ran  # noqa: E402
 from lite_markdown import Citation, Targets  # noqa: E402
 from lite_paths import DATA_FILES  # noqa: E402
@@ -64,6 +67,44 @@ def test_the_chapters_data_files_are_found():
     }
     eleven = {p.name for p in data_files(chapters / "11_a_tiny_model_that_reads.md", ROOT)}
     assert {"tiny_lm.npz", "11_a_tiny_model_that_reads.quiz.json"} <= eleven
+
+
+def test_a_page_depends_on_every_module_of_the_packages_it_imports_and_of_those_they_import(tmp_path):
+    book = tmp_path / "book"
+    imported = [write(book / "lib" / "__init__.py", "from . import core\n"), write(book / "lib" / "core.py", "X = 1\n")]
+    imported += [write(book / "helpers" / "__init__.py", ""), write(book / "helpers" / "deep" / "more.py", "")]
+    write(book / "lib" / "uses.py", "import numpy\nfrom helpers.deep import more\n")
+    imported.append(book / "lib" / "uses.py")
+    write(book / "unused" / "__init__.py", "")
+    write(book / "notapackage" / "mod.py", "")
+    page = write(
+        book / "chapters" / "a.md",
+        "```{code-cell} ipython3\nimport numpy as np, lib\nfrom notapackage import mod\n```\n"
+        "From unused import nothing: prose is not code.\n",
+    )
+    assert module_files(page, book) == sorted(imported)
+    assert module_files(write(book / "chapters" / "b.md", "import unused\n"), book) == [book / "unused" / "__init__.py"]
+    assert module_files(write(book / "chapters" / "c.md", "no code\n"), book) == []
+
+
+def test_the_chapters_depend_on_lib_and_teaching():
+    for chapter in ("06_causal_masking.md", "08_online_softmax.md"):
+        modules = {p.relative_to(ROOT).as_posix() for p in module_files(ROOT / "chapters" / chapter, ROOT)}
+        assert {"lib/attention.py", "lib/_checks.py", "teaching/figures.py", "teaching/study.py"} <= modules
+
+
+def test_a_page_is_stale_when_a_module_it_imports_changes(tmp_path):
+    module = write(tmp_path / "lib" / "__init__.py", "X = 1\n")
+    write(tmp_path / "other" / "__init__.py", "Y = 1\n")
+    page = write(tmp_path / "p.md", "import lib\nprint(lib.X)\n")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    stale, hashes = stale_pages({"p": page}, tmp_path, cache)
+    (cache / "chapter_data.json").write_text(json.dumps(hashes), encoding="utf-8")
+    write(tmp_path / "other" / "__init__.py", "Y = 2\n")  # not imported: nothing runs again
+    assert stale_pages({"p": page}, tmp_path, cache)[0] == []
+    module.write_text("X = 2\n", encoding="utf-8")
+    assert stale_pages({"p": page}, tmp_path, cache)[0] == ["p"]
 
 
 def test_the_fingerprint_follows_contents_not_modification_times(tmp_path):
@@ -147,6 +188,39 @@ def test_the_small_book_runs_again_when_its_data_changes_and_only_then(small_boo
     html = (out / "index.html").read_text(encoding="utf-8")
     assert "data says second" in html and "data says first" not in html
     assert len(records(cache)) == 1 and records(cache).isdisjoint(made)
+
+
+def test_a_change_to_lib_reaches_the_page_that_imports_it(small_book):
+    """A copy of the course's lib beside a page that prints what it computes:
+    a number changed in the copy's lib is on the page after a rebuild."""
+    src, out, cache = small_book
+    shutil.copytree(ROOT / "lib", src / "lib", ignore=shutil.ignore_patterns("__pycache__"))
+    write(
+        src / "index.md",
+        myst_page(
+            "A chapter",
+            "import lib\nex = lib.seed_toy_example()\n"
+            'print("toy output", lib.scaled_dot_product_attention(ex["q"], ex["k"], ex["v"])[0, 0].round(4))',
+        ),
+    )
+
+    def printed() -> float:
+        found = re.findall(r"toy output ([0-9.]+)", (out / "index.html").read_text(encoding="utf-8"))
+        assert len(found) == 1, found
+        return float(found[0])
+
+    def expected(v_first: float) -> float:  # seed 002's query and keys: scores 1/sqrt(2) and 0
+        weight = 1 / (1 + math.exp(-1 / math.sqrt(2)))
+        return weight * v_first + (1 - weight) * 4.0
+
+    build(src, out)
+    assert printed() == round(expected(2.0), 4)
+    examples = src / "lib" / "examples.py"
+    text = examples.read_text(encoding="utf-8")
+    assert text.count('"v": np.array([[2.0, 3.0], [4.0, 5.0]])') == 1
+    examples.write_text(text.replace('"v": np.array([[2.0, 3.0]', '"v": np.array([[12.0, 3.0]'), encoding="utf-8")
+    assert "Executing notebook" in build(src, out)
+    assert printed() == round(expected(12.0), 4)
 
 
 def test_an_edited_static_file_reaches_the_built_site_and_its_pages(tmp_path):
