@@ -1,10 +1,15 @@
 """The claims register (``appendix/claims*.yml``) is complete and honest in form.
 
-Every entry names a page and quotes a claim from that page's source; the
-claim is backed either by a test that exists or by a source that the
-bibliography holds (or an https address) together with where in that source
-the reader finds it. Every ``appendix/claims*.yml`` file is read, so the
-registers of other chapters are held to the same rules.
+Every entry names a page and a claim of that page; the claim is backed either
+by a test that exists or by a source that the bibliography holds (or an https
+address) together with where in that source the reader finds it. The claim
+is quoted from the page's source, unless the entry names the ``value`` it
+guards instead: a name (or a list of names) that the page glues with
+myst-nb's ``glue`` (and pastes into its text, or states in words), and that
+the entry's test reads.
+A claim whose number is glued is not re-typed in the register, and a changed
+number needs no edit here. Every ``appendix/claims*.yml`` file is read, so
+the registers of other chapters are held to the same rules.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 REGISTERS = sorted((ROOT / "appendix").glob("claims*.yml"))
 BIB_KEY = re.compile(r"^@\w+\s*\{\s*([^,\s]+)\s*,", re.MULTILINE)
-FIELDS = {"id", "page", "claim", "test", "source", "where"}
+FIELDS = {"id", "page", "claim", "value", "test", "source", "where"}
 
 
 def _normalised(text: str) -> str:
@@ -45,9 +50,20 @@ def _bib_keys() -> frozenset[str]:
 
 
 @cache
-def _functions(test_file: Path) -> frozenset[str]:
-    tree = ast.parse(test_file.read_text(encoding="utf-8"))
-    return frozenset(n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+def _functions(test_file: Path) -> dict[str, str]:
+    """The test file's top-level functions, each with its source."""
+    text = test_file.read_text(encoding="utf-8")
+    tree = ast.parse(text)
+    return {
+        n.name: ast.get_source_segment(text, n) or ""
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+
+
+def _values(entry: dict) -> list[str]:
+    value = entry.get("value", [])
+    return [value] if isinstance(value, str) else value
 
 
 def test_the_register_exists_and_holds_entries():
@@ -74,9 +90,15 @@ def test_entry(register, index, entry):
 
     page = ROOT / entry["page"]
     assert page.is_file(), f"{where}: no page {entry['page']}"
-    assert _normalised(entry["claim"]) in _normalised(page.read_text(encoding="utf-8")), (
-        f"{where}: the claim is not in {entry['page']}: {entry['claim']!r}"
-    )
+    text = page.read_text(encoding="utf-8")
+    values = _values(entry)
+    assert isinstance(values, list) and all(isinstance(v, str) and v for v in values), f"{where}: bad value"
+    if not values:
+        assert _normalised(entry["claim"]) in _normalised(text), (
+            f"{where}: the claim is not in {entry['page']}: {entry['claim']!r}"
+        )
+    for name in values:
+        assert re.search(rf"""\bglue\(\s*["']{re.escape(name)}["']""", text), f"{where}: the page glues no {name!r}"
 
     has_test, has_source = "test" in entry, "source" in entry
     assert has_test != has_source, f"{where}: give exactly one of test and source"
@@ -87,7 +109,10 @@ def test_entry(register, index, entry):
         assert test_file.is_file(), f"{where}: no test file {m[1]}"
         assert m[2].startswith("test") and m[2] in _functions(test_file), f"{where}: {m[1]} defines no {m[2]}"
         assert "where" not in entry, f"{where}: 'where' belongs to a source"
+        for name in values:
+            assert f'"{name}"' in _functions(test_file)[m[2]], f"{where}: {m[2]} does not read the value {name!r}"
     else:
+        assert not values, f"{where}: a glued value is guarded by a test, not a source"
         source = entry["source"]
         assert isinstance(source, str) and (source in _bib_keys() or re.fullmatch(r"https://\S+", source)), (
             f"{where}: source {source!r} is neither a key of references.bib nor an https address"
