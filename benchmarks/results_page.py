@@ -58,6 +58,11 @@ def rounds_phrase(n: int) -> str:
     return NUMBER_WORDS[n] if n < len(NUMBER_WORDS) else str(n)
 
 
+def spread(r: dict[str, float], unit: str = "x") -> str:
+    """A median and the middle half of the rounds (first to third quartile)."""
+    return f"{r['median']:.2f}{unit} ({r['q1']:.2f}-{r['q3']:.2f})"
+
+
 def attention_speed_memory(data: dict[str, Any]) -> str:
     m = data["machine"]
     threads = ", ".join(f"{k}={v}" for k, v in sorted(m.get("environment", {}).items()))
@@ -71,30 +76,48 @@ def attention_speed_memory(data: dict[str, Any]) -> str:
     speed = data["speed"]
     shape = " x ".join(str(s) for s in speed["shape"])
     names = {
-        "qk_matmul": "`Q K^T` alone",
-        "pv_matmul": "`P V` alone",
-        "matmul_floor": "the two products (the floor)",
+        "qk_whole": "`Q K^T` alone, whole matrices",
+        "pv_whole": "`P V` alone, whole matrices",
+        "products_whole": "the two products, whole matrices (the reference's)",
+        "products_tiled": "the two products, tile by tile (blocked attention's)",
+        "products_tiled_causal": "the two products, the tiles causal blocked attention computes",
         "reference": "reference",
         "blocked": "blocked",
         "reference_causal": "reference, causal",
         "blocked_causal": "blocked, causal",
+        "torch": "PyTorch",
+        "torch_causal": "PyTorch, causal",
     }
-    ratio = speed["ratio_to_matmul_floor"]
+    ms = {k: 1000 * spread["median"] for k, spread in speed["spread"].items()}
     speed_rows = [
-        [names[k], f"{1000 * s:.1f}", f"{ratio[k]:.2f}x" if k in ratio else ""] for k, s in speed["seconds"].items()
+        [names[k], f"{ms[k]:.1f}", f"{1000 * speed['spread'][k]['q1']:.1f}-{1000 * speed['spread'][k]['q3']:.1f}"]
+        for k in names
+        if k in speed["spread"]
     ]
-    passes = data["passes"]["seconds"]
-    pass_rows = [[k, f"{1000 * passes['whole'][k]:.1f}", f"{1000 * passes['tiled'][k]:.1f}"] for k in passes["whole"]]
-    curve = data["tile_curve"]["points"]
+    ratio_rows = [[names[r["of"]], names[r["over"]], spread(r)] for r in speed["ratios"].values()]
+    passes = data["passes"]
+    pass_rows = [
+        [
+            k,
+            f"{1000 * passes['spread'][k]['median']:.1f}",
+            f"{1000 * passes['spread'][k + '_tiled']['median']:.1f}",
+            spread(passes["ratios"][f"{k}_whole_over_tiled"]),
+        ]
+        for k in ("scale", "max", "subtract", "exp", "sum", "divide")
+    ]
+    curve = data["tile_curve"]
     curve_rows = [
         [
-            "chosen from the cache" if p["side"] == "chosen" else p["side"],
+            p["side"] + (" (chosen from the cache)" if p["chosen"] else ""),
             f"{p['tile']['rows']} x {p['tile']['cols']} x {p['tile']['heads']}",
             f"{p['tile_bytes'] // 1024}",
-            f"{p['shift_free']['ratio_to_matmul_floor']:.2f}x",
-            f"{p['shifted']['ratio_to_matmul_floor']:.2f}x",
+            *(
+                f"{1000 * curve['spread'][p['side'] + '/' + path]['median']:.1f}"
+                for path in ("shift_free", "shifted", "products")
+            ),
+            spread(p["ratios"]["passes"]),
         ]
-        for p in curve
+        for p in curve["points"]
     ]
     cases: dict[int, dict[str, int]] = {}
     for case in data["memory"]["cases"]:
@@ -112,14 +135,29 @@ def attention_speed_memory(data: dict[str, Any]) -> str:
                 machine,
                 data["date"],
             ),
-            f"**Speed**, {speed['dtype']} inputs of shape ({shape}), best of {speed['repeats']} repeats:",
-            table(["what runs", "ms", "time / the two products"], speed_rows),
+            f"**Speed**, {speed['dtype']} inputs of shape ({shape}), median of {speed['rounds']} rounds "
+            "taken in turns, with the middle half of the rounds (first to third quartile):",
+            table(["what runs", "ms", "middle half (ms)"], speed_rows),
+            "**Ratios**, taken round by round (each from calls of the same round): median (middle half). Each "
+            "implementation against the products it runs, then blocked attention against the whole products and "
+            "against the reference:",
+            table(["time of", "over the time of", "ratio"], ratio_rows),
             "**The formula's passes**, over the whole score matrix and over one cache-sized tile repeated to "
-            "cover as many scores (ms):",
-            table(["pass", "whole matrix", "tiles"], pass_rows),
-            "**Tile size**, blocked attention, time over the two products:",
+            "cover as many scores (ms, medians), and whole over tiled:",
+            table(["pass", "whole matrix", "tiles", "whole / tiles"], pass_rows),
+            "**Tile size**, blocked attention, ms (medians) on each path and its two products alone at that tile, "
+            "and the shifted path over the shift-free one:",
             table(
-                ["tile side", "tile (rows x cols x heads)", "tile KiB", "shift-free path", "shifted path"], curve_rows
+                [
+                    "tile side",
+                    "tile (rows x cols x heads)",
+                    "tile KiB",
+                    "shift-free",
+                    "shifted",
+                    "products",
+                    "shifted / shift-free",
+                ],
+                curve_rows,
             ),
             f"**Memory**, peak extra memory traced, one head, d = {data['memory']['d']}, {data['memory']['dtype']}:",
             table(["n", "reference MiB", "blocked MiB", "blocked / reference"], memory_rows),

@@ -44,7 +44,7 @@ import numpy as np
 from ._checks import as_float_array, as_int, check_attention
 from ._scores import apply_mask, check_no_overflow
 from .attention import scaled_dot_product_attention
-from .tiles import Tile, choose_tile
+from .tiles import Tile, choose_tile, tile_steps
 
 __all__ = ["DEFAULT_BLOCK_SIZE", "OnlineSoftmaxStep", "online_softmax_steps", "online_softmax", "blocked_attention"]
 
@@ -308,18 +308,14 @@ class _HeadStep(NamedTuple):
         if self.shift_free:
             self._run_shift_free(q, k, v, mask, out)
             return
-        n_q, n_k = q.shape[-2], k.shape[-2]
-        rows, cols = self.tile.rows, self.tile.cols
         k_t = np.swapaxes(k, -1, -2)
-        for i0 in range(0, n_q, rows):
-            i1 = min(i0 + rows, n_q)
+        # Under the causal mask, the tiles of keys in a block's future are skipped.
+        for queries, keys in tile_steps(q.shape[-2], k.shape[-2], self.tile, self.is_causal):
+            i0, i1 = queries.start, queries.stop
             # Scale this block of queries once, for every tile of keys.
             q_block = _scaled(q[..., i0:i1, :], self.factor, self.checked)
-            # Under the causal mask, query i sees keys 0..i: no key from i1 on.
-            n_seen = min(n_k, i1) if self.is_causal else n_k
             m = total = acc = None
-            for j0 in range(0, n_seen, cols):
-                j1 = min(j0 + cols, n_seen)
+            for j0, j1 in ((c.start, c.stop) for c in keys):
                 s = _tile_scores(q_block, k_t[..., j0:j1], self.checked, self.shapes)
                 self._mask_tile(s, mask, i0, i1, j0, j1)
                 m_tile = s.max(axis=-1, keepdims=True)
@@ -340,7 +336,7 @@ class _HeadStep(NamedTuple):
                     acc *= rescale
                     acc += s @ v[..., j0:j1, :]
                 del s  # free this tile of scores before the next one is computed
-            assert total is not None and acc is not None  # n_seen >= 1: some tile of keys was seen
+            assert total is not None and acc is not None  # every block of queries reads some tile of keys
             # A query that saw no permitted key has total 0 and acc 0: output 0.
             total[total == 0] = 1
             np.divide(acc, total, out=out[..., i0:i1, :])
@@ -366,16 +362,13 @@ class _HeadStep(NamedTuple):
         of ones, so ``exp(S) @ [V | 1]`` holds the weighted sum of the values
         and, in its last column, the sum of the weights.
         """
-        n_q, n_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
-        rows, cols = self.tile.rows, self.tile.cols
+        d_v = v.shape[-1]
         k_t = np.swapaxes(k, -1, -2)
-        for i0 in range(0, n_q, rows):
-            i1 = min(i0 + rows, n_q)
+        for queries, keys in tile_steps(q.shape[-2], k.shape[-2], self.tile, self.is_causal):
+            i0, i1 = queries.start, queries.stop
             q_block = q[..., i0:i1, :] * self.factor
-            n_seen = min(n_k, i1) if self.is_causal else n_k
             acc = None
-            for j0 in range(0, n_seen, cols):
-                j1 = min(j0 + cols, n_seen)
+            for j0, j1 in ((c.start, c.stop) for c in keys):
                 s = _tile_scores(q_block, k_t[..., j0:j1], False, self.shapes)  # |scores| <= the bound
                 self._mask_tile(s, mask, i0, i1, j0, j1)
                 np.exp(s, out=s)
@@ -387,7 +380,7 @@ class _HeadStep(NamedTuple):
                 else:
                     acc += s @ v_ones
                 del s
-            assert acc is not None  # n_seen >= 1: some tile of keys was seen
+            assert acc is not None  # every block of queries reads some tile of keys
             total = acc[..., d_v:]
             total[total == 0] = 1  # a query that saw no permitted key: output 0
             np.divide(acc[..., :d_v], total, out=out[..., i0:i1, :])

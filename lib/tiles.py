@@ -20,10 +20,11 @@ from __future__ import annotations
 import functools
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["DEFAULT_L2_BYTES", "Tile", "cache_sizes", "choose_tile", "tile_budget_bytes"]
+__all__ = ["DEFAULT_L2_BYTES", "Tile", "cache_sizes", "choose_tile", "tile_budget_bytes", "tile_steps"]
 
 DEFAULT_L2_BYTES = 1 << 20
 """The L2 size assumed when the machine does not report one: 1 MiB, the
@@ -180,3 +181,24 @@ def choose_tile(
     per_head = _working_set(rows, cols, d_k, d_v, itemsize)
     group = max(1, min(heads, budget // per_head))
     return Tile(rows, cols, group)
+
+
+def tile_steps(n_q: int, n_k: int, tile: Tile, is_causal: bool) -> Iterator[tuple[slice, list[slice]]]:
+    """The tiles blocked attention computes: each block of queries, with the blocks of keys it reads.
+
+    Blocks of ``tile.rows`` queries, each with blocks of ``tile.cols`` keys.
+    Under the causal mask query i reads keys 0..i, so a block of queries that
+    ends before query ``i1`` reads no key from ``i1`` on: the tiles wholly in
+    its future are left out, and its last block of keys stops at ``i1``.
+
+    Examples
+    --------
+    >>> for queries, keys in tile_steps(4, 4, Tile(2, 2, 1), is_causal=True):
+    ...     print(queries, keys)
+    slice(0, 2, None) [slice(0, 2, None)]
+    slice(2, 4, None) [slice(0, 2, None), slice(2, 4, None)]
+    """
+    for i0 in range(0, n_q, tile.rows):
+        i1 = min(i0 + tile.rows, n_q)
+        n_seen = min(n_k, i1) if is_causal else n_k
+        yield slice(i0, i1), [slice(j0, min(j0 + tile.cols, n_seen)) for j0 in range(0, n_seen, tile.cols)]

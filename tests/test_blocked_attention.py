@@ -7,6 +7,7 @@ lib.online_softmax_steps is checked against a running max and sum computed
 independently with Python floats.
 """
 
+import importlib.util
 import json
 import math
 import subprocess
@@ -367,12 +368,13 @@ RESULTS = ROOT / "benchmarks" / "results" / "attention_speed_memory.json"
 
 def test_the_benchmark_script_runs_and_writes_what_the_chapter_reads(tmp_path):
     out = tmp_path / "results.json"
+    rounds = 3
     done = subprocess.run(
         [
             sys.executable,
             str(BENCHMARK),
-            "--repeats",
-            "2",
+            "--rounds",
+            str(rounds),
             "--speed-shape",
             "2",
             "64",
@@ -392,17 +394,51 @@ def test_the_benchmark_script_runs_and_writes_what_the_chapter_reads(tmp_path):
     data = json.loads(out.read_text())
     assert "blocked / reference extra memory" in done.stdout
     speed = data["speed"]
-    assert speed["shape"] == [2, 64, 8]
-    floor = speed["seconds"]["qk_matmul"] + speed["seconds"]["pv_matmul"]
-    assert speed["seconds"]["matmul_floor"] == pytest.approx(floor)
-    for name in ("reference", "blocked", "reference_causal", "blocked_causal"):
-        assert speed["ratio_to_matmul_floor"][name] == pytest.approx(speed["seconds"][name] / floor)
+    assert speed["shape"] == [2, 64, 8] and speed["rounds"] == rounds
+    seconds = speed["seconds"]
+    assert all(len(times) == rounds for times in seconds.values())
+    assert seconds["products_whole"] == pytest.approx([a + b for a, b in zip(seconds["qk_whole"], seconds["pv_whole"])])
+    # Each ratio is the median (and quartiles) of the per-round ratios of the two calls it names.
+    for name, over in (("reference", "products_whole"), ("blocked", "products_tiled")):
+        ratio = speed["ratios"][name]
+        assert (ratio["of"], ratio["over"]) == (name, over)
+        per_round = sorted(a / b for a, b in zip(seconds[name], seconds[over]))
+        assert ratio["median"] == pytest.approx(per_round[1]) and ratio["q1"] <= ratio["median"] <= ratio["q3"]
+    # The tile curve marks the tile chosen from the cache once, on the side it equals.
+    points = data["tile_curve"]["points"]
+    assert sum(p["chosen"] for p in points) == 1
+    assert len({(p["tile"]["rows"], p["tile"]["cols"], p["tile"]["heads"]) for p in points}) == len(points)
     cases = {(c["impl"], c["n"]): c for c in data["memory"]["cases"]}
     # At n = 2048 the reference's float32 score matrix alone is 16 MiB; the
     # blocked attention holds one block of at most 512 x 512 scores (1 MiB).
     assert cases[("reference", 2048)]["traced_extra_bytes"] >= 2048 * 2048 * 4
     assert cases[("blocked", 2048)]["traced_extra_bytes"] < 2048 * 2048 * 4 / 8
     assert data["machine"]["logical_cores"] >= 1
+
+
+def test_the_benchmark_times_the_products_of_the_tiles_blocked_attention_computes(monkeypatch):
+    """The products the benchmark runs alone are, tile for tile, those of blocked attention's own steps."""
+    spec = importlib.util.spec_from_file_location("attention_speed_memory", BENCHMARK)
+    assert spec and spec.loader
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((2, 40, 4)).astype(np.float32) for _ in range(3))
+    for causal in (False, True):
+        seen: list[tuple[int, ...]] = []
+        real = lib.blocked._tile_scores
+
+        def recording(q_block, k_t, checked, shapes, seen=seen, real=real):
+            scores = real(q_block, k_t, checked, shapes)
+            seen.extend([scores.shape[-2:]] * scores.shape[0])  # one tile per head of the step
+            return scores
+
+        monkeypatch.setattr(lib.blocked, "_tile_scores", recording)
+        lib.blocked_attention(q, k, v, is_causal=causal, block_size=16)
+        monkeypatch.undo()
+        tile = lib.tiles.choose_tile(40, 40, 4, 4, 4, heads=2, side=16)
+        assert sorted(bench.tiled_products(q, k, v, tile, causal) * tile.heads) == sorted(seen)
+        assert len(seen) == 2 * (9 if not causal else 6)  # 3 x 3 tiles a head, or the lower triangle of them
 
 
 def test_the_committed_benchmark_results_meet_the_targets():
@@ -413,7 +449,7 @@ def test_the_committed_benchmark_results_meet_the_targets():
     out of tests, and a shared machine blurs them.)"""
     data = json.loads(RESULTS.read_text())
     speed, memory = data["speed"], data["memory"]
-    assert speed["shape"] == [16, 1024, 64] and speed["dtype"] == "float32"
+    assert speed["shape"] == [16, 1024, 64] and speed["dtype"] == "float32" and speed["rounds"] >= 5
     cases = {(c["impl"], c["n"]): c for c in memory["cases"]}
     ref, blk = cases[("reference", 16384)], cases[("blocked", 16384)]
     assert ref["traced_extra_bytes"] >= 16384**2 * 4  # the 1 GiB score matrix
@@ -426,8 +462,8 @@ def test_the_committed_benchmark_results_meet_the_targets():
     assert machine["caches"] and all(size > 0 for size in machine["caches"].values())
     l2 = machine["caches"].get("L2", lib.tiles.DEFAULT_L2_BYTES)
     assert speed["tile"] == lib.tiles.choose_tile(1024, 1024, 64, 64, 4, heads=16, budget_bytes=l2 // 2)._asdict()
-    sides = [p["side"] for p in data["tile_curve"]["points"]]
-    assert sides[0] == "chosen" and len(sides) >= 5
+    points = data["tile_curve"]["points"]
+    assert [p["tile"] for p in points if p["chosen"]] == [speed["tile"]] and len(points) >= 5
 
 
 # --- Tiles chosen from the cache (lib.tiles) ---------------------------------
