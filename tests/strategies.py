@@ -84,3 +84,59 @@ def extreme_logits(draw, dtype=None, neg_inf: bool = True) -> np.ndarray:
     if neg_inf and draw(st.booleans()):
         z[draw(hnp.arrays(np.bool_, z.shape))] = -np.inf
     return z.astype(dtype)
+
+
+# ---------------------------------------------------------------- decoding (chapter 12)
+
+
+@dataclass
+class GroupedCase:
+    """Queries of h heads and keys and values of h_kv heads (h_kv divides h)."""
+
+    q: np.ndarray  # (..., h, n_q, d_k)
+    k: np.ndarray  # (..., h_kv, n_k, d_k)
+    v: np.ndarray  # (..., h_kv, n_k, d_v)
+
+
+@st.composite
+def grouped_cases(draw, dtype=None) -> GroupedCase:
+    dtype = draw(st.sampled_from(FLOAT_DTYPES)) if dtype is None else dtype
+    lead = draw(st.sampled_from([(), (2,)]))
+    h_kv = draw(st.integers(1, 3))
+    h = h_kv * draw(st.integers(1, 3))
+    n_q, n_k, d_k, d_v = draw(sizes), draw(sizes), draw(sizes), draw(sizes)
+    return GroupedCase(
+        q=draw(finite_arrays((*lead, h, n_q, d_k), dtype)),
+        k=draw(finite_arrays((*lead, h_kv, n_k, d_k), dtype)),
+        v=draw(finite_arrays((*lead, h_kv, n_k, d_v), dtype)),
+    )
+
+
+@dataclass
+class DecoderCase:
+    """Token vectors and the three projections of a decoder layer with grouped heads."""
+
+    x: np.ndarray  # (n, d_model)
+    w_q: np.ndarray  # (d_model, h * d_k)
+    w_k: np.ndarray  # (d_model, h_kv * d_k)
+    w_v: np.ndarray  # (d_model, h_kv * d_v)
+    n_heads: int
+    n_kv_heads: int
+
+
+@st.composite
+def decoder_cases(draw, dtype=np.float64) -> DecoderCase:
+    """A decoder layer of 1 to 7 tokens; d_k is even, so rotary embeddings apply."""
+    h_kv = draw(st.integers(1, 2))
+    h = h_kv * draw(st.integers(1, 2))
+    d_k, d_v = 2 * draw(st.integers(1, 2)), draw(st.integers(1, 3))
+    n, d_model = draw(st.integers(1, 7)), draw(st.integers(1, 5))
+    weights = st.floats(-1, 1, allow_nan=False, width=32)
+    return DecoderCase(
+        x=draw(finite_arrays((n, d_model), dtype, bound=2.0)),
+        w_q=draw(hnp.arrays(dtype, (d_model, h * d_k), elements=weights)),
+        w_k=draw(hnp.arrays(dtype, (d_model, h_kv * d_k), elements=weights)),
+        w_v=draw(hnp.arrays(dtype, (d_model, h_kv * d_v), elements=weights)),
+        n_heads=h,
+        n_kv_heads=h_kv,
+    )
