@@ -43,9 +43,13 @@ def source_title(file: str) -> str:
     return re.search(r"^# (.+)$", text, re.MULTILINE).group(1).strip()
 
 
+# Sphinx's smartquotes print a typed apostrophe or quote as its typographic form.
+TYPOGRAPHIC = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
+
+
 def words_before_math(title: str) -> str:
     """The words of a title before any math ($...$) or markup, to compare with the PDF's text."""
-    return " ".join(re.split(r"\$|`", title, maxsplit=1)[0].split())
+    return " ".join(re.split(r"\$|`", title, maxsplit=1)[0].split()).translate(TYPOGRAPHIC)
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +80,7 @@ def test_the_outline_lists_the_chapters_in_order(reader):
     top = [entry.title for entry in reader.outline if not isinstance(entry, list)]
     # The cover's title comes first, then one entry per page of the book.
     expected = [words_before_math(source_title(f)) for f in toc_files()]
-    got = [" ".join(t.split()) for t in top[1:]]
+    got = [" ".join(t.split()).translate(TYPOGRAPHIC) for t in top[1:]]
     assert len(got) == len(expected), f"outline has {len(got)} page entries, the book {len(expected)}: {got}"
     for title, want in zip(got, expected):
         assert title.startswith(want), f"outline entry {title!r} should be the page titled {want!r}"
