@@ -5,9 +5,12 @@ Dropping a chapter or a homework is one edit: remove its line from
 
 - ``{course-map}``, the welcome page's map: one row per chapter of the table
   of contents, in its order, with the chapter's question and its homework
-  from ``chapters/course_map.yml``. A homework that is not in the table of
-  contents leaves its cell empty; a chapter in the table of contents with no
-  entry in that file is an error that names it.
+  from ``chapters/course_map.yml``, each homework named with its number, and
+  each chapter and homework with the time it takes, estimated from its length
+  by ``_ext/study_time.py``; under the map, the totals and how they are
+  estimated. A homework that is not in the table of contents leaves its cell
+  empty; a chapter in the table of contents with no entry in that file is an
+  error that names it.
 - A link to a page that exists but is not in the table of contents (``{doc}``
   or a Markdown link, e.g. chapter 10's mention of chapter 9 once chapter 9 is
   dropped) becomes the plain text of its title: no dangling link, and no
@@ -19,6 +22,8 @@ Listed under ``sphinx: local_extensions`` in ``_config.yml``.
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +35,27 @@ from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import docname_join, logging
 from sphinx.util.docutils import SphinxDirective
+from study_time import chapter_minutes, homework_minutes, how_estimated, study_files
 
 logger = logging.getLogger(__name__)
 
 MAP_FILE = "chapters/course_map.yml"
 SUFFIXES = (".md", ".ipynb")
+HOMEWORK_NUMBER = re.compile(r"^hw(\d+)_")
+
+
+def homework_title(name: str, label: str) -> str:
+    """ "Homework 2: stable softmax" for ``hw2_stable_softmax`` labelled "stable softmax"."""
+    number = HOMEWORK_NUMBER.match(name)
+    return f"Homework {number[1]}: {label}" if number else label
+
+
+def hours(minutes: int) -> str:
+    """A total for readers: "40 minutes" below an hour, else hours to the nearest half: "9.5 hours"."""
+    if minutes < 60:
+        return f"{minutes} minutes"
+    half_hours = math.floor(minutes / 30 + 0.5)
+    return "1 hour" if half_hours == 2 else f"{half_hours / 2:g} hours"
 
 
 def toc_files(toc_path: Path) -> list[str]:
@@ -97,11 +118,30 @@ class CourseMap(SphinxDirective):
         by_chapter = {f"chapters/{e['chapter']}": e for e in entries}
         here = self.env.docname.count("/")
         up = "../" * here
+        src = Path(self.env.srcdir)
         lines = ["| | Chapter | The question it answers | Homework |", "|---|---|---|---|"]
+        reading = writing = 0
         for number, chapter, homework in rows:
             entry = by_chapter[chapter]
-            hw = f"{{doc}}`{entry.get('homework_label', 'homework')} <{up}{homework}>`" if homework else ""
-            lines.append(f"| {number} | {{doc}}`{up}{chapter}` | {entry['question']} | {hw} |")
+            page = src / f"{chapter}.md"
+            for used in (page, *study_files(page)):
+                self.env.note_dependency(str(used))
+            minutes = chapter_minutes(page)
+            reading += minutes
+            hw = ""
+            if homework:
+                notebook = src / f"{homework}.ipynb"
+                self.env.note_dependency(str(notebook))
+                hw_minutes = homework_minutes(notebook)
+                writing += hw_minutes
+                title = homework_title(homework.rsplit("/", 1)[-1], entry.get("homework_label", "homework"))
+                hw = f"{{doc}}`{title} <{up}{homework}>` (about {hw_minutes} min)"
+            chapter_cell = f"{{doc}}`{up}{chapter}` (about {minutes} min)"
+            lines.append(f"| {number} | {chapter_cell} | {entry['question']} | {hw} |")
+        lines += [
+            "",
+            f"In all, about {hours(reading)} of chapters and {hours(writing)} of homework. {how_estimated()}",
+        ]
         container = nodes.container(classes=["course-map"])
         self.state.nested_parse(StringList(lines, source=str(data)), self.content_offset, container)
         return list(container.children)

@@ -1,17 +1,17 @@
 """A tiny attention-only language model, trained in numpy to read repeated text.
 
 The model (after Elhage et al.'s "attention-only transformers"): a token
-embedding ``E`` (vocab x d_model) and a learned position embedding ``P``
+embedding ``W_E`` (vocab x d_model) and a learned position embedding ``W_pos``
 (n x d_model) are added to form the *residual stream* ``x``; each of two
 layers adds the output of its causal multi-head attention to the stream,
-``x <- x + sum_h softmax(q_h k_h^T / sqrt(d_head)) v_h W_O,h``; an
-*unembedding* ``W_U`` (d_model x vocab) turns the last stream into logits,
-one score per possible next token. No LayerNorm, no MLP, no biases.
+``x <- x + sum_g softmax(q_g k_g^T / sqrt(d_head)) v_g W_O,g`` over its heads
+``g``; an *unembedding* ``W_U`` (d_model x vocab) turns the last stream into
+logits, one score per possible next token. No LayerNorm, no MLP, no biases.
 
 The task: each sequence is a block of ``half`` random tokens, then the same
-block again. The first half cannot be predicted; the second half can, by
-finding where the current token occurred before and copying the token that
-followed it. Two heads working together do that: a *previous-token head* in
+block again. The first half cannot be predicted; the second half can, for
+example by finding where the current token occurred before and copying the
+token that followed it. Two heads working together do that: a *previous-token head* in
 layer 1 writes "my previous token was t" into each position, and an
 *induction head* in layer 2 looks for the position whose previous token is
 the current token.
@@ -20,10 +20,22 @@ Gradients come from :func:`lib.attention_backward` (chapter 9's backward
 pass) plus the chain rule through the projections, the residual additions,
 the embeddings and the cross-entropy. Everything is float64.
 
-Reproduce the chapter's run (one BLAS thread adds sums in the same order every time)::
+Reading a trained model: :func:`forward` can knock heads out or let a
+projection read the embeddings instead of its layer's input (to see which
+composition a head relies on); :func:`qk_circuit` and :func:`ov_circuit` are
+Elhage et al.'s two circuits of a head; :func:`loss_floor` is the lowest loss
+the task allows; :func:`continue_tokens` lets the model write, token by token.
+
+Chapter 11's two checkpoints are made by this module's command line, with one
+BLAS thread (so that sums are added in the same order every time)::
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \\
-        python -m lib.tiny_lm train --out tiny_lm.npz
+        python -m lib.tiny_lm train --out chapters/tiny_lm.npz --force
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \\
+        python -m lib.tiny_lm train --n-layers 1 --out chapters/tiny_lm_one_layer.npz --force
+
+``tests/test_tiny_lm.py`` runs both commands again and compares the results
+with the committed files.
 """
 
 from __future__ import annotations
@@ -31,7 +43,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -47,13 +59,21 @@ __all__ = [
     "accuracy",
     "adam_step",
     "backward",
+    "continue_tokens",
+    "copying_fraction",
     "cross_entropy",
     "forward",
     "init_params",
     "induction_score",
+    "loss_by_part",
+    "loss_floor",
     "make_batch",
+    "ov_circuit",
+    "position_scores",
     "previous_token_score",
+    "qk_circuit",
     "train",
+    "training_blocks",
 ]
 
 Params = dict[str, np.ndarray]
@@ -128,14 +148,14 @@ def init_params(cfg: Config, rng: np.random.Generator) -> Params:
     step on) instead of a previous-token head; starting positions small made
     the previous-token and induction heads appear.
 
-    Keys: ``E`` (vocab, d), ``P`` (n, d), ``W_U`` (d, vocab) and, per layer
-    ``l``, ``Q{l}``, ``K{l}``, ``V{l}`` (heads, d, d_head) and ``O{l}``
-    (heads, d_head, d).
+    Keys: ``W_E`` (vocab, d), ``W_pos`` (n, d), ``W_U`` (d, vocab) and, per
+    layer ``l`` (counted from 0), ``Q{l}``, ``K{l}``, ``V{l}`` (heads, d,
+    d_head) and ``O{l}`` (heads, d_head, d).
     """
     d, h, e = cfg.d_model, cfg.n_heads, cfg.d_head
     p: Params = {
-        "E": rng.normal(0.0, 1.0, (cfg.vocab, d)),
-        "P": rng.normal(0.0, cfg.pos_std, (cfg.n, d)),
+        "W_E": rng.normal(0.0, 1.0, (cfg.vocab, d)),
+        "W_pos": rng.normal(0.0, cfg.pos_std, (cfg.n, d)),
     }
     for layer in range(cfg.n_layers):
         for name in "QKV":
@@ -155,11 +175,12 @@ class Forward:
     mixed: list[np.ndarray] = field(default_factory=list)  # A V per layer, (b, h, n, d_head)
     weights: list[np.ndarray] = field(default_factory=list)  # attention weights per layer, (b, h, n, n)
     logits: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (b, n, vocab)
+    changed: bool = False  # a head knocked out or a projection rerouted: not the model's gradient path
 
 
 def _check_tokens(tokens: np.ndarray, params: Params) -> np.ndarray:
     t = np.asarray(tokens)
-    vocab, n_max = params["E"].shape[0], params["P"].shape[0]
+    vocab, n_max = params["W_E"].shape[0], params["W_pos"].shape[0]
     if t.ndim != 2 or not np.issubdtype(t.dtype, np.integer):
         raise ValueError(f"tokens must be a 2-d integer array (batch, n); got dtype {t.dtype}, shape {t.shape}")
     if t.shape[1] > n_max:
@@ -169,22 +190,72 @@ def _check_tokens(tokens: np.ndarray, params: Params) -> np.ndarray:
     return t
 
 
-def forward(params: Params, tokens: np.ndarray) -> Forward:
-    """Run the model on ``tokens`` (batch, n), keeping every activation."""
+def n_layers_of(params: Params) -> int:
+    """How many layers of heads ``params`` holds."""
+    return sum(1 for key in params if key.startswith("Q"))
+
+
+def _check_changes(
+    params: Params, knock_out: Iterable[tuple[int, int]], from_embeddings: Iterable[tuple[int, str]]
+) -> tuple[set[tuple[int, int]], set[tuple[int, str]]]:
+    layers, heads = n_layers_of(params), params["Q0"].shape[0]
+    out = {(int(layer), int(head)) for layer, head in knock_out}
+    for layer, head in sorted(out):
+        if not (0 <= layer < layers and 0 <= head < heads):
+            raise ValueError(
+                f"knock_out names layer {layer} head {head}, but the model has layers 0 .. {layers - 1} "
+                f"and heads 0 .. {heads - 1}"
+            )
+    rerouted = {(int(layer), str(name)) for layer, name in from_embeddings}
+    for layer, name in sorted(rerouted):
+        if not 0 <= layer < layers or name not in ("Q", "K", "V"):
+            raise ValueError(
+                f"from_embeddings names ({layer}, {name!r}); give (layer, 'Q', 'K' or 'V') "
+                f"with layer in 0 .. {layers - 1}"
+            )
+    return out, rerouted
+
+
+def forward(
+    params: Params,
+    tokens: np.ndarray,
+    *,
+    knock_out: Iterable[tuple[int, int]] = (),
+    from_embeddings: Iterable[tuple[int, str]] = (),
+) -> Forward:
+    """Run the model on ``tokens`` (batch, n), keeping every activation.
+
+    Two changes let a reader test what each head does (layers and heads
+    counted from 0):
+
+    - ``knock_out``: (layer, head) pairs whose output is not added to the
+      stream (the head is zeroed, "knocked out");
+    - ``from_embeddings``: (layer, "Q" | "K" | "V") pairs whose projection
+      reads the embeddings ``W_E[t] + W_pos`` instead of the layer's input
+      stream, so that it cannot use anything an earlier layer wrote.
+
+    A pass with either change is for reading only: :func:`backward` refuses it.
+    """
     t = _check_tokens(tokens, params)
+    out, rerouted = _check_changes(params, knock_out, from_embeddings)
     n = t.shape[1]
-    fw = Forward(tokens=t)
-    x = params["E"][t] + params["P"][:n]
-    layer = 0
-    while f"Q{layer}" in params:
+    fw = Forward(tokens=t, changed=bool(out or rerouted))
+    embedded = params["W_E"][t] + params["W_pos"][:n]
+    x = embedded
+    for layer in range(n_layers_of(params)):
         fw.streams.append(x)
-        q, k, v = (x[:, None] @ params[f"{name}{layer}"] for name in "QKV")  # (b, h, n, d_head)
+        q, k, v = (
+            (embedded if (layer, name) in rerouted else x)[:, None] @ params[f"{name}{layer}"] for name in "QKV"
+        )  # (b, h, n, d_head)
         z, a = scaled_dot_product_attention(q, k, v, is_causal=True, return_weights=True)
-        x = x + (z @ params[f"O{layer}"]).sum(axis=1)  # each head writes into the stream
+        written = z @ params[f"O{layer}"]  # (b, h, n, d_model): what each head writes
+        for layer_out, head in out:
+            if layer_out == layer:
+                written[:, head] = 0.0
+        x = x + written.sum(axis=1)
         fw.qkv.append((q, k, v))
         fw.mixed.append(z)
         fw.weights.append(a)
-        layer += 1
     fw.streams.append(x)
     fw.logits = x @ params["W_U"]
     return fw
@@ -241,6 +312,8 @@ def backward(params: Params, fw: Forward, grad_logits: np.ndarray) -> Params:
     itself (:func:`lib.attention_backward`), the three projections, and
     finally the two embeddings.
     """
+    if fw.changed:
+        raise ValueError("backward needs the model's own forward pass, without knocked-out or rerouted heads")
     grads: Params = {"W_U": _rows(fw.streams[-1]).T @ _rows(grad_logits)}
     dx = grad_logits @ params["W_U"].T
     for layer in reversed(range(len(fw.qkv))):
@@ -252,10 +325,10 @@ def backward(params: Params, fw: Forward, grad_logits: np.ndarray) -> Params:
         for name, d_proj in zip("QKV", (dq, dk, dv)):
             grads[f"{name}{layer}"] = _rows(x).T @ _head_rows(d_proj)  # X^T dQ_h, summed over sequences
             dx = dx + (d_proj @ params[f"{name}{layer}"].transpose(0, 2, 1)).sum(axis=1)
-    grads["E"] = np.zeros_like(params["E"])
-    np.add.at(grads["E"], fw.tokens, dx)
-    grads["P"] = np.zeros_like(params["P"])
-    grads["P"][: dx.shape[1]] = dx.sum(axis=0)
+    grads["W_E"] = np.zeros_like(params["W_E"])
+    np.add.at(grads["W_E"], fw.tokens, dx)
+    grads["W_pos"] = np.zeros_like(params["W_pos"])
+    grads["W_pos"][: dx.shape[1]] = dx.sum(axis=0)
     return grads
 
 
@@ -299,14 +372,22 @@ def _repeat_positions(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return seq, pos
 
 
-def accuracy(params: Params, tokens: np.ndarray, lengths: np.ndarray) -> float:
+def accuracy(
+    params: Params,
+    tokens: np.ndarray,
+    lengths: np.ndarray,
+    *,
+    knock_out: Iterable[tuple[int, int]] = (),
+    from_embeddings: Iterable[tuple[int, str]] = (),
+) -> float:
     """Next-token accuracy on the repeated half: the predictions at positions L .. 2 L - 2.
 
     At position ``i`` of the repeat the model must predict token ``i + 1``,
     a repeat of token ``i + 1 - L``. (Position ``L - 1`` predicts the block's
     first token again, which nothing in the block gives away; it is not counted.)
+    ``knock_out`` and ``from_embeddings`` change the forward pass as in :func:`forward`.
     """
-    fw = forward(params, tokens)
+    fw = forward(params, tokens, knock_out=knock_out, from_embeddings=from_embeddings)
     seq, pos = _repeat_positions(lengths)
     return float((fw.logits[seq, pos].argmax(axis=-1) == fw.tokens[seq, pos + 1]).mean())
 
@@ -322,12 +403,185 @@ def induction_score(weights: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return score
 
 
-def previous_token_score(weights: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Per head: the mean weight from each query i in 1 .. 2 L - 1 to key i - 1 (result shape (heads,))."""
-    pairs = [(b, i) for b, length in enumerate(np.asarray(lengths)) for i in range(1, 2 * length)]
+PARTS = ("all", "first", "repeat")
+
+
+def _queries(length: int, part: str) -> tuple[int, int]:
+    """The queries i (start, stop) of a sequence with block length ``length`` that have a key i - 1."""
+    return {"all": (1, 2 * length), "first": (1, length), "repeat": (length, 2 * length)}[part]
+
+
+def previous_token_score(weights: np.ndarray, lengths: np.ndarray, part: str = "all") -> np.ndarray:
+    """Per head: the mean weight from each query i to key i - 1 (result shape (heads,)).
+
+    ``part`` chooses the queries: ``"all"`` (i in 1 .. 2 L - 1), ``"first"``
+    (the first block, i in 1 .. L - 1) or ``"repeat"`` (i in L .. 2 L - 1).
+    """
+    if part not in PARTS:
+        raise ValueError(f"part must be one of {PARTS}; got {part!r}")
+    pairs = [(b, i) for b, length in enumerate(np.asarray(lengths).tolist()) for i in range(*_queries(length, part))]
     seq, pos = np.array(pairs).T
     score: np.ndarray = weights[seq, :, pos, pos - 1].mean(axis=0)
     return score
+
+
+def _head(params: Params, layer: int, head: int) -> tuple[int, int]:
+    layers, heads = n_layers_of(params), params["Q0"].shape[0]
+    if not (0 <= layer < layers and 0 <= head < heads):
+        raise ValueError(
+            f"no layer {layer} head {head}: the model has layers 0 .. {layers - 1}, heads 0 .. {heads - 1}"
+        )
+    return layer, head
+
+
+def qk_circuit(params: Params, layer: int, head: int) -> np.ndarray:
+    """The head's QK circuit ``W_QK = W_Q W_K^T`` (d_model, d_model).
+
+    A query stream row ``x`` and a key stream row ``y`` get the score
+    ``x W_QK y^T / sqrt(d_head)``: which key a head looks for is this one
+    matrix (chapter 3's product of the two projections; Elhage et al.'s QK
+    circuit).
+    """
+    layer, head = _head(params, layer, head)
+    w_qk: np.ndarray = params[f"Q{layer}"][head] @ params[f"K{layer}"][head].T
+    return w_qk
+
+
+def position_scores(params: Params, layer: int, head: int) -> np.ndarray:
+    """The part of a head's scores that comes from the position embeddings alone, (n, n).
+
+    Entry ``(i, j)`` is ``W_pos[i] W_QK W_pos[j]^T / sqrt(d_head)`` for the keys
+    ``j <= i`` a causal head may read, and ``-inf`` above the diagonal. For a
+    layer-1 head this is the score between positions ``i`` and ``j`` before
+    any token is taken into account.
+    """
+    w_qk = qk_circuit(params, layer, head)
+    pos = params["W_pos"]
+    scores: np.ndarray = pos @ w_qk @ pos.T / math.sqrt(params["Q0"].shape[-1])
+    return np.where(np.tri(pos.shape[0], dtype=bool), scores, -np.inf)
+
+
+def ov_circuit(params: Params, layer: int, head: int) -> np.ndarray:
+    """The head's full OV circuit read from token to logit: ``W_E W_V W_O W_U`` (vocab, vocab).
+
+    Entry ``(s, t)`` is how much the head raises the logit of token ``t``
+    when it attends (with weight 1) to the embedding of token ``s``: what the
+    head writes about a token it reads (Elhage et al.'s OV circuit, with the
+    embedding before it and the unembedding after it).
+    """
+    layer, head = _head(params, layer, head)
+    full: np.ndarray = params["W_E"] @ params[f"V{layer}"][head] @ params[f"O{layer}"][head] @ params["W_U"]
+    return full
+
+
+def copying_fraction(circuit: np.ndarray) -> float:
+    """The share of rows of a square token-to-token matrix whose largest entry is on the diagonal.
+
+    For :func:`ov_circuit` it is the share of tokens ``s`` that the head, when it
+    reads ``s``, pushes the model to predict as ``s`` itself more than any other
+    token: 1 for a head that copies every token.
+    """
+    m = np.asarray(circuit)
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise ValueError(f"circuit must be a square matrix (vocab, vocab); got shape {m.shape}")
+    return float((m.argmax(axis=1) == np.arange(m.shape[0])).mean())
+
+
+def loss_floor(cfg: Config) -> float:
+    """The lowest mean loss (in nats) that any model can expect on the task of ``cfg``.
+
+    In the repeat the next token is certain: loss 0. At position ``i`` of the
+    first block, ``i + 1`` distinct tokens have been seen and the block length
+    ``L`` (uniform on ``min_half .. half``) is at least ``i + 1``. It is exactly
+    ``i + 1``, so that the next token is the block's first one, with
+    probability ``r_i = 1 / (half - i)`` once ``i + 1 >= min_half`` (else 0);
+    otherwise the next token is one of the ``vocab - i - 1`` unused tokens,
+    each equally likely. The best prediction gives exactly these
+    probabilities, and its expected loss at position ``i`` is their entropy
+    ``H_i``. Position ``i`` is scored when ``L >= i + 1``; the loss averages
+    over the ``2 L - 1`` scored positions of each sequence, so over many
+    sequences it approaches ``sum_i P(L >= i + 1) H_i / E[2 L - 1]``.
+    """
+    lengths = np.arange(cfg.min_half, cfg.half + 1)
+    expected = 0.0
+    for i in range(cfg.half):
+        still = float((lengths >= i + 1).mean())  # P(L >= i + 1): position i is scored
+        r = 1.0 / (cfg.half - i) if i + 1 >= cfg.min_half else 0.0
+        unused = cfg.vocab - i - 1
+        entropy = -r * math.log(r) if r > 0 else 0.0
+        if r < 1:
+            entropy -= (1 - r) * math.log((1 - r) / unused)
+        expected += still * entropy
+    return expected / float((2 * lengths - 1).mean())
+
+
+def loss_by_part(params: Params, tokens: np.ndarray, lengths: np.ndarray) -> dict[str, float]:
+    """The mean next-token loss on ``tokens`` and the share of it that each half contributes.
+
+    ``"all"`` is the loss that training measures (the mean over positions
+    0 .. 2 L - 2 of every sequence); ``"first"`` and ``"repeat"`` split that
+    same sum between the first block (positions 0 .. L - 1, whose next token
+    is the block's next token, or its first one again at L - 1) and the repeat
+    (positions L .. 2 L - 2), each divided by the same number of scored
+    positions, so that the two add up to ``"all"``.
+    """
+    fw = forward(params, tokens)
+    targets, weight = next_token_targets(fw.tokens, lengths)
+    logp = _log_softmax(fw.logits)
+    lost = -np.take_along_axis(logp, targets[..., None], axis=-1)[..., 0] * weight
+    first = np.arange(fw.tokens.shape[1]) < np.asarray(lengths)[:, None]
+    total = float(weight.sum())
+    return {
+        "all": float(lost.sum() / total),
+        "first": float(lost[first].sum() / total),
+        "repeat": float(lost[~first].sum() / total),
+    }
+
+
+def continue_tokens(
+    params: Params, prompt: Sequence[int] | np.ndarray, n_new: int, rng: np.random.Generator | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Let the model write ``n_new`` tokens after ``prompt``, one at a time.
+
+    Each step runs the model on the whole sequence so far and reads the
+    logits at its last position: with ``rng`` it draws the next token from
+    their softmax, without it it takes the most likely token. The token is
+    appended and the next step starts. Returns the new tokens and the
+    probability the model gave each one when it was chosen.
+    """
+    seq = [int(t) for t in np.asarray(prompt).reshape(-1)]
+    n_new = as_int(n_new, "n_new", minimum=0)
+    room = params["W_pos"].shape[0]
+    if not seq or len(seq) + n_new > room:
+        raise ValueError(
+            f"prompt ({len(seq)} tokens) plus n_new ({n_new}) must be 1 to {room} tokens, "
+            "the positions the model has embeddings for"
+        )
+    new, probs = [], []
+    for _ in range(n_new):
+        logits = forward(params, np.array([seq]))
+        p = np.exp(_log_softmax(logits.logits[0, -1]))
+        token = int(p.argmax()) if rng is None else int(rng.choice(p.size, p=p))
+        new.append(token)
+        probs.append(float(p[token]))
+        seq.append(token)
+    return np.array(new, dtype=int), np.array(probs)
+
+
+def _start(cfg: Config) -> tuple[Params, np.random.Generator]:
+    """The starting weights of :func:`train`, and its generator ready to draw the first batch."""
+    rng = np.random.default_rng(cfg.seed)
+    return init_params(cfg, rng), rng
+
+
+def training_blocks(cfg: Config) -> list[tuple[int, ...]]:
+    """The block of every sequence that :func:`train` draws for ``cfg``, in order (``steps + 1`` batches)."""
+    _, rng = _start(cfg)
+    blocks = []
+    for _ in range(cfg.steps + 1):
+        tokens, lengths = make_batch(rng, cfg.batch, cfg.half, cfg.vocab, cfg.min_half)
+        blocks += [tuple(seq[:length].tolist()) for seq, length in zip(tokens, lengths)]
+    return blocks
 
 
 @dataclass
@@ -347,14 +601,14 @@ class TrainResult:
 def train(cfg: Config, *, progress: bool = False) -> TrainResult:
     """Train the model with Adam on fresh random batches; deterministic for a given ``cfg.seed``.
 
-    Each step draws a new batch, so no sequence is seen twice. Every
+    Each step draws a new batch (:func:`training_blocks` lists them), so a
+    sequence is almost never seen twice. Every
     ``cfg.snapshot_every`` steps (and at the end) it keeps the attention
     weights on one fixed probe sequence (a full-length block, drawn from a
     separate generator) and every head's previous-token and induction scores
     on a fixed *watch* batch of 200 sequences (another generator).
     """
-    rng = np.random.default_rng(cfg.seed)
-    params = init_params(cfg, rng)
+    params, rng = _start(cfg)
     probe, _ = make_batch(np.random.default_rng([cfg.seed, 1]), 1, cfg.half, cfg.vocab)
     watch = make_batch(np.random.default_rng([cfg.seed, 3]), 200, cfg.half, cfg.vocab, cfg.min_half)
     state: dict[str, Params] = {}
@@ -419,8 +673,8 @@ def load(path: Path) -> tuple[Config, TrainResult]:
     return cfg, result
 
 
-#: The settings of :class:`Config` that the command line can change (the depth stays the chapter's two layers).
-CLI_SETTINGS = tuple(f.name for f in fields(Config) if f.name != "n_layers")
+#: The settings of :class:`Config` that the command line can change: all of them.
+CLI_SETTINGS = tuple(f.name for f in fields(Config))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -129,7 +129,7 @@ def block_diagram() -> Figure:
     ax.set_xlim(-1.4, 11.9)
     ax.set_ylim(0.3, len(PRE_LN_STEPS) * _GAP + 1.4)
     ax.axis("off")
-    _column(ax, 1.2, PRE_LN_STEPS, PRE_LN_RESIDUALS, "Pre-LN block (as in GPT-2)")
+    _column(ax, 1.2, PRE_LN_STEPS, PRE_LN_RESIDUALS, "Pre-LN block (the order GPT-2 uses)")
     _column(ax, 8.6, POST_LN_STEPS, POST_LN_RESIDUALS, "Post-LN block (original Transformer)")
     fig.tight_layout()
     return fig

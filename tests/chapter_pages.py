@@ -1,17 +1,20 @@
 """Reading a built chapter the way the audit tests need: its cell outputs, its
 notes, and the numbers printed in them.
 
-The audit tests (``tests/test_chapter_0*_numbers.py``) recompute every number
-a chapter prints from an independent computation and compare it with the
-page's text through these helpers.
+The audit tests (``tests/test_chapter_*_numbers.py``) recompute every number
+a chapter prints or glues into its prose from an independent computation and
+compare it with the page's outputs (or the glued values) through these helpers.
 """
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 from html.parser import HTMLParser
 
-from built_book import built_page
+import pytest
+from built_book import ROOT, built_page
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 NUMBER = re.compile(r"[-+]?\d+\.\d+(?:e[-+]?\d+)?|[-+]?\d+(?:e[-+]?\d+)?")
@@ -107,3 +110,4 @@ def assert_printed(printed: list[float], expected, decimals: int) -> None:
     tolerance = 0.5 * 10.0**-decimals + 1e-9
     for p, e in zip(printed, expected):
         assert abs(p - e) <= tolerance, f"printed {p}, but the independent value is {e}"
+

@@ -3,8 +3,11 @@ alt text, recomputed independently (numpy written out here, never lib)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from glued import glued
 from chapter_pages import Page, assert_printed, numbers
 
 import lib
@@ -142,8 +145,8 @@ def test_unit_vectors_match_themselves_best_and_the_two_the_tie(page):
 
 
 def test_a_layernorm_output_has_length_sqrt_d_model():
-    # "Such a vector has length exactly sqrt(d_model), before a learned gain":
-    # LayerNorm (Ba et al. 2016) written out with plain Python sums.
+    # "Such a vector has length sqrt(d_model) (a hair less, ...: LayerNorm adds a tiny eps to the variance)":
+    # the standardised row written out with plain Python sums, and lib's LayerNorm a hair shorter.
     rng = np.random.default_rng(2)
     for d_model in (4, 64, 512):
         x = [float(v) for v in rng.normal(loc=3.0, scale=5.0, size=d_model)]
@@ -151,3 +154,12 @@ def test_a_layernorm_output_has_length_sqrt_d_model():
         var = sum((v - mean) ** 2 for v in x) / d_model
         normed = [(v - mean) / var**0.5 for v in x]
         assert sum(v * v for v in normed) ** 0.5 == pytest.approx(d_model**0.5, rel=1e-12)
+        with_eps = float(np.linalg.norm(lib.layer_norm(x)))
+        assert d_model**0.5 * (1 - 1e-5) < with_eps < d_model**0.5
+
+
+def test_one_hot_scores_let_sat_read_cat_but_never_prefer_it():
+    """The dropdown: with one-hot scores "sat" gives itself e / (e + 5) and every other word 1 / (e + 5)."""
+    glue = glued("chapters/02_raw_dot_product_scores")
+    assert glue["sat_self"] == pytest.approx(math.e / (math.e + 5), rel=1e-12)
+    assert glue["sat_cat"] == pytest.approx(1 / (math.e + 5), rel=1e-12)

@@ -189,6 +189,7 @@ def test_claim_unscaled_median_rises_up_to_32_then_falls(independent):
     medians = [np.median(independent["unscaled"][d]["grad"]) for d in D_KS]
     peak = D_KS[int(np.argmax(medians))]
     assert peak in (16, 32), peak
+    assert 4.5 < max(medians) / medians[0] < 5.5  # alt text: "first rises about five-fold, up to d_k 16 to 32"
     after = medians[D_KS.index(32) :]
     assert all(b < a for a, b in zip(after, after[1:])), after
     assert medians[-1] < medians[0]

@@ -141,6 +141,7 @@ def test_ch6_the_example_weights_without_a_mask_are_fairly_even():
     q, k = x @ w["w_q"], x @ w["w_k"]
     weights = np.array([softmax(list(row)) for row in (q @ k.T / math.sqrt(q.shape[-1]))])
     assert weights.max() < 0.5 and weights.min() > 0 and not np.allclose(weights, 1 / 6)
+    assert np.abs(q @ k.T / math.sqrt(q.shape[-1])).max() < 1  # its feedback: "every scaled score ... smaller than 1"
     assert right_option(CH6, "Chapter 6 uses the projections")["answer"].startswith("Fairly even")
 
 

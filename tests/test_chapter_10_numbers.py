@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import pytest
+from glued import glued
 from chapter_pages import Page, assert_printed, numbers
 from naive import layer_norm_row, matmul, naive_attention, naive_block
 
@@ -27,6 +28,11 @@ D_MODEL, D_FF, HEADS = 8, 32, 2
 @pytest.fixture(scope="module")
 def page() -> Page:
     return Page(CHAPTER)
+
+
+@pytest.fixture(scope="module")
+def glue() -> dict[str, object]:
+    return glued("chapters/10_attention_in_its_block")
 
 
 @pytest.fixture(scope="module")
@@ -56,13 +62,36 @@ def test_sizes(page):
     assert "W_1: (8, 32)  W_2: (32, 8)" in page.line_with("W_Q, W_K, W_V, W_O: (8, 8)")
 
 
-def test_silent_sub_layers_give_the_input_back(page, x, weights):
+def test_silent_sub_layers_give_the_input_back_in_pre_ln_only(page, x, weights, glue):
     silent = lists(weights)
     silent["w_o"] = [[0.0] * D_MODEL for _ in range(D_MODEL)]
     silent["w_2"] = [[0.0] * D_MODEL for _ in range(D_FF)]
     silent["b_2"] = [0.0] * D_MODEL
     assert naive_block(x.tolist(), silent, HEADS) == x.tolist()
-    assert page.line_with("output equals the input exactly").strip().endswith("True")
+    assert page.line_with("pre-LN, silent sub-layers").strip().endswith("True")
+    # post-LN: LN(x + 0) = LN(x), which is not x
+    post = naive_block(x.tolist(), silent, HEADS, norm="post")
+    assert max(abs(a - b) for r, s in zip(post, x.tolist()) for a, b in zip(r, s)) > 0.1
+    assert page.line_with("post-LN, silent sub-layers").strip().endswith("False")
+
+
+def test_the_starting_weights_change_each_row_by_about_its_length(page, x, weights, glue):
+    out = naive_block(x.tolist(), lists(weights), HEADS)
+    change = [length([a - b for a, b in zip(o, r)]) / length(r) for o, r in zip(out, x.tolist())]
+    assert_printed(numbers(page.line_with("with the starting weights").split("by", 1)[1]), change, 2)
+    assert glue["change_min"] == pytest.approx(min(change), rel=1e-9)
+    assert glue["change_max"] == pytest.approx(max(change), rel=1e-9)
+    assert min(change) > 0.5  # "not silent": far from the identity
+
+
+def test_a_layer_norm_row_is_shorter_when_its_variance_is_near_eps():
+    """``sqrt(d sigma^2 / (sigma^2 + eps))``: a hair less than sqrt(d), much less near eps, 0 when constant."""
+    for spread in (1.0, 1e-2, 3e-3, 1e-3):
+        row = (spread * np.random.default_rng(1).standard_normal(16)).tolist()
+        var = sum((v - sum(row) / 16) ** 2 for v in row) / 16
+        assert length(layer_norm_row(row)) == pytest.approx(math.sqrt(16 * var / (var + 1e-5)), rel=1e-9)
+        np.testing.assert_allclose(np.linalg.norm(lib.layer_norm(row)), math.sqrt(16 * var / (var + 1e-5)), rtol=1e-9)
+    assert np.linalg.norm(lib.layer_norm(np.full(16, 3.0))) == 0.0
 
 
 def test_layer_norm_of_cat_step_by_step(page, x):
@@ -78,7 +107,7 @@ def test_layer_norm_of_cat_step_by_step(page, x):
     assert_printed(numbers(page.line_with("length of x_cat")), [length(row), length(z), math.sqrt(8)], 4)
 
 
-def test_layer_norm_length_is_sqrt_d_model_at_512(page):
+def test_layer_norm_length_is_sqrt_d_model_at_512(page, glue):
     rows = np.random.default_rng(0).normal(loc=3.0, scale=7.0, size=(1000, 512)).tolist()
     inputs = [length(r) for r in rows]
     outputs = [length(layer_norm_row(r)) for r in rows]
@@ -86,8 +115,10 @@ def test_layer_norm_length_is_sqrt_d_model_at_512(page):
     assert_printed(
         numbers(page.line_with("lengths after LayerNorm")), [min(outputs), max(outputs), 512, math.sqrt(512)], 4
     )
-    # the dropdown: "between 157 and 190"; "about 22.63, to four decimals"
-    assert 157 <= min(inputs) and max(inputs) <= 190
+    # the dropdown: "between <shortest> and <longest>"; "about sqrt(512), to four decimals"
+    assert glue["input_shortest"] == pytest.approx(min(inputs), rel=1e-12)
+    assert glue["input_longest"] == pytest.approx(max(inputs), rel=1e-12)
+    assert glue["sqrt_512"] == math.sqrt(512)
     assert round(min(outputs), 4) == round(max(outputs), 4) == round(math.sqrt(512), 4)
 
 
@@ -97,7 +128,7 @@ def head0_largest(rows, w: lib.BlockWeights) -> list[float]:
     return [max(row) for row in naive_attention(q, k, v)[1]]
 
 
-def test_largest_weights_with_and_without_layer_norm(page, x, weights):
+def test_largest_weights_with_and_without_layer_norm(page, x, weights, glue):
     rows, ten = x.tolist(), (10 * x).tolist()
     cases = {
         "X": head0_largest(rows, weights),
@@ -113,8 +144,8 @@ def test_largest_weights_with_and_without_layer_norm(page, x, weights):
     assert set(printed) == set(cases)
     for label, expected in cases.items():
         assert_printed(printed[label], expected, 4)
-    # "four of the six queries put more than 0.98 of their weight on one key"
-    assert sum(m > 0.98 for m in cases["10 X"]) == 4
+    # "<saturated> of the <n> queries put more than 0.98 of their weight on one key"
+    assert glue["saturated_rows"] == sum(m > 0.98 for m in cases["10 X"]) >= 3 and glue["sentence_rows"] == 6
     # "The two queries "the" split theirs between the two keys "the", which are the same vector"
     assert x[0].tolist() == x[4].tolist()
     assert abs(cases["10 X"][0] - 0.495) < 0.005 and abs(cases["10 X"][4] - 0.495) < 0.005
@@ -177,7 +208,7 @@ def test_pre_and_post_ln_row_lengths(page, x, weights):
     assert all(abs(length(r) - math.sqrt(8)) < 1e-4 for r in post)
 
 
-def test_stack_of_six_blocks(page, x):
+def test_stack_of_six_blocks(page, x, glue):
     stack = [lists(lib.random_block_weights(D_MODEL, D_FF, seed=100 + layer)) for layer in range(6)]
     pre, post = x.tolist(), x.tolist()
     rows = [[mean_length(pre), mean_length([layer_norm_row(r) for r in pre]), mean_length(post)]]
@@ -192,10 +223,11 @@ def test_stack_of_six_blocks(page, x):
     for layer, line in enumerate(body[1:], start=1):
         assert_printed(numbers(line), [layer, *rows[layer]], 4)
     pre_lengths = [r[0] for r in rows]
-    # "grows, from about 2.1 to about 6.8, with one dip" (at block 4, says the figure's alt text)
-    assert round(pre_lengths[0], 1) == 2.1 and round(pre_lengths[-1], 1) == 6.8
+    # "grows, from <start> to <end>, with 1 dip on the way (after block <b>)", in the prose and the alt text
     dips = [b for b in range(1, 7) if pre_lengths[b] < pre_lengths[b - 1]]
-    assert dips == [4]
+    assert glue["stream_start"] == pytest.approx(pre_lengths[0], rel=1e-9)
+    assert glue["stream_end"] == pytest.approx(pre_lengths[-1], rel=1e-9) and pre_lengths[-1] > 2 * pre_lengths[0]
+    assert (glue["stream_dips"], glue["stream_dip_block"]) == (len(dips), dips[0]) and len(dips) == 1
     # what attention reads, and the post-LN stream from block 1 on, stay at sqrt(8)
     assert all(abs(r[1] - math.sqrt(8)) < 1e-4 for r in rows)
     assert all(abs(r[2] - math.sqrt(8)) < 1e-4 for r in rows[1:])
@@ -255,12 +287,12 @@ def test_claims_register_quotes_the_page_and_names_real_tests_or_sources():
             assert re.search(r"@\w+\{" + re.escape(row["source"]) + ",", bib) and row["where"], row["id"]
 
 
-def test_stretch_explorer_claims(x, weights):
-    """ "at c = 20 four rows have one weight above 0.98, and the two rows of "the" split
+def test_stretch_explorer_claims(x, weights, glue):
+    """ "at c = 20 <n> rows have one weight above 0.98, and the two rows of "the" split
     theirs"; "With the LayerNorm on, the weights stay the same (to the two decimals shown)"."""
     rows = x.tolist()
     stretched = head0_largest([[20 * v for v in r] for r in rows], weights)
-    assert sum(m > 0.98 for m in stretched) == 4
+    assert glue["saturated_rows_20"] == sum(m > 0.98 for m in stretched) == 4
     assert max(stretched[0], stretched[4]) < 0.51
     base = head0_largest([layer_norm_row(r) for r in rows], weights)
     for c in (1, 2, 5, 10, 20):

@@ -5,7 +5,9 @@
 contents into their plain titles. Tested on a small book of its own (fast),
 and on a copy of the whole course with chapter 9 and homework 9 removed, built
 as ``./course build`` builds it, with warnings as errors (slow: it executes
-every chapter that the repository's execution cache has not seen).
+every chapter that the repository's execution cache has not seen). The map's
+times come from ``_ext/study_time.py``, whose counts are checked on small
+pages written here and whose minutes on those counts, by hand.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from course_copy import REPO, copy_course, env_for
 from myst_page import HEADER
 
 sys.path.insert(0, str(REPO / "_ext"))
-from course_toc import map_rows, toc_files  # noqa: E402
+import study_time  # noqa: E402
+from course_toc import homework_title, hours, map_rows, toc_files  # noqa: E402
 
 
 def write(path: Path, text: str) -> Path:
@@ -131,7 +134,10 @@ def test_a_small_book_builds_with_and_without_its_first_chapter(tmp_path):
     welcome = (book / "_build" / "html" / "chapters" / "00_welcome.html").read_text(encoding="utf-8")
     assert "What is the first idea?" in welcome and "And the second?" in welcome
     assert 'href="01_first.html"' in welcome and 'href="../exercises/hw1_first/hw1_first.html"' in welcome
-    assert ">hw one<" in welcome
+    assert ">Homework 1: hw one<" in welcome and ">Homework 2: hw two<" in welcome
+    text = " ".join(re.sub(r"<[^>]+>", " ", welcome).split())
+    assert "The first idea (about 5 min)" in text  # two words: the 5-minute minimum
+    assert "In all, about 10 minutes of chapters and 10 minutes of homework." in text  # 5 + 5 and 5 + 5
 
     shutil.rmtree(book / "_build")
     drop(book / "_toc.yml", "chapters/01_first", "exercises/hw1_first/hw1_first")
@@ -180,3 +186,50 @@ def test_the_course_without_chapter_9_and_homework_9_builds_with_warnings_as_err
     for page in html.rglob("*.html"):
         content = page.read_text(encoding="utf-8", errors="replace")
         assert not re.search(r'href="[^"]*(09_a_head_that_learns|hw9_attention_backward)\.html', content), page
+
+
+def test_a_chapter_is_counted_as_it_reads(tmp_path):
+    quiz = write(tmp_path / "c.quiz.json", '[{"question": "a"}, {"question": "b"}, {"question": "c"}]')
+    write(tmp_path / "c.cards.json", '[{"front": "x", "back": "y"}]')
+    prose = " ".join(["word"] * 295) + " and $x_i W_Q$ too"  # 297 words and one formula
+    page = write(
+        tmp_path / "c.md",
+        f"{HEADER}# Title\n\n{prose}\n\n```{{code-cell}} ipython3\nprint(1)\n```\n\n"
+        "```{code-cell} ipython3\n:tags: [hide-input]\n\nplot()\n```\n\n"
+        f"```{{code-cell}} ipython3\n:tags: [remove-input]\n\nshow_quiz(\"{quiz.name}\")\n```\n\n"
+        '```{code-cell} ipython3\n:tags: [remove-input]\n\nshow_cards("c.cards.json")\n```\n',
+    )
+    # "Title" + 297 words + the formula = 299; two shown cells (one with hidden code); 3 questions; 1 card
+    assert study_time.chapter_parts(page) == {"words": 299, "code_cells": 2, "quiz_questions": 3, "flashcards": 1}
+    assert study_time.study_files(page) == [quiz, tmp_path / "c.cards.json"]
+    # 299 / 150 + 2 + 3 + 0.5 = 7.49 minutes, rounded up to 10
+    assert study_time.chapter_minutes(page) == 10
+
+
+def test_a_homework_is_counted_by_its_statement_and_its_answer_cells(tmp_path):
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell(" ".join(["word"] * 1500)),
+            nbformat.v4.new_code_cell("def f(): ...", metadata={"nbgrader": {"solution": True}}),
+            nbformat.v4.new_code_cell("check(f)", metadata={"nbgrader": {"solution": False, "grade": True}}),
+            nbformat.v4.new_code_cell("def g(): ...", metadata={"nbgrader": {"solution": True}}),
+        ]
+    )
+    path = write(tmp_path / "hw.ipynb", nbformat.writes(nb))
+    assert study_time.homework_parts(path) == {"words": 1500, "answer_cells": 2}
+    assert study_time.homework_minutes(path) == 40  # 10 + 2 x 15
+    assert homework_title("hw12_kv_cache", "the KV cache") == "Homework 12: the KV cache"
+    assert homework_title("extra", "a bonus") == "a bonus"
+    assert hours(585) == "10 hours" and hours(410) == "7 hours" and hours(75) == "1.5 hours"
+    assert hours(65) == "1 hour" and hours(40) == "40 minutes"
+
+
+def test_every_chapter_and_homework_of_the_course_gets_a_time():
+    rows = map_rows(
+        yaml.safe_load((REPO / "chapters" / "course_map.yml").read_text(encoding="utf-8")),
+        toc_files(REPO / "_toc.yml"),
+    )
+    for _, chapter, homework in rows:
+        assert 20 <= study_time.chapter_minutes(REPO / f"{chapter}.md") <= 120, chapter
+        if homework:
+            assert 15 <= study_time.homework_minutes(REPO / f"{homework}.ipynb") <= 120, homework
