@@ -8,13 +8,10 @@ compare it with the page's outputs (or the glued values) through these helpers.
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 from html.parser import HTMLParser
 
-import pytest
-from built_book import ROOT, built_page
+from built_book import built_page
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 NUMBER = re.compile(r"[-+]?\d+\.\d+(?:e[-+]?\d+)?|[-+]?\d+(?:e[-+]?\d+)?")
@@ -110,4 +107,3 @@ def assert_printed(printed: list[float], expected, decimals: int) -> None:
     tolerance = 0.5 * 10.0**-decimals + 1e-9
     for p, e in zip(printed, expected):
         assert abs(p - e) <= tolerance, f"printed {p}, but the independent value is {e}"
-

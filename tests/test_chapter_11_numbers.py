@@ -22,8 +22,8 @@ import re
 import numpy as np
 import pytest
 from built_book import ROOT
-from glued import glued
 from chapter_pages import Page, numbers
+from glued import glued
 from quiz_files import accepts, explains_as_a_mistake, question_starting, right_option
 from tiny_lm_reference import array_forward, array_loss, repeat_accuracy, scores
 

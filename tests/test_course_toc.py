@@ -196,7 +196,7 @@ def test_a_chapter_is_counted_as_it_reads(tmp_path):
         tmp_path / "c.md",
         f"{HEADER}# Title\n\n{prose}\n\n```{{code-cell}} ipython3\nprint(1)\n```\n\n"
         "```{code-cell} ipython3\n:tags: [hide-input]\n\nplot()\n```\n\n"
-        f"```{{code-cell}} ipython3\n:tags: [remove-input]\n\nshow_quiz(\"{quiz.name}\")\n```\n\n"
+        f'```{{code-cell}} ipython3\n:tags: [remove-input]\n\nshow_quiz("{quiz.name}")\n```\n\n'
         '```{code-cell} ipython3\n:tags: [remove-input]\n\nshow_cards("c.cards.json")\n```\n',
     )
     # "Title" + 297 words + the formula = 299; two shown cells (one with hidden code); 3 questions; 1 card
