@@ -18,8 +18,8 @@
 
 A learner installs the two first with ``python -m pip install -r
 REQUIREMENTS`` and ``python -m pip install WHEEL``; a JupyterHub image does
-the same (``binder/Dockerfile``). The in-browser Jupyter loads the same wheel
-(``_ext/lite_build.py``). Nothing is rebuilt when the inputs are unchanged.
+the same (the kit's :data:`DOCKERFILE`). The in-browser Jupyter loads the same
+wheel (``_ext/lite_build.py``). Nothing is rebuilt when the inputs are unchanged.
 """
 
 from __future__ import annotations
