@@ -62,7 +62,7 @@ def test_sizes(page):
     assert "W_1: (8, 32)  W_2: (32, 8)" in page.line_with("W_Q, W_K, W_V, W_O: (8, 8)")
 
 
-def test_silent_sub_layers_give_the_input_back_in_pre_ln_only(page, x, weights, glue):
+def test_silent_sub_layers_give_the_input_back_in_pre_ln_only(page, x, weights):
     silent = lists(weights)
     silent["w_o"] = [[0.0] * D_MODEL for _ in range(D_MODEL)]
     silent["w_2"] = [[0.0] * D_MODEL for _ in range(D_FF)]
