@@ -107,3 +107,13 @@ def assert_printed(printed: list[float], expected, decimals: int) -> None:
     tolerance = 0.5 * 10.0**-decimals + 1e-9
     for p, e in zip(printed, expected):
         assert abs(p - e) <= tolerance, f"printed {p}, but the independent value is {e}"
+
+
+def printed_flag(text: str, label: str) -> bool:
+    """The True or False printed after ``label`` on the one output line of ``text`` that starts with it
+    (a chapter's ``print(f"...: {flag}")``)."""
+    found = [line.strip() for line in text.splitlines() if line.strip().startswith(label)]
+    assert len(found) == 1, f"expected one output line starting with {label!r}, found {found}"
+    flag = re.search(r"\b(True|False)\s*$", found[0])
+    assert flag, f"{found[0]!r} ends with no True or False"
+    return flag[1] == "True"

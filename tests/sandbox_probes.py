@@ -7,6 +7,7 @@ plain facts (JSON-ready), so a test can run it in its own process or, through
 
 from __future__ import annotations
 
+import re
 import time
 
 from classgrader import sandbox
@@ -128,7 +129,8 @@ def assert_two_runs_share_nothing_but_the_imports(facts: dict) -> None:
     scoring run left running saw lib."""
     assert "lib importable: False" in facts["score_stdout"], facts
     assert facts["record_error"] is None, facts
-    assert "lib at /grader/.run/pkgs/lib/__init__.py" in facts["record_stdout"], facts
+    where = re.search(r"^lib at (\S+)$", facts["record_stdout"], flags=re.M)
+    assert where and where[1] == "/grader/.run/pkgs/lib/__init__.py", facts  # bound in for the record run only
     assert "left-by-the-scoring-run.txt" not in facts["record_stdout"], facts  # a fresh scratch folder
     assert facts["record_stdout"].splitlines()[0].endswith("] False"), facts  # no module state carried over
     assert facts["score_pid"] != facts["record_pid"], facts

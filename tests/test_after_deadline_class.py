@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -101,10 +102,14 @@ def test_grades_csv_shows_raw_score_penalty_and_final_score(graded):
             }[status]
         ), student
     assert rows["two_days"]["submitted_at"] == "2026-03-03T12:00:00+00:00"
-    assert "1 d 13 h 1 min after the deadline (2 started days): late penalty 2 points" in rows["two_days"]["notes"]
+    # 2026-03-03 12:00 UTC is 1 d 13 h 1 min after 22:59 UTC on 1 March: 2 started days, 2 points.
+    notes = rows["two_days"]["notes"]
+    assert all(said in notes for said in ("1 d 13 h 1 min", "2 started days", "penalty 2 points")), notes
     assert "capped at 30%" in rows["capped"]["notes"]
-    assert "'whenever I felt like it' is not a date and time" in rows["bad_stamp"]["notes"]
-    assert "bad_stamp/hw2_stable_softmax/timestamp.txt" in rows["bad_stamp"]["notes"]
+    notes = rows["bad_stamp"]["notes"]
+    assert "'whenever I felt like it'" in notes and "not a date" in notes, notes  # the value it could not read
+    named = re.search(r"(\S+)/timestamp\.txt", notes)  # and the file it was read from
+    assert named and named[1].split("/")[-2:] == ["bad_stamp", ASSIGNMENT], notes
     assert "records no submission time" in rows["no_stamp"]["notes"]
 
 
@@ -118,19 +123,19 @@ def test_the_summary_lists_the_late_and_the_unknown(graded):
     assert s["mean_final_score"] == pytest.approx((7 * 10 - 5) / 8)
     assert s["late_policy"].startswith("deadline 2026-03-01T23:59:00+01:00; 10% per started day late")
     text = (graded["reports"] / "summary.txt").read_text()
-    assert "late (3, 5 points of penalties): capped, late_blank, two_days" in text
+    counts, _, names = next(line for line in text.splitlines() if "points of penalties" in line).partition(": ")
+    assert re.findall(r"\d+", counts) == ["3", "5"] and names.split(", ") == s["late"], text
 
 
 @needs_sandbox
 def test_the_feedback_page_explains_the_penalty(graded):
     page = (graded["root"] / "feedback" / "two_days" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
     assert "Score: 8 / 10" in page
-    assert "Raw score 10, late penalty &minus;2, final score 8." in page
+    penalty = re.search(r'<p class="late">(.*?)</p>', page)
+    assert penalty and re.findall(r"&minus;|\d+", penalty[1]) == ["10", "&minus;", "2", "8"], penalty  # raw, -2, final
     # In the policy's zone (Berlin, UTC+1 in March): 12:00 UTC is 13:00 there; the deadline as configured.
-    assert (
-        "Submitted at 2026-03-03 13:00 (Europe/Berlin, UTC+01:00); "
-        "deadline 2026-03-01 23:59 (Europe/Berlin, UTC+01:00)." in page
-    )
+    shown = re.findall(r"(\d{4}-\d\d-\d\d \d\d:\d\d) \(([\w/]+), UTC([-+]\d\d:\d\d)\)", page)
+    assert shown == [("2026-03-03 13:00", "Europe/Berlin", "+01:00"), ("2026-03-01 23:59", "Europe/Berlin", "+01:00")]
     on_time = (graded["root"] / "feedback" / "on_time" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
     assert "Score: 10 / 10" in on_time and "late penalty" not in on_time
 
@@ -181,8 +186,7 @@ def test_the_gradebook_holds_the_same_penalty_and_nbgrader_export_agrees(graded)
 def test_moving_the_deadline_reprices_without_regrading(graded):
     root = graded["root"]
     moved = dict(POLICY, deadline="2026-03-31 23:59")
-    messages = []
-    grade_class(
+    again = grade_class(
         REPO,
         ASSIGNMENT,
         root / "submitted",
@@ -190,11 +194,11 @@ def test_moving_the_deadline_reprices_without_regrading(graded):
         workers=2,
         settings=graded["settings"],
         progress=False,
-        log=messages.append,
+        log=quiet,
         late_policy=late.make_policy(ASSIGNMENT, moved),
         analyse=False,  # repricing changes no cell's score: the item analysis stays as graded
     )
-    assert any(f"{len(CLASS)} of {len(CLASS)} submissions already graded and unchanged" in m for m in messages)
+    assert (again.reused, again.graded) == (len(CLASS), 0)
     rows = {
         r["student_id"]: r for r in csv.DictReader(io.StringIO((graded["reports"] / "student_scores.csv").read_text()))
     }
@@ -249,7 +253,10 @@ def test_item_analysis_matches_the_fixtures_known_scores(graded, capsys):
     assert cli.main([ASSIGNMENT, "--analyse-only", "--course", str(REPO), "--out", str(graded["root"])]) == 0
     out = capsys.readouterr().out
     assert json.loads((reports / "item_analysis.json").read_text()) == json.loads(before)
-    assert f"softmax_hidden                    4        {round(100 * (n - blanks) / n)}%" in out
+    hidden = next(cells for cells in map(str.split, out.splitlines()) if cells[:1] == ["softmax_hidden"])
+    # points, pass rate, full, partial, zero, mean
+    assert hidden[1:3] == ["4", f"{round(100 * (n - blanks) / n)}%"], hidden
+    assert [float(x) for x in hidden[3:]] == [n - blanks, 0, blanks, pytest.approx(4 * (n - blanks) / n, abs=0.005)]
 
 
 def test_analyse_only_without_a_gradebook_says_so(tmp_path, capsys):

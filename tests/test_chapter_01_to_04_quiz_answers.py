@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 
 import pytest
@@ -116,8 +117,12 @@ def test_soft_dictionary_distractor_35_forgets_the_weight_of_score_0():
 def test_ch2_angle_distractor_a_longer_vector_at_60_degrees_outscores_the_self_score():
     x_i = (1.0, 0.0)
     x_j = (3 * math.cos(math.radians(60)), 3 * math.sin(math.radians(60)))  # 3 times as long, at 60 degrees
-    assert dot(x_i, x_j) / dot(x_i, x_i) == pytest.approx(1.5)
-    assert "$3 \\\\cdot 0.5 = 1.5$ times $e_{ii}$" in json.dumps(quiz("02_raw_dot_product_scores"))
+    ratio = dot(x_i, x_j) / dot(x_i, x_i)
+    assert ratio == pytest.approx(1.5)
+    question = question_starting("02_raw_dot_product_scores", "When is a token's raw self-score")
+    distractor = next(a for a in question["answers"] if "at least 60 degrees" in a["answer"])
+    stated = re.search(r"= ([\d.]+)\$ times \$e_\{ii\}\$", distractor["feedback"])  # "3 * 0.5 = 1.5 times e_ii"
+    assert not distractor["correct"] and stated and float(stated[1]) == pytest.approx(ratio), distractor
 
 
 def test_ch4_slip_of_a_weight_moves_the_output_by_the_gap_between_the_values():

@@ -12,6 +12,7 @@ right ones.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -63,8 +64,9 @@ def test_the_mean_counts_the_submissions_as_the_histogram_does_and_says_so():
     s = class_reports.summary(results, assignment=ASSIGNMENT, seconds=1, workers=1)
     assert s["mean_score"] == pytest.approx((10 + 6 + 2) / 3)  # not (10 + 6 + 2) / 5
     assert (s["submissions"], s["missing"]) == (3, 2)
-    text = class_reports.summary_text(s)
-    assert "mean score 6 / 10 over the 3 submissions (2 students with no submission not counted" in text
+    line = next(line for line in class_reports.summary_text(s).splitlines() if "mean score" in line)
+    assert [float(n) for n in re.findall(r"\d+(?:\.\d+)?", line)] == [6, 10, 3, 2], line  # mean, of, over, missing
+    assert "not counted" in line
 
 
 def test_the_histogram_title_counts_the_same_submissions(tmp_path):
@@ -99,11 +101,11 @@ def test_double_underscore_names_are_the_instructors_and_not_renamed(tmp_path):
 def test_a_wrong_or_partial_assignment_name_lists_the_valid_names(capsys, tmp_path):
     assert cli.main(["hw2", str(tmp_path), "--course", str(REPO)]) == 2
     err = capsys.readouterr().err
-    assert "no assignment 'hw2'; did you mean hw2_stable_softmax?" in err
-    for folder in sorted((REPO / "exercises").iterdir()):
-        assert folder.name in err
+    assert "'hw2'" in err and "did you mean hw2_stable_softmax?" in err
+    assert all(folder.name in err for folder in (REPO / "exercises").iterdir()), err
     assert cli.main(["homework_two", "--analyse-only", "--course", str(REPO)]) == 2
-    assert "Assignments that can be graded here: hw1_dot_product_scores" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "'homework_two'" in err and all(folder.name in err for folder in (REPO / "exercises").iterdir()), err
 
 
 # ---------------------------------------------------------------- the feedback page
@@ -145,7 +147,7 @@ def test_chapter_links_lead_to_the_published_book():
 def test_without_a_book_address_chapter_links_become_plain_text_naming_the_chapter():
     page = page_for(result("a", "graded", 1))
     assert "chapters/" not in page and "href" not in page
-    assert "Chapter 1</span> (the book's chapter 01_self_attention)" in page
+    assert '<span class="chapter">Chapter 1</span>' in page and "01_self_attention" in page
 
 
 def test_the_book_address_comes_from_the_course_config(tmp_path):
@@ -166,13 +168,15 @@ def test_times_are_shown_in_the_policys_zone():
     }
     page = page_for(result("a", "graded", 1), late_record=late_record)
     # Berlin is UTC+2 in July: 08:30 UTC is 10:30 there, and 21:59 UTC is 23:59.
-    assert "Submitted at 2026-07-02 10:30 (Europe/Berlin, UTC+02:00)" in page
-    assert "deadline 2026-07-01 23:59 (Europe/Berlin, UTC+02:00)" in page
+    shown = re.findall(r"(\d{4}-\d\d-\d\d \d\d:\d\d) \(([\w/]+), UTC([-+]\d\d:\d\d)\)", page)
+    assert shown == [("2026-07-02 10:30", "Europe/Berlin", "+02:00"), ("2026-07-01 23:59", "Europe/Berlin", "+02:00")]
+    assert page.index("Submitted at") < page.index("2026-07-02 10:30") < page.index("deadline")
 
 
 def test_a_cells_verdict_agrees_with_its_points():
     page = page_for(result("a", "graded", 1))
-    assert "softmax_basic</strong>: 1 / 2 points: partly right." in page
+    verdict = re.search(r"<strong>softmax_basic</strong>: ([\d.]+) / ([\d.]+) points: ([\w ]+)\.", page)
+    assert verdict and verdict.groups() == ("1", "2", "partly right"), verdict
     half = Verdict(False, 0.5, "Case 1 of 2: off (0 of 2 cases fully right)")
     line = record._verdict_line(half, {"points": 2.0, "score": 1.0, "message": "", "passed": False})
     assert line.startswith("partly right, 1 of 2 points: ") and "FAILED" not in line
@@ -230,7 +234,7 @@ def test_the_feedback_does_not_run_the_learners_own_check(graded):
     outputs = re.findall(r'<pre class="out[^"]*">(.*?)</pre>', page, flags=re.S)
     assert outputs, "the page shows the cells' outputs"
     assert not [o for o in outputs if "cannot be imported here" in o or "Nothing was checked" in o]
-    assert "Check before you submit: not run while grading" in outputs[-1]
+    assert html.unescape(outputs[-1]) == record.SELF_CHECK_NOT_RUN  # the grader's note in place of the learner's check
     result = json.loads((graded / "reports" / ASSIGNMENT / "results" / "solution.json").read_text())
     assert result["score"] == 10.0
 
@@ -239,7 +243,7 @@ def test_the_feedback_does_not_run_the_learners_own_check(graded):
 def test_an_endless_loop_is_explained_in_the_learners_terms(graded):
     page = (graded / "feedback" / "infinite_loop" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
     assert "SandboxTimeout" not in page and "time budget exceeded" not in page
-    assert "was still running when its time ran out" in page and "loop that never ends" in page
+    assert "time ran out" in page and "loop that never ends" in page
     assert re.search(r"cell \d+ was still running", page), "the message names the cell"
     assert "Kernel, Interrupt" in page
 

@@ -139,7 +139,7 @@ def test_a_bad_value_in_the_file_names_the_setting_and_the_file(tmp_path, capsys
     write_config(tmp_path, 'c.ClassGrader.memory = "lots"')
     assert cli.main([ASSIGNMENT, str(tmp_path), "--course", str(tmp_path), "--no-sandbox"]) == 2
     err = capsys.readouterr().err
-    assert "ClassGrader.memory 'lots' is not a size" in err and str(tmp_path / "nbgrader_config.py") in err
+    assert all(named in err for named in ("ClassGrader.memory", "'lots'", str(tmp_path / "nbgrader_config.py"))), err
     write_config(tmp_path, 'c.LatePolicy.cap = "half"')
     with pytest.raises(ConfigError, match=r"LatePolicy.cap 'half' is not a number of points or a percentage"):
         course_config.read(tmp_path)
@@ -152,10 +152,13 @@ def test_a_bad_value_on_the_command_line_names_the_option(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         cli.main([ASSIGNMENT, str(tmp_path), "--course", str(REPO), "--timeout", "0"])
     assert exit_.value.code == 2
-    assert "argument --timeout: must be a number of seconds above 0, not '0'" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
+    err = capsys.readouterr().err
+    assert "argument --timeout:" in err and "not '0'" in err, err
+    with pytest.raises(SystemExit) as exit_:
         cli.main([ASSIGNMENT, str(tmp_path), "--course", str(REPO), "--grace", "a while"])
-    assert "argument --grace: 'a while' is not a duration" in capsys.readouterr().err
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --grace:" in err and "'a while'" in err, err
 
 
 def test_the_grading_run_gets_the_files_settings_under_the_command_lines(tmp_path, monkeypatch):
@@ -223,12 +226,15 @@ def test_a_bad_lms_or_feedback_value_stops_the_run_and_the_feedback_before_gradi
     monkeypatch.setattr(class_run, "grade_class", lambda *a, **k: pytest.fail("graded despite a bad setting"))
     write_config(tmp_path, 'c.LmsExport.titles = "Homework 2"')
     assert cli.main([ASSIGNMENT, str(tmp_path), "--course", str(tmp_path), "--no-sandbox"]) == 2
-    assert "LmsExport.titles must map assignment names" in capsys.readouterr().err
+    config = str(tmp_path / "nbgrader_config.py")
+    err = capsys.readouterr().err
+    assert "LmsExport.titles" in err and config in err, err
     with pytest.raises(ConfigError, match="LmsExport.titles"):
         lms_export.options_for(tmp_path, ASSIGNMENT)
     write_config(tmp_path, "c.Feedback.book_url = ['https://example.org/b']")
     assert cli.main([ASSIGNMENT, str(tmp_path), "--course", str(tmp_path), "--no-sandbox"]) == 2
-    assert "Feedback.book_url must be a web address" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert all(named in err for named in ("Feedback.book_url", "['https://example.org/b']", config)), err
     with pytest.raises(ConfigError, match="Feedback.book_url"):
         report.book_url(tmp_path)
 

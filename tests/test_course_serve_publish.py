@@ -52,7 +52,7 @@ def _serve_and_fetch(proc: subprocess.Popen, port: int) -> None:
 def test_serve_refuses_a_bad_port(port):
     done = subprocess.run([str(ROOT / "course"), "serve", "--port", port], capture_output=True, text=True)
     assert done.returncode == 2
-    assert f"--port must be a number from 1 to 65535, not '{port}'" in done.stderr
+    assert "--port" in done.stderr and f"'{port}'" in done.stderr, done.stderr
 
 
 def test_publish_copies_the_site_and_refuses_a_folder_that_is_not_empty(tmp_path):

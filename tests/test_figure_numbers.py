@@ -76,8 +76,9 @@ def numbers_of(path: str) -> _Numbers:
 
 
 def test_there_are_chapters_with_figures():
-    assert "chapters/04_scaled_dot_product_attention.html" in CHAPTERS
-    assert numbers_of("chapters/04_scaled_dot_product_attention.html").captions, "chapter 4 shows no numbered figure"
+    chapter_4 = [path for path in CHAPTERS if path.startswith("chapters/04_")]
+    assert len(chapter_4) == 1, CHAPTERS  # the tests below run on every built chapter: the book is built
+    assert numbers_of(chapter_4[0]).captions, "chapter 4 shows no numbered figure"
 
 
 @pytest.mark.parametrize("path", CHAPTERS)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import html
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -250,7 +251,7 @@ def test_reports_and_the_threat_model(graded):
     assert sorted(row[-1] for row in moodle[1:]) == want
     summary = (reports / "summary.txt").read_text()
     assert plain.THREAT_MODEL in summary and plain.THREAT_MODEL in graded["stdout"]
-    assert "run inside the learner's own process" in summary
+    assert "the learner's own process" in summary  # the risk it names first
 
 
 @needs_sandbox
@@ -268,7 +269,8 @@ def test_a_changed_second_notebook_is_graded_again(release, tmp_path):
     assert "already graded" not in again.stderr
     assert (first["cells"]["test_mean"]["score"], second["cells"]["test_mean"]["score"]) == (0.0, 1.0)
     unchanged = course_grade(course, out)
-    assert "1 of 1 submissions already graded and unchanged" in unchanged.stderr
+    reused = re.search(r"(\d+) of (\d+) submissions already graded", unchanged.stderr)
+    assert reused and reused.groups() == ("1", "1"), unchanged.stderr
 
 
 def test_the_template_is_not_released_to_learners():
@@ -289,7 +291,7 @@ def test_an_endless_loop_stops_its_own_notebook_only(release, tmp_path):
     assert result["status"] == "timed_out"
     scores = {gid: cell["score"] for gid, cell in result["cells"].items()}
     assert scores == {"test_read_celsius": 1.0, "test_fahrenheit": 0.0, "test_mean": 1.0, "warmest_day": 0.0}
-    assert "still running when its time ran out" in result["cells"]["test_fahrenheit"]["message"]
+    assert "time ran out" in result["cells"]["test_fahrenheit"]["message"]
 
 
 def unreleased_copy(root: Path) -> Path:
@@ -307,7 +309,7 @@ def test_notebooks_that_share_a_cell_id_are_refused_by_name(tmp_path, monkeypatc
         shutil.copy(course / folder / NAME / PART1, course / folder / NAME / "part3_copy.ipynb")
     with pytest.raises(assignment.SetupError, match="'read_celsius'|'test_read_celsius'") as caught:
         assignment.load_assignment(course, NAME)
-    assert "part1_read_data.ipynb and part3_copy.ipynb" in str(caught.value)
+    assert PART1 in str(caught.value) and "part3_copy.ipynb" in str(caught.value)  # both notebooks named
 
 
 def test_a_data_folder_and_a_missing_release_get_clear_errors(tmp_path, monkeypatch):

@@ -67,10 +67,10 @@ def test_release_writes_the_new_points_into_metadata_heading_and_prose(changed):
         after = cell_points(notebook)
         assert after == {**before, "attention_dv": 3.0}, notebook
         text = markdown(notebook)
-        # section 2 holds attention_dv (3), its hidden twin (1) and dQ/dK (2 + 2): 8
-        assert "## 2. Back through attention (8 points)" in text, notebook
+        # section 2 holds attention_dv (3), its hidden twin (1) and dQ/dK (2 + 2): 8; section 1 is unchanged
+        sections = {int(n): int(p) for n, p in re.findall(r"^## (\d+)\. .*\((\d+) points\)$", text, flags=re.M)}
+        assert sections[1] == 4 and sections[2] == 8, (notebook, sections)
         assert "$dV$ (3 + 1 points)" in text and "(2 + 2 points)" in text, notebook
-        assert "## 1. Back through the softmax (4 points)" in text, notebook
     assert "(6 points)" in markdown(REPO / SOURCE) and "(1 + 1 points)" in markdown(REPO / SOURCE)
 
 

@@ -159,8 +159,12 @@ def test_review_page_states_the_pinned_fsrs_defaults():
     defaults = json.loads(out.stdout)
     assert defaults == {"retention": 0.9, "learning": ["1m", "10m"], "relearning": ["10m"], "fuzz": False}
     page = " ".join((ROOT / "appendix" / "review.md").read_text(encoding="utf-8").split())
-    assert "recall it with probability 0.9" in page
-    assert "steps of 1 and 10 minutes for a new card, 10 minutes for a forgotten one" in page
+    retention = re.search(r"recall it with probability ([\d.]+)", page)
+    assert retention and float(retention[1]) == defaults["retention"], retention
+    # "(steps of 1 and 10 minutes for a new card, 10 minutes for a forgotten one)": learning, then relearning
+    steps = re.search(r"\(steps of ([^)]*)\)", page)
+    minutes = [int(step.removesuffix("m")) for step in defaults["learning"] + defaults["relearning"]]
+    assert steps and [int(n) for n in re.findall(r"\d+", steps[1])] == minutes, steps
     lock = json.loads((ROOT / "_ext" / "package-lock.json").read_text(encoding="utf-8"))
     version = lock["packages"]["node_modules/ts-fsrs"]["version"]
     assert json.loads((library / "package.json").read_text(encoding="utf-8"))["version"] == version
@@ -173,7 +177,8 @@ def test_review_page_states_the_new_cards_a_day_of_the_script():
     per_day = re.search(r"NEW_CARDS_PER_DAY = (\d+);", script)
     assert per_day, "progress.js no longer sets NEW_CARDS_PER_DAY"
     page = " ".join((ROOT / "appendix" / "review.md").read_text(encoding="utf-8").split())
-    assert f"up to **{per_day[1]} new cards a day**" in page
+    stated = re.search(r"up to \*\*(\d+) new cards a day\*\*", page)
+    assert stated and stated[1] == per_day[1], stated
 
 
 def test_catalog_script_assigns_the_catalog_with_the_cards_text():
