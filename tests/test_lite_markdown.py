@@ -1,31 +1,33 @@
 """The in-browser notebooks' Markdown: MyST roles and directives made into what JupyterLab renders.
 
-``_ext/lite_markdown.py`` on sample text with hand-made targets (the expected
-Markdown written out here), pybtex's reading of a small bibliography, and the
-book's own pages: after conversion no markdown cell of any page holds a raw
-role or directive fence.
+``lite.markdown`` (in ``_ext/``) on sample text with hand-made targets (the
+expected Markdown written out here), pybtex's reading of a small bibliography,
+and the book's own pages: after conversion no markdown cell of any page holds a
+raw role or directive fence, and a homework's links to chapters lead to their
+notebooks.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
-import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 from built_book import HTML
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "_ext"))
-from lite_markdown import (  # noqa: E402
+from lite.markdown import (
     Citation,
     MystConversionError,
     Targets,
     caption_numbers,
+    notebook_path,
     read_citations,
     read_targets,
     to_markdown,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # What a converted cell may not hold: a role, or the fence of a directive.
 RAW_ROLE = re.compile(r"\{[a-zA-Z][\w:+-]*\}`")
@@ -66,6 +68,12 @@ def targets() -> Targets:
         ("Code `{doc}` stays, {math}`x^2` is math.", "Code `{doc}` stays, $x^2$ is math."),
         ("(sec-b)=\n# Title\n% a comment\nText.", "# Title\nText."),
         ("$$\nx = 1\n$$ (eq-one)", "$$\nx = 1\n$$"),
+        ("Back to [the start](01_a.md#fig-a).", "Back to [the start](01_a.ipynb#fig-a)."),
+        ("See [notation](../appendix/notation.md).", "See [notation](../appendix/notation.ipynb)."),
+        (
+            "A [site](https://example.org/a.md) and `[x](y.md)` stay.",
+            "A [site](https://example.org/a.md) and `[x](y.md)` stay.",
+        ),
     ],
 )
 def test_roles_become_links_citations_and_text(targets, source, expected):
@@ -105,7 +113,14 @@ def test_roles_inside_code_blocks_are_left_alone(targets):
 
 @pytest.mark.parametrize(
     "source",
-    ["{doc}`02_missing`", "{cite:p}`nobody1999`", "{term}`unknown`", "{numref}`fig-missing`", ":::{note}\nopen"],
+    [
+        "{doc}`02_missing`",
+        "{cite:p}`nobody1999`",
+        "{term}`unknown`",
+        "{numref}`fig-missing`",
+        ":::{note}\nopen",
+        "[gone](02_missing.md)",
+    ],
 )
 def test_what_the_book_does_not_have_is_a_clear_error(targets, source):
     with pytest.raises(MystConversionError, match=r"chapters/01_a|never closed"):
@@ -155,3 +170,34 @@ def test_figure_numbers_are_read_from_the_figure_that_has_the_id():
         '<table class="table" id="t"><caption><span class="caption-number">Table 1 </span></caption></table></section>'
     )
     assert caption_numbers(html) == {"b": "Fig. 2", "t": "Table 1"}
+
+
+def test_a_homework_sits_at_the_top_of_the_drive_and_links_to_chapters_from_there(targets):
+    """JupyterLite's Download names a file after its whole path: a homework's path is its own file name."""
+    assert notebook_path("exercises/hw4_x/hw4_x") == "hw4_x.ipynb"
+    assert notebook_path("chapters/01_a") == "chapters/01_a.ipynb"
+    source = "Read [Chapter 1](../../chapters/01_a.md) and {doc}`../../appendix/notation`."
+    assert to_markdown(source, targets, "exercises/hw4_x/hw4_x") == (
+        "Read [Chapter 1](chapters/01_a.ipynb) and [Notation and glossary](appendix/notation.ipynb)."
+    )
+
+
+def test_every_link_of_a_homework_to_a_page_leads_to_a_notebook_of_the_drive():
+    """The homework links to its chapter by the chapter's source file; in the browser
+    that file is not there, its notebook is."""
+    if not (HTML / "objects.inv").is_file():
+        pytest.fail("_build/html/objects.inv does not exist: build the book first (./course build)")
+    targets = read_targets(HTML, [ROOT / "references.bib"])
+    drive = {notebook_path(name) for name in targets.docs}
+    links = []
+    for release in sorted((ROOT / "exercises").glob("*/*.ipynb")):
+        docname = release.relative_to(ROOT).with_suffix("").as_posix()
+        here = posixpath.dirname(notebook_path(docname))
+        for cell in nbformat.read(release, as_version=4).cells:
+            if cell.cell_type != "markdown":
+                continue
+            for target in re.findall(r"\]\(([^)#\s]+\.(?:md|ipynb))", to_markdown(cell.source, targets, docname)):
+                links.append((docname, target, posixpath.normpath(posixpath.join(here, target))))
+    assert any("04_scaled_dot_product_attention" in target for _, target, _ in links), links
+    broken = [(doc, target) for doc, target, path in links if path not in drive]
+    assert not broken, f"links to files the in-browser Jupyter does not hold: {broken}"

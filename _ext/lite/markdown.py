@@ -18,12 +18,17 @@ markdown cell's source for JupyterLab:
   ``<details>`` block, closed as on the site; any other directive its body, and a
   directive with no Markdown body (``{literalinclude}``, custom ones) a line
   saying what the book's page shows there.
+- A Markdown link to a page of the book by its source file
+  (``[Chapter 4](../../chapters/04_scaled_dot_product_attention.md)``, as the
+  homework notebooks write them) leads to that page's notebook.
 - Any other role becomes its text; target lines ``(label)=``, comments ``% ...``
   and equation labels after ``$$`` go.
 
 What the links point at comes from the built site: its Sphinx inventory
 (``objects.inv``: pages, labels, terms) and, for figure numbers, the figure's
-caption on its page.
+caption on its page. Links are made between the notebooks' places in the
+in-browser Jupyter (:func:`notebook_path`): the homework sits at the top of its
+drive, so that a notebook downloaded from it keeps its own file name.
 """
 
 from __future__ import annotations
@@ -37,8 +42,6 @@ from pathlib import Path
 
 # A role: {name}`content`; the content may not hold a backtick.
 ROLE = re.compile(r"\{(?P<name>[a-zA-Z][\w:+-]*)\}`(?P<content>[^`]*)`")
-# A role, or an inline code span (left as it is).
-ROLE_OR_CODE = re.compile(ROLE.pattern + r"|(?P<code>``[^`]+``|`[^`]+`)")
 # The opening fence of a directive: ```{name} argument, or :::{name} argument.
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:+-]+)\}\s*(?P<argument>.*)$")
 OPTION = re.compile(r"^\s*:(?P<key>[\w-]+):\s*(?P<value>.*)$")
@@ -46,6 +49,13 @@ TARGET = re.compile(r"^\s*\((?P<label>[^()\s]+)\)=\s*$")
 COMMENT = re.compile(r"^\s*%")
 EQUATION_LABEL = re.compile(r"^(\s*\$\$)\s*\([^()\s]+\)\s*$")
 EXPLICIT = re.compile(r"^(?P<title>.*?)\s*<(?P<target>[^<>]+)>$", re.DOTALL)
+# A Markdown link to a relative .md or .ipynb file: [text](path.md#anchor).
+PAGE_LINK = re.compile(
+    r"\[(?P<text>[^\]]*)\]\((?P<target>(?![a-z][\w+.-]*:|/|#)[^)\s]+?\.(?:md|ipynb))(?P<anchor>#[^)\s]*)?\)"
+)
+# What :meth:`Converter.roles` replaces: a role, a link to a page's file, or an
+# inline code span (left as it is).
+INLINE = re.compile(f"{ROLE.pattern}|{PAGE_LINK.pattern}|(?P<code>``[^`]+``|`[^`]+`)")
 ADMONITIONS = {
     "admonition",
     "attention",
@@ -90,6 +100,20 @@ class Targets:
     terms: dict[str, str] = field(default_factory=dict)
     numbers: dict[str, str] = field(default_factory=dict)
     citations: dict[str, Citation] = field(default_factory=dict)
+
+
+def notebook_path(docname: str) -> str:
+    """Where a page's notebook sits in the in-browser Jupyter's drive.
+
+    A homework release (``exercises/hw4_x/hw4_x``) sits at the top: JupyterLite's
+    *Download* names the file after its whole path, so there it is the file's
+    own name (``hw4_x.ipynb``), the one the learner hands in. Every other page
+    keeps the book's layout (``chapters/01_self_attention.ipynb``).
+    """
+    parts = docname.split("/")
+    if len(parts) == 3 and parts[0] == "exercises" and parts[1] == parts[2]:
+        return f"{parts[2]}.ipynb"
+    return f"{docname}.ipynb"
 
 
 def read_targets(site: Path, bibfiles: Iterable[Path]) -> Targets:
@@ -173,8 +197,8 @@ class Converter:
 
     def link(self, text: str, docname: str, anchor: str = "") -> str:
         """A Markdown link from this page's notebook to ``docname``'s notebook."""
-        here = posixpath.dirname(self.docname)
-        url = posixpath.relpath(f"{docname}.ipynb", here or ".")
+        here = posixpath.dirname(notebook_path(self.docname))
+        url = posixpath.relpath(notebook_path(docname), here or ".")
         if anchor:
             url += f"#{anchor}"
         return f"[{text}]({url})"
@@ -230,11 +254,26 @@ class Converter:
             return "; ".join(f"{c.authors} ({c.year})" for c in found)
         return "(" + "; ".join(f"{c.authors}, {c.year}" for c in found) + ")"
 
+    def page_link(self, match: re.Match[str]) -> str:
+        """A Markdown link to a page's source file, made a link to that page's notebook."""
+        target = match.group("target")
+        docname = posixpath.normpath(posixpath.join(posixpath.dirname(self.docname), target))
+        docname = docname.removesuffix(".md").removesuffix(".ipynb")
+        if docname not in self.targets.docs:
+            raise MystConversionError(f"{self.docname}: the link to {target} leads to no page of the book")
+        return self.link(match.group("text"), docname, (match.group("anchor") or "").lstrip("#"))
+
     def roles(self, line: str) -> str:
-        """The line with every role replaced (inline code spans are left alone)."""
-        return ROLE_OR_CODE.sub(
-            lambda m: m.group(0) if m.group("name") is None else self.role(m.group("name"), m.group("content")), line
-        )
+        """The line with every role and link to a page's file replaced (inline code spans are left alone)."""
+
+        def one(m: re.Match[str]) -> str:
+            if m.group("name") is not None:
+                return self.role(m.group("name"), m.group("content"))
+            if m.group("target") is not None:
+                return self.page_link(m)
+            return m.group(0)
+
+        return INLINE.sub(one, line)
 
     # ------------------------------------------------------------- directives
 
