@@ -4,18 +4,22 @@
 expected Markdown written out here), pybtex's reading of a small bibliography,
 and the book's own pages: after conversion no markdown cell of any page holds a
 raw role or directive fence, and a homework's links to chapters lead to their
-notebooks.
+notebooks. A small page built by Sphinx with myst-nb shows that a glued value
+reaches the notebook as the built page formats it.
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 from built_book import HTML
+from lite.contents import lite_notebooks
 from lite.markdown import (
     Citation,
     MystConversionError,
@@ -26,6 +30,8 @@ from lite.markdown import (
     read_targets,
     to_markdown,
 )
+from lite.places import LiteBuildError
+from myst_page import myst_page
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,6 +52,7 @@ def targets() -> Targets:
         terms={"logit": "appendix/notation"},
         numbers={"fig-a": "Fig. 4"},
         citations={"vaswani2017attention": Citation("Vaswani et al.", "2017"), "x2020": Citation("X and Y", "2020")},
+        glue={"chapters/01_a": {"count": {"text/plain": "15"}, "ratio": {"text/plain": "0.71159"}}},
     )
 
 
@@ -68,6 +75,8 @@ def targets() -> Targets:
         ("Code `{doc}` stays, {math}`x^2` is math.", "Code `{doc}` stays, $x^2$ is math."),
         ("(sec-b)=\n# Title\n% a comment\nText.", "# Title\nText."),
         ("$$\nx = 1\n$$ (eq-one)", "$$\nx = 1\n$$"),
+        ("{glue:text}`count:d` of them, ratio {glue:text}`ratio:.2f`.", "15 of them, ratio 0.71."),
+        ("As {glue}`count`, unformatted {glue:text}`ratio`.", "As 15, unformatted 0.71159."),
         ("Back to [the start](01_a.md#fig-a).", "Back to [the start](01_a.ipynb#fig-a)."),
         ("See [notation](../appendix/notation.md).", "See [notation](../appendix/notation.ipynb)."),
         (
@@ -119,6 +128,7 @@ def test_roles_inside_code_blocks_are_left_alone(targets):
         "{term}`unknown`",
         "{numref}`fig-missing`",
         ":::{note}\nopen",
+        "{glue:text}`never_glued:d`",
         "[gone](02_missing.md)",
     ],
 )
@@ -180,6 +190,63 @@ def test_a_homework_sits_at_the_top_of_the_drive_and_links_to_chapters_from_ther
     assert to_markdown(source, targets, "exercises/hw4_x/hw4_x") == (
         "Read [Chapter 1](chapters/01_a.ipynb) and [Notation and glossary](appendix/notation.ipynb)."
     )
+
+
+GLUING_PAGE = myst_page(
+    "A page that glues",
+    "from myst_nb import glue\nglue('count', 15)\nglue('ratio', 0.711594)\nglue('masked_entries', 6 * 5 // 2)",
+) + (
+    "\nThe mask hides {glue:text}`masked_entries:d` entries; {glue:text}`count:d` of them,"
+    " ratio {glue:text}`ratio:.2f`, as {glue}`count`.\n"
+)
+
+
+@pytest.fixture(scope="module")
+def glued_book(tmp_path_factory) -> tuple[Path, Path]:
+    """A course folder with one chapter that glues three values, built by Sphinx with
+    myst-nb as the book is (its executed notebooks and their glue beside the site)."""
+    root = tmp_path_factory.mktemp("course")
+    (root / "chapters").mkdir()
+    (root / "chapters" / "01_a.md").write_text(GLUING_PAGE, encoding="utf-8")
+    (root / "index.md").write_text("# Book\n\n```{toctree}\nchapters/01_a\n```\n", encoding="utf-8")
+    (root / "conf.py").write_text("extensions = ['myst_nb']\nnb_execution_mode = 'force'\n", encoding="utf-8")
+    site = root / "_build" / "html"
+    done = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-W", str(root), str(site)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return root, site
+
+
+def test_a_glued_value_is_pasted_into_the_notebook_as_the_built_page_formats_it(glued_book):
+    """The values myst-nb stored when it ran the page, formatted as each role asks,
+    in place of the role (not the role's text, "masked_entries:d")."""
+    root, site = glued_book
+    notebook = nbformat.reads(lite_notebooks(read_targets(site, []), root)["chapters/01_a.ipynb"], as_version=4)
+    markdown = [c.source for c in notebook.cells if c.cell_type == "markdown"]
+    assert markdown[-1] == f"The mask hides {6 * 5 // 2} entries; 15 of them, ratio {0.711594:.2f}, as 15."
+
+
+def test_the_same_page_gives_the_same_notebook_byte_for_byte(glued_book):
+    """JupyterLite's doit copies a notebook again when its bytes change: two builds
+    from the same page must not differ (jupytext alone would draw new cell ids)."""
+    root, site = glued_book
+    targets = read_targets(site, [])
+    assert lite_notebooks(targets, root) == lite_notebooks(targets, root)
+
+
+def test_a_role_naming_a_value_the_page_never_glued_stops_the_build_naming_it(glued_book):
+    root, site = glued_book
+    page = root / "chapters" / "01_a.md"
+    page.write_text(GLUING_PAGE + "\nAnd {glue:text}`never_glued:.2f`.\n", encoding="utf-8")
+    try:
+        with pytest.raises(LiteBuildError, match=r"chapters/01_a\.md: .*'never_glued'.*'count', 'masked_entries'"):
+            lite_notebooks(read_targets(site, []), root)
+    finally:
+        page.write_text(GLUING_PAGE, encoding="utf-8")
 
 
 def test_every_link_of_a_homework_to_a_page_leads_to_a_notebook_of_the_drive():

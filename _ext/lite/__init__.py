@@ -16,7 +16,7 @@ doit database kept between builds. What is the course's own:
   quickly and quietly (the bytecode of what it imports first, matplotlib's font
   cache);
 - :mod:`lite.contents` and :mod:`lite.markdown`: the book's MyST pages made
-  into notebooks of plain Markdown (links, citations, boxes),
+  into notebooks of plain Markdown (links, citations, boxes, glued values),
   and the homework releases;
 - :mod:`lite.settings`: JupyterLite's configuration (the kernel's settings,
   the File menu's Download);

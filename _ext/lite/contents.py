@@ -23,7 +23,7 @@ def notebook_for_lite(nb: Any) -> None:
 
 def markdown_targets(site: Path) -> markdown.Targets:
     """What the notebooks' MyST roles point at, read from the built site, its
-    and references.bib."""
+    executed notebooks' glue and references.bib."""
     return markdown.read_targets(site, [ROOT / "references.bib"])
 
 
@@ -47,7 +47,7 @@ def lite_notebooks(targets: markdown.Targets, root: Path = ROOT) -> dict[str, st
     The book's pages (chapters, appendix) come from MyST markdown by jupytext,
     their markdown cells made into plain Markdown; the homework releases are
     read as they are (their markdown gets the same conversion). A role the
-    book cannot resolve (a page or label it does not have) stops
+    book cannot resolve (a page, label or glued value it does not have) stops
     the build with the file's name.
     """
     import jupytext

@@ -18,6 +18,10 @@ markdown cell's source for JupyterLab:
   ``<details>`` block, closed as on the site; any other directive its body, and a
   directive with no Markdown body (``{literalinclude}``, custom ones) a line
   saying what the book's page shows there.
+- ``{glue:text}`name:format``` (and ``{glue}``, ``{glue:md}``) become the value
+  the page's code glued, formatted as the book formats it (myst-nb's own
+  ``format_plain_text``), read from what myst-nb stored when it executed the
+  page (``_build/jupyter_execute/<page>.glue.json``).
 - A Markdown link to a page of the book by its source file
   (``[Chapter 4](../../chapters/04_scaled_dot_product_attention.md)``, as the
   homework notebooks write them) leads to that page's notebook.
@@ -56,6 +60,7 @@ PAGE_LINK = re.compile(
 # What :meth:`Converter.roles` replaces: a role, a link to a page's file, or an
 # inline code span (left as it is).
 INLINE = re.compile(f"{ROLE.pattern}|{PAGE_LINK.pattern}|(?P<code>``[^`]+``|`[^`]+`)")
+GLUE_ROLES = {"glue", "glue:", "glue:any", "glue:text", "glue:md"}
 ADMONITIONS = {
     "admonition",
     "attention",
@@ -92,7 +97,8 @@ class Targets:
     ``docs``: page name ("chapters/01_self_attention") -> title; ``labels``:
     label -> (page name, anchor, text); ``terms``: term (lower case) -> page name;
     ``numbers``: label -> number text ("Fig. 4"); ``citations``: bibtex key ->
-    :class:`Citation`.
+    :class:`Citation`; ``glue``: page name -> {name: the glued output's data
+    (mime type -> text)}.
     """
 
     docs: dict[str, str] = field(default_factory=dict)
@@ -100,6 +106,7 @@ class Targets:
     terms: dict[str, str] = field(default_factory=dict)
     numbers: dict[str, str] = field(default_factory=dict)
     citations: dict[str, Citation] = field(default_factory=dict)
+    glue: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
 
 
 def notebook_path(docname: str) -> str:
@@ -116,8 +123,23 @@ def notebook_path(docname: str) -> str:
     return f"{docname}.ipynb"
 
 
-def read_targets(site: Path, bibfiles: Iterable[Path]) -> Targets:
-    """The targets of the built site at ``site`` and the citations of ``bibfiles``."""
+def read_glue(executed: Path) -> dict[str, dict[str, dict[str, str]]]:
+    """page name -> {glued name: its output's data}, from the ``<page>.glue.json``
+    files myst-nb writes beside the executed notebooks (``executed``)."""
+    import json
+
+    glued = {}
+    for path in sorted(executed.rglob("*.glue.json")):
+        docname = path.relative_to(executed).as_posix().removesuffix(".glue.json")
+        outputs = json.loads(path.read_text(encoding="utf-8"))
+        glued[docname] = {name: dict(output.get("data", {})) for name, output in outputs.items()}
+    return glued
+
+
+def read_targets(site: Path, bibfiles: Iterable[Path], executed: Path | None = None) -> Targets:
+    """The targets of the built site at ``site``, the citations of ``bibfiles`` and
+    the glued values of the executed pages (``executed``, by default
+    ``jupyter_execute`` beside the site, where jupyter-book puts them)."""
     from sphinx.util.inventory import InventoryFile
 
     with (site / "objects.inv").open("rb") as f:
@@ -137,6 +159,7 @@ def read_targets(site: Path, bibfiles: Iterable[Path]) -> Targets:
         targets.terms[term.lower()] = uri.partition("#")[0].removesuffix(".html")
     for bib in bibfiles:
         targets.citations.update(read_citations(bib))
+    targets.glue = read_glue(executed or site.parent / "jupyter_execute")
     return targets
 
 
@@ -240,6 +263,8 @@ class Converter:
             return self.link(term, page)
         if name.startswith("cite"):
             return self.cite(name, content)
+        if name in GLUE_ROLES:
+            return self.glued(name, content)
         if name == "math":
             return f"${content}$"
         return title or target
@@ -253,6 +278,24 @@ class Converter:
         if name in ("cite:t", "cite:ts", "cite:ct"):
             return "; ".join(f"{c.authors} ({c.year})" for c in found)
         return "(" + "; ".join(f"{c.authors}, {c.year}" for c in found) + ")"
+
+    def glued(self, name: str, content: str) -> str:
+        """A glue role: the value this page's code glued, as myst-nb writes it on the page."""
+        from myst_nb.core.variables import format_plain_text
+
+        key, fmt = content.rsplit(":", 1) if name == "glue:text" and ":" in content else (content, "")
+        outputs = self.targets.glue.get(self.docname, {})
+        if key not in outputs:
+            raise MystConversionError(
+                f"{self.docname}: {{{name}}}`{content}`: the page's executed notebook glued no {key!r} "
+                f"(glued: {sorted(outputs) or 'nothing'})"
+            )
+        data = outputs[key]
+        if name == "glue:md" and "text/markdown" in data:
+            return data["text/markdown"]
+        if "text/plain" not in data:
+            raise MystConversionError(f"{self.docname}: {{{name}}}`{content}`: {key!r} has no text to paste")
+        return format_plain_text(data["text/plain"], fmt) if name == "glue:text" else data["text/plain"]
 
     def page_link(self, match: re.Match[str]) -> str:
         """A Markdown link to a page's source file, made a link to that page's notebook."""
