@@ -6,7 +6,8 @@ own account, not the time taken:
 
 - the execution cache (``_build/.jupyter_cache``) gains no record, and myst-nb
   prints no "Executing notebook" line;
-- ``_ext/lite_build.py`` prints "lite: unchanged".
+- the in-browser Jupyter's build (``python -m lite``, ``_ext/lite/``) prints
+  "lite: unchanged": JupyterLite's own doit wrote nothing new.
 
 Usage: .venv/bin/python .ci/check_nothing_rebuilt.py (from anywhere). Exit 0 when
 nothing was rebuilt; 1, with the build's output and what ran, otherwise.

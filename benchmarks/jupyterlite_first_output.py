@@ -26,7 +26,10 @@ what it has already fetched, as a browser does. Run from the repository root aft
 
 With ``--baseline OTHER_SITE`` (another built site, e.g. one built from main)
 the runs alternate between the two sites, so that both see the same load on a
-shared machine, and both sets of runs and medians are written. ``--note TEXT``
+shared machine, and both sets of runs and medians are written. ``--baseline``
+may be given more than once, as ``NAME=OTHER_SITE`` (e.g. a site with one
+change undone each): the runs go round all of them, and each one's runs and
+medians are written under its name (``NAME_runs``, ``NAME_median``). ``--note TEXT``
 says what the sites are and how loaded the machine was (the benchmark page
 shows it).
 
@@ -154,7 +157,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--notebook", default="chapters/01_self_attention.ipynb", help="path inside lite/files/")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--site", type=Path, default=REPO / "_build" / "html")
-    parser.add_argument("--baseline", type=Path, help="another built site, measured in alternation with --site")
+    parser.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        metavar="[NAME=]SITE",
+        help="another built site, measured in alternation with --site (repeatable, each NAME=SITE)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON results")
     parser.add_argument("--note", default="", help="what the sites are, for the benchmark page")
     parser.add_argument(
@@ -163,7 +172,13 @@ def main(argv: list[str] | None = None) -> int:
         help="after each first visit, open the notebook again in the same profile (warm caches)",
     )
     args = parser.parse_args(argv)
-    sites = {"site": args.site, **({"baseline": args.baseline} if args.baseline else {})}
+    sites = {"site": args.site}
+    for given in args.baseline:
+        name, _, path = given.rpartition("=")
+        name = name or "baseline"
+        if name in sites:
+            parser.error(f"--baseline {given}: the name {name!r} is given twice")
+        sites[name] = Path(path)
     for site in sites.values():
         if not (site / "lite" / "files" / args.notebook).is_file():
             parser.error(f"{site}/lite/files/{args.notebook} does not exist: run ./course build first")

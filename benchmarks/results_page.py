@@ -323,11 +323,14 @@ def jupyterlite_first_output(data: dict[str, Any]) -> str:
         "The site:",
         table(head, rows(data["runs"], data["median"])),
     ]
-    if "baseline_runs" in data:
-        parts += ["The baseline:", table(head, rows(data["baseline_runs"], data["baseline_median"]))]
+    # Each other site measured in alternation with it (--baseline [NAME=]SITE): NAME_runs.
+    others = [key.removesuffix("_runs") for key in data if key.endswith("_runs") and key != "runs"]
+    for name in others:
+        shown = "The baseline" if name == "baseline" else f"`{name}`"
+        parts += [f"{shown}:", table(head, rows(data[f"{name}_runs"], data[f"{name}_median"]))]
     second = [
         (name, data[f"{prefix}second_visit_median"])
-        for name, prefix in (("site", ""), ("baseline", "baseline_"))
+        for name, prefix in (("site", ""), *((name, f"{name}_") for name in others))
         if f"{prefix}second_visit_median" in data
     ]
     if second:

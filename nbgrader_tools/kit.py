@@ -19,7 +19,7 @@
 A learner installs the two first with ``python -m pip install -r
 REQUIREMENTS`` and ``python -m pip install WHEEL``; a JupyterHub image does
 the same (the kit's :data:`DOCKERFILE`). The in-browser Jupyter loads the same
-wheel (``_ext/lite_build.py``). Nothing is rebuilt when the inputs are unchanged.
+wheel (``_ext/lite/``). Nothing is rebuilt when the inputs are unchanged.
 """
 
 from __future__ import annotations

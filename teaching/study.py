@@ -134,7 +134,7 @@ def load_cards(path: str | Path) -> list[dict]:
 # The widgets put text into the page as HTML and turn $...$ into MathJax, but
 # read no Markdown. The conversion is a small one written here, not a Markdown
 # library: the chapters also run in the in-browser Python (JupyterLite), which
-# holds only the wheels the site locks (_ext/lite_build.py).
+# holds only the wheels the site locks (_ext/lite/wheels.py).
 _PROTECTED = re.compile(
     r"`(?P<code>[^`]+)`"  # a code span: its text shown as written
     r"|(?P<math>\$\$.+?\$\$|(?<!\\)\$(?:\\.|[^$\\])+\$)",  # $$...$$ or $...$, left to MathJax

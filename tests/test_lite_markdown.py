@@ -1,31 +1,39 @@
 """The in-browser notebooks' Markdown: MyST roles and directives made into what JupyterLab renders.
 
-``_ext/lite_markdown.py`` on sample text with hand-made targets (the expected
-Markdown written out here), pybtex's reading of a small bibliography, and the
-book's own pages: after conversion no markdown cell of any page holds a raw
-role or directive fence.
+``lite.markdown`` (in ``_ext/``) on sample text with hand-made targets (the
+expected Markdown written out here), pybtex's reading of a small bibliography,
+and the book's own pages: after conversion no markdown cell of any page holds a
+raw role or directive fence, and a homework's links to chapters lead to their
+notebooks. A small page built by Sphinx with myst-nb shows that a glued value
+reaches the notebook as the built page formats it.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
+import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 from built_book import HTML
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "_ext"))
-from lite_markdown import (  # noqa: E402
+from lite.contents import lite_notebooks
+from lite.markdown import (
     Citation,
     MystConversionError,
     Targets,
     caption_numbers,
+    notebook_path,
     read_citations,
     read_targets,
     to_markdown,
 )
+from lite.places import LiteBuildError
+from myst_page import myst_page
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # What a converted cell may not hold: a role, or the fence of a directive.
 RAW_ROLE = re.compile(r"\{[a-zA-Z][\w:+-]*\}`")
@@ -44,6 +52,7 @@ def targets() -> Targets:
         terms={"logit": "appendix/notation"},
         numbers={"fig-a": "Fig. 4"},
         citations={"vaswani2017attention": Citation("Vaswani et al.", "2017"), "x2020": Citation("X and Y", "2020")},
+        glue={"chapters/01_a": {"count": {"text/plain": "15"}, "ratio": {"text/plain": "0.71159"}}},
     )
 
 
@@ -66,6 +75,14 @@ def targets() -> Targets:
         ("Code `{doc}` stays, {math}`x^2` is math.", "Code `{doc}` stays, $x^2$ is math."),
         ("(sec-b)=\n# Title\n% a comment\nText.", "# Title\nText."),
         ("$$\nx = 1\n$$ (eq-one)", "$$\nx = 1\n$$"),
+        ("{glue:text}`count:d` of them, ratio {glue:text}`ratio:.2f`.", "15 of them, ratio 0.71."),
+        ("As {glue}`count`, unformatted {glue:text}`ratio`.", "As 15, unformatted 0.71159."),
+        ("Back to [the start](01_a.md#fig-a).", "Back to [the start](01_a.ipynb#fig-a)."),
+        ("See [notation](../appendix/notation.md).", "See [notation](../appendix/notation.ipynb)."),
+        (
+            "A [site](https://example.org/a.md) and `[x](y.md)` stay.",
+            "A [site](https://example.org/a.md) and `[x](y.md)` stay.",
+        ),
     ],
 )
 def test_roles_become_links_citations_and_text(targets, source, expected):
@@ -105,7 +122,15 @@ def test_roles_inside_code_blocks_are_left_alone(targets):
 
 @pytest.mark.parametrize(
     "source",
-    ["{doc}`02_missing`", "{cite:p}`nobody1999`", "{term}`unknown`", "{numref}`fig-missing`", ":::{note}\nopen"],
+    [
+        "{doc}`02_missing`",
+        "{cite:p}`nobody1999`",
+        "{term}`unknown`",
+        "{numref}`fig-missing`",
+        ":::{note}\nopen",
+        "{glue:text}`never_glued:d`",
+        "[gone](02_missing.md)",
+    ],
 )
 def test_what_the_book_does_not_have_is_a_clear_error(targets, source):
     with pytest.raises(MystConversionError, match=r"chapters/01_a|never closed"):
@@ -155,3 +180,91 @@ def test_figure_numbers_are_read_from_the_figure_that_has_the_id():
         '<table class="table" id="t"><caption><span class="caption-number">Table 1 </span></caption></table></section>'
     )
     assert caption_numbers(html) == {"b": "Fig. 2", "t": "Table 1"}
+
+
+def test_a_homework_sits_at_the_top_of_the_drive_and_links_to_chapters_from_there(targets):
+    """JupyterLite's Download names a file after its whole path: a homework's path is its own file name."""
+    assert notebook_path("exercises/hw4_x/hw4_x") == "hw4_x.ipynb"
+    assert notebook_path("chapters/01_a") == "chapters/01_a.ipynb"
+    source = "Read [Chapter 1](../../chapters/01_a.md) and {doc}`../../appendix/notation`."
+    assert to_markdown(source, targets, "exercises/hw4_x/hw4_x") == (
+        "Read [Chapter 1](chapters/01_a.ipynb) and [Notation and glossary](appendix/notation.ipynb)."
+    )
+
+
+GLUING_PAGE = myst_page(
+    "A page that glues",
+    "from myst_nb import glue\nglue('count', 15)\nglue('ratio', 0.711594)\nglue('masked_entries', 6 * 5 // 2)",
+) + (
+    "\nThe mask hides {glue:text}`masked_entries:d` entries; {glue:text}`count:d` of them,"
+    " ratio {glue:text}`ratio:.2f`, as {glue}`count`.\n"
+)
+
+
+@pytest.fixture(scope="module")
+def glued_book(tmp_path_factory) -> tuple[Path, Path]:
+    """A course folder with one chapter that glues three values, built by Sphinx with
+    myst-nb as the book is (its executed notebooks and their glue beside the site)."""
+    root = tmp_path_factory.mktemp("course")
+    (root / "chapters").mkdir()
+    (root / "chapters" / "01_a.md").write_text(GLUING_PAGE, encoding="utf-8")
+    (root / "index.md").write_text("# Book\n\n```{toctree}\nchapters/01_a\n```\n", encoding="utf-8")
+    (root / "conf.py").write_text("extensions = ['myst_nb']\nnb_execution_mode = 'force'\n", encoding="utf-8")
+    site = root / "_build" / "html"
+    done = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-W", str(root), str(site)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return root, site
+
+
+def test_a_glued_value_is_pasted_into_the_notebook_as_the_built_page_formats_it(glued_book):
+    """The values myst-nb stored when it ran the page, formatted as each role asks,
+    in place of the role (not the role's text, "masked_entries:d")."""
+    root, site = glued_book
+    notebook = nbformat.reads(lite_notebooks(read_targets(site, []), root)["chapters/01_a.ipynb"], as_version=4)
+    markdown = [c.source for c in notebook.cells if c.cell_type == "markdown"]
+    assert markdown[-1] == f"The mask hides {6 * 5 // 2} entries; 15 of them, ratio {0.711594:.2f}, as 15."
+
+
+def test_the_same_page_gives_the_same_notebook_byte_for_byte(glued_book):
+    """JupyterLite's doit copies a notebook again when its bytes change: two builds
+    from the same page must not differ (jupytext alone would draw new cell ids)."""
+    root, site = glued_book
+    targets = read_targets(site, [])
+    assert lite_notebooks(targets, root) == lite_notebooks(targets, root)
+
+
+def test_a_role_naming_a_value_the_page_never_glued_stops_the_build_naming_it(glued_book):
+    root, site = glued_book
+    page = root / "chapters" / "01_a.md"
+    page.write_text(GLUING_PAGE + "\nAnd {glue:text}`never_glued:.2f`.\n", encoding="utf-8")
+    try:
+        with pytest.raises(LiteBuildError, match=r"chapters/01_a\.md: .*'never_glued'.*'count', 'masked_entries'"):
+            lite_notebooks(read_targets(site, []), root)
+    finally:
+        page.write_text(GLUING_PAGE, encoding="utf-8")
+
+
+def test_every_link_of_a_homework_to_a_page_leads_to_a_notebook_of_the_drive():
+    """The homework links to its chapter by the chapter's source file; in the browser
+    that file is not there, its notebook is."""
+    if not (HTML / "objects.inv").is_file():
+        pytest.fail("_build/html/objects.inv does not exist: build the book first (./course build)")
+    targets = read_targets(HTML, [ROOT / "references.bib"])
+    drive = {notebook_path(name) for name in targets.docs}
+    links = []
+    for release in sorted((ROOT / "exercises").glob("*/*.ipynb")):
+        docname = release.relative_to(ROOT).with_suffix("").as_posix()
+        here = posixpath.dirname(notebook_path(docname))
+        for cell in nbformat.read(release, as_version=4).cells:
+            if cell.cell_type != "markdown":
+                continue
+            for target in re.findall(r"\]\(([^)#\s]+\.(?:md|ipynb))", to_markdown(cell.source, targets, docname)):
+                links.append((docname, target, posixpath.normpath(posixpath.join(here, target))))
+    assert any("04_scaled_dot_product_attention" in target for _, target, _ in links), links
+    broken = [(doc, target) for doc, target, path in links if path not in drive]
+    assert not broken, f"links to files the in-browser Jupyter does not hold: {broken}"

@@ -6,16 +6,17 @@
   the execution cache in a temporary folder.
 - ``_ext/static_freshness.py``: an edited file of the book's ``_static``
   reaches the built site, and the pages name its new checksum.
-- ``_ext/lite_freshness.py``: the JupyterLite step (``_ext/lite_build.py``) is
-  skipped exactly when its inputs and its built folder are those of the last
-  build, and its inputs include every module of the build's own code.
+- ``lite.build`` (``_ext/lite/``): the in-browser Jupyter's build stages into
+  JupyterLite's folder only the files whose bytes changed, so that JupyterLite's
+  own doit (whose database is kept) redoes only what they feed, and it says
+  "unchanged" when JupyterLite wrote nothing new.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -27,11 +28,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
 sys.path.insert(0, str(ROOT / ".ci"))
-import lite_freshness  # noqa: E402
 from chapter_data import data_files, fingerprint, module_files, stale_pages  # noqa: E402
 from check_nothing_rebuilt import what_ran  # noqa: E402
-from lite_markdown import Citation, Targets  # noqa: E402
-from lite_paths import DATA_FILES  # noqa: E402
+from lite.build import rewritten, snapshot, stage  # noqa: E402
 from myst_page import myst_page  # noqa: E402
 
 
@@ -254,95 +253,46 @@ def test_an_edited_static_file_reaches_the_built_site_and_its_pages(tmp_path):
     assert "no targets are out of date" in build(src, out)
 
 
-def fake_course(root: Path) -> Path:
-    """The files lite_build hashes, in a temporary course folder; returns the course wheel."""
-    write(root / "requirements" / "lite.txt", "pins\n")
-    write(root / "_ext" / "node_modules" / "pyodide" / "package.json", "{}")
-    write(root / "_ext" / "node_modules" / "pyodide" / "pyodide-lock.json", "{}")
-    for rel in DATA_FILES:
-        write(root / rel, "{}")
-    write(root / "chapters" / "01_a.md", "# A\n")
-    write(root / "chapters" / "01_a.quiz.json", "[]")
-    write(root / "exercises" / "hw1" / "hw1.ipynb", "{}")
-    return write(root / "kit" / "course-1.0-py3-none-any.whl", "wheel")
+def test_staging_writes_only_what_differs_and_removes_what_is_no_longer_staged(tmp_path):
+    """JupyterLite's doit decides what to redo from its inputs' modification times:
+    a staged file left as it was keeps its time; a notebook no longer staged goes,
+    with its copy in the built site."""
+    lite_dir, output = tmp_path / "jupyterlite", tmp_path / "site" / "lite"
+    files = {"contents/chapters/01_a.ipynb": b"{}", "contents/chapters/02_b.ipynb": b"{}", "jupyter-lite.json": b"{}"}
+    assert stage(lite_dir, files, output) == sorted(files)
+    kept = (lite_dir / "contents/chapters/01_a.ipynb").stat().st_mtime_ns
+    write(output / "files" / "chapters" / "02_b.ipynb", "{}")  # what jupyter lite build made of it
+    assert stage(lite_dir, files, output) == []
+    assert (lite_dir / "contents/chapters/01_a.ipynb").stat().st_mtime_ns == kept
+    files["contents/chapters/01_a.ipynb"] = b'{"changed": 1}'
+    del files["contents/chapters/02_b.ipynb"]
+    assert stage(lite_dir, files, output) == ["contents/chapters/01_a.ipynb", "contents/chapters/02_b.ipynb"]
+    assert (lite_dir / "contents/chapters/01_a.ipynb").read_bytes() == b'{"changed": 1}'
+    assert not (lite_dir / "contents/chapters/02_b.ipynb").exists()
+    assert not (output / "files" / "chapters" / "02_b.ipynb").exists()
+    assert (lite_dir / "jupyter-lite.json").is_file()  # outside the staged folders: left alone
 
 
-@pytest.mark.parametrize(
-    "change",
-    ["chapters/01_a.md", "chapters/01_a.quiz.json", "exercises/hw1/hw1.ipynb", "requirements/lite.txt", "kit"],
-)
-def test_the_lite_inputs_digest_changes_with_each_input(tmp_path, change):
-    wheel = fake_course(tmp_path)
-    before = lite_freshness.inputs_digest(lite_freshness.input_files(tmp_path), wheel)
-    assert lite_freshness.inputs_digest(lite_freshness.input_files(tmp_path), wheel) == before
-    target = wheel if change == "kit" else tmp_path / change
-    target.write_text(target.read_text(encoding="utf-8") + " changed", encoding="utf-8")
-    assert lite_freshness.inputs_digest(lite_freshness.input_files(tmp_path), wheel) != before
-
-
-def test_what_the_markdown_conversion_reads_from_the_site_is_part_of_the_lite_inputs_digest(tmp_path):
-    """A new page title, figure number or citation re-runs the conversion; the same ones do not."""
-    wheel = fake_course(tmp_path)
-    files = lite_freshness.input_files(tmp_path)
-
-    def digest(title: str = "A", number: str = "Fig. 1", citations: dict | None = None) -> str:
-        targets = Targets(docs={"chapters/01_a": title}, numbers={"fig-a": number}, citations=citations or {})
-        return lite_freshness.inputs_digest(files, wheel, targets)
-
-    before = digest()
-    assert digest() == before
-    assert digest(title="A new title") != before
-    assert digest(number="Fig. 2") != before
-    assert digest(citations={"k": Citation("Someone", "2020")}) != before
-
-
-def test_a_new_chapter_changes_the_lite_inputs_digest(tmp_path):
-    wheel = fake_course(tmp_path)
-    before = lite_freshness.inputs_digest(lite_freshness.input_files(tmp_path), wheel)
-    write(tmp_path / "chapters" / "02_b.md", "# B\n")
-    assert lite_freshness.inputs_digest(lite_freshness.input_files(tmp_path), wheel) != before
-
-
-def test_the_lite_inputs_hold_every_module_of_the_build_itself():
-    """A change to any module that the JupyterLite build imports builds it again."""
-    ext = ROOT / "_ext"
-    modules: set[str] = set()
-    todo = ["lite_build"]
-    while todo:  # follow the build's imports of modules of _ext/
-        name = todo.pop()
-        if name in modules or not (ext / f"{name}.py").is_file():
-            continue
-        modules.add(name)
-        for node in ast.walk(ast.parse((ext / f"{name}.py").read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                todo += [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                todo.append(node.module)
-    assert {"lite_build", "lite_markdown", "offline_site"} < modules
-    hashed = {path.resolve() for path in lite_freshness.input_files(ROOT)}
-    assert sorted(m for m in modules if (ext / f"{m}.py").resolve() not in hashed) == []
-
-
-def test_the_lite_build_is_skipped_only_when_inputs_and_output_are_the_last_builds(tmp_path):
+def test_a_built_file_counts_as_rewritten_unless_it_holds_what_it_held(tmp_path):
+    """JupyterLite's patch tasks write jupyter-lite.json on every build; the same
+    text again is not a change, a new size or time of any other file is."""
     output = tmp_path / "lite"
-    stamp = tmp_path / "built-from.json"
-    assert not lite_freshness.up_to_date(stamp, "abc", output)  # never built
-    write(output / "jupyter-lite.json", "{}")
-    write(output / "files" / "chapters" / "01_a.ipynb", "{}")
-    stamp.write_text(json.dumps({"inputs": "abc", "output": lite_freshness.output_digest(output)}), encoding="utf-8")
-    assert lite_freshness.up_to_date(stamp, "abc", output)
-    assert not lite_freshness.up_to_date(stamp, "abd", output)  # an input changed
-    write(output / "files" / "chapters" / "01_a.ipynb", "{} ")  # the built folder was altered
-    assert not lite_freshness.up_to_date(stamp, "abc", output)
-    (output / "files" / "chapters" / "01_a.ipynb").write_text("{}", encoding="utf-8")
-    assert lite_freshness.up_to_date(stamp, "abc", output)
-    (output / "jupyter-lite.json").unlink()  # gone
-    assert not lite_freshness.up_to_date(stamp, "abc", output)
+    config = write(output / "jupyter-lite.json", '{"a": 1}')
+    page = write(output / "files" / "a.ipynb", "{}")
+    before = snapshot(output)
+    configs = {"jupyter-lite.json": config.read_text(encoding="utf-8")}
+    config.write_text('{"a": 1}', encoding="utf-8")
+    os.utime(config, ns=(before["jupyter-lite.json"][0] + 10**9,) * 2)
+    assert rewritten(output, before, configs) == []
+    config.write_text('{"a": 2}', encoding="utf-8")
+    page.write_text("{ }", encoding="utf-8")
+    write(output / "files" / "b.ipynb", "{}")
+    assert rewritten(output, before, configs) == ["files/a.ipynb", "files/b.ipynb", "jupyter-lite.json"]
 
 
 QUIET_LOG = (
     "reading sources...\nUsing cached notebook: ID=3\n"
-    "lite: unchanged (inputs sha256 0123); no JupyterLite content rebuilt\n"
+    "lite: unchanged: JupyterLite's build found nothing new to write in _build/html/lite\n"
 )
 
 

@@ -1,6 +1,6 @@
 // matplotlib's font cache as Pyodide's own matplotlib makes it, for the in-browser Jupyter.
 //
-// Run by lite_build.py:  node _ext/mpl_font_cache.mjs <pyodide folder>/ <output folder>
+// Run by lite/startup.py:  node _ext/lite/font_cache.mjs <pyodide folder>/ <output folder>
 // The Pyodide folder holds the runtime and a pyodide-lock.json with matplotlib
 // (the site's copy, so the wheels are the ones the browser loads). Pyodide's
 // matplotlib keeps its cache beside font_manager.py, as fontlist.json, with the
@@ -13,7 +13,7 @@ import { loadPyodide } from "pyodide";
 
 const [indexURL, output] = process.argv.slice(2);
 if (!indexURL || !output) {
-  console.error("usage: node mpl_font_cache.mjs <pyodide folder>/ <output folder>");
+  console.error("usage: node font_cache.mjs <pyodide folder>/ <output folder>");
   process.exit(2);
 }
 // Building the cache logs a warning on stderr: expected here, so not shown.

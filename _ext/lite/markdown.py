@@ -18,12 +18,21 @@ markdown cell's source for JupyterLab:
   ``<details>`` block, closed as on the site; any other directive its body, and a
   directive with no Markdown body (``{literalinclude}``, custom ones) a line
   saying what the book's page shows there.
+- ``{glue:text}`name:format``` (and ``{glue}``, ``{glue:md}``) become the value
+  the page's code glued, formatted as the book formats it (myst-nb's own
+  ``format_plain_text``), read from what myst-nb stored when it executed the
+  page (``_build/jupyter_execute/<page>.glue.json``).
+- A Markdown link to a page of the book by its source file
+  (``[Chapter 4](../../chapters/04_scaled_dot_product_attention.md)``, as the
+  homework notebooks write them) leads to that page's notebook.
 - Any other role becomes its text; target lines ``(label)=``, comments ``% ...``
   and equation labels after ``$$`` go.
 
 What the links point at comes from the built site: its Sphinx inventory
 (``objects.inv``: pages, labels, terms) and, for figure numbers, the figure's
-caption on its page.
+caption on its page. Links are made between the notebooks' places in the
+in-browser Jupyter (:func:`notebook_path`): the homework sits at the top of its
+drive, so that a notebook downloaded from it keeps its own file name.
 """
 
 from __future__ import annotations
@@ -37,8 +46,6 @@ from pathlib import Path
 
 # A role: {name}`content`; the content may not hold a backtick.
 ROLE = re.compile(r"\{(?P<name>[a-zA-Z][\w:+-]*)\}`(?P<content>[^`]*)`")
-# A role, or an inline code span (left as it is).
-ROLE_OR_CODE = re.compile(ROLE.pattern + r"|(?P<code>``[^`]+``|`[^`]+`)")
 # The opening fence of a directive: ```{name} argument, or :::{name} argument.
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:+-]+)\}\s*(?P<argument>.*)$")
 OPTION = re.compile(r"^\s*:(?P<key>[\w-]+):\s*(?P<value>.*)$")
@@ -46,6 +53,14 @@ TARGET = re.compile(r"^\s*\((?P<label>[^()\s]+)\)=\s*$")
 COMMENT = re.compile(r"^\s*%")
 EQUATION_LABEL = re.compile(r"^(\s*\$\$)\s*\([^()\s]+\)\s*$")
 EXPLICIT = re.compile(r"^(?P<title>.*?)\s*<(?P<target>[^<>]+)>$", re.DOTALL)
+# A Markdown link to a relative .md or .ipynb file: [text](path.md#anchor).
+PAGE_LINK = re.compile(
+    r"\[(?P<text>[^\]]*)\]\((?P<target>(?![a-z][\w+.-]*:|/|#)[^)\s]+?\.(?:md|ipynb))(?P<anchor>#[^)\s]*)?\)"
+)
+# What :meth:`Converter.roles` replaces: a role, a link to a page's file, or an
+# inline code span (left as it is).
+INLINE = re.compile(f"{ROLE.pattern}|{PAGE_LINK.pattern}|(?P<code>``[^`]+``|`[^`]+`)")
+GLUE_ROLES = {"glue", "glue:", "glue:any", "glue:text", "glue:md"}
 ADMONITIONS = {
     "admonition",
     "attention",
@@ -82,7 +97,8 @@ class Targets:
     ``docs``: page name ("chapters/01_self_attention") -> title; ``labels``:
     label -> (page name, anchor, text); ``terms``: term (lower case) -> page name;
     ``numbers``: label -> number text ("Fig. 4"); ``citations``: bibtex key ->
-    :class:`Citation`.
+    :class:`Citation`; ``glue``: page name -> {name: the glued output's data
+    (mime type -> text)}.
     """
 
     docs: dict[str, str] = field(default_factory=dict)
@@ -90,10 +106,40 @@ class Targets:
     terms: dict[str, str] = field(default_factory=dict)
     numbers: dict[str, str] = field(default_factory=dict)
     citations: dict[str, Citation] = field(default_factory=dict)
+    glue: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
 
 
-def read_targets(site: Path, bibfiles: Iterable[Path]) -> Targets:
-    """The targets of the built site at ``site`` and the citations of ``bibfiles``."""
+def notebook_path(docname: str) -> str:
+    """Where a page's notebook sits in the in-browser Jupyter's drive.
+
+    A homework release (``exercises/hw4_x/hw4_x``) sits at the top: JupyterLite's
+    *Download* names the file after its whole path, so there it is the file's
+    own name (``hw4_x.ipynb``), the one the learner hands in. Every other page
+    keeps the book's layout (``chapters/01_self_attention.ipynb``).
+    """
+    parts = docname.split("/")
+    if len(parts) == 3 and parts[0] == "exercises" and parts[1] == parts[2]:
+        return f"{parts[2]}.ipynb"
+    return f"{docname}.ipynb"
+
+
+def read_glue(executed: Path) -> dict[str, dict[str, dict[str, str]]]:
+    """page name -> {glued name: its output's data}, from the ``<page>.glue.json``
+    files myst-nb writes beside the executed notebooks (``executed``)."""
+    import json
+
+    glued = {}
+    for path in sorted(executed.rglob("*.glue.json")):
+        docname = path.relative_to(executed).as_posix().removesuffix(".glue.json")
+        outputs = json.loads(path.read_text(encoding="utf-8"))
+        glued[docname] = {name: dict(output.get("data", {})) for name, output in outputs.items()}
+    return glued
+
+
+def read_targets(site: Path, bibfiles: Iterable[Path], executed: Path | None = None) -> Targets:
+    """The targets of the built site at ``site``, the citations of ``bibfiles`` and
+    the glued values of the executed pages (``executed``, by default
+    ``jupyter_execute`` beside the site, where jupyter-book puts them)."""
     from sphinx.util.inventory import InventoryFile
 
     with (site / "objects.inv").open("rb") as f:
@@ -113,6 +159,7 @@ def read_targets(site: Path, bibfiles: Iterable[Path]) -> Targets:
         targets.terms[term.lower()] = uri.partition("#")[0].removesuffix(".html")
     for bib in bibfiles:
         targets.citations.update(read_citations(bib))
+    targets.glue = read_glue(executed or site.parent / "jupyter_execute")
     return targets
 
 
@@ -173,8 +220,8 @@ class Converter:
 
     def link(self, text: str, docname: str, anchor: str = "") -> str:
         """A Markdown link from this page's notebook to ``docname``'s notebook."""
-        here = posixpath.dirname(self.docname)
-        url = posixpath.relpath(f"{docname}.ipynb", here or ".")
+        here = posixpath.dirname(notebook_path(self.docname))
+        url = posixpath.relpath(notebook_path(docname), here or ".")
         if anchor:
             url += f"#{anchor}"
         return f"[{text}]({url})"
@@ -216,6 +263,8 @@ class Converter:
             return self.link(term, page)
         if name.startswith("cite"):
             return self.cite(name, content)
+        if name in GLUE_ROLES:
+            return self.glued(name, content)
         if name == "math":
             return f"${content}$"
         return title or target
@@ -230,11 +279,44 @@ class Converter:
             return "; ".join(f"{c.authors} ({c.year})" for c in found)
         return "(" + "; ".join(f"{c.authors}, {c.year}" for c in found) + ")"
 
+    def glued(self, name: str, content: str) -> str:
+        """A glue role: the value this page's code glued, as myst-nb writes it on the page."""
+        from myst_nb.core.variables import format_plain_text
+
+        key, fmt = content.rsplit(":", 1) if name == "glue:text" and ":" in content else (content, "")
+        outputs = self.targets.glue.get(self.docname, {})
+        if key not in outputs:
+            raise MystConversionError(
+                f"{self.docname}: {{{name}}}`{content}`: the page's executed notebook glued no {key!r} "
+                f"(glued: {sorted(outputs) or 'nothing'})"
+            )
+        data = outputs[key]
+        if name == "glue:md" and "text/markdown" in data:
+            return data["text/markdown"]
+        if "text/plain" not in data:
+            raise MystConversionError(f"{self.docname}: {{{name}}}`{content}`: {key!r} has no text to paste")
+        return format_plain_text(data["text/plain"], fmt) if name == "glue:text" else data["text/plain"]
+
+    def page_link(self, match: re.Match[str]) -> str:
+        """A Markdown link to a page's source file, made a link to that page's notebook."""
+        target = match.group("target")
+        docname = posixpath.normpath(posixpath.join(posixpath.dirname(self.docname), target))
+        docname = docname.removesuffix(".md").removesuffix(".ipynb")
+        if docname not in self.targets.docs:
+            raise MystConversionError(f"{self.docname}: the link to {target} leads to no page of the book")
+        return self.link(match.group("text"), docname, (match.group("anchor") or "").lstrip("#"))
+
     def roles(self, line: str) -> str:
-        """The line with every role replaced (inline code spans are left alone)."""
-        return ROLE_OR_CODE.sub(
-            lambda m: m.group(0) if m.group("name") is None else self.role(m.group("name"), m.group("content")), line
-        )
+        """The line with every role and link to a page's file replaced (inline code spans are left alone)."""
+
+        def one(m: re.Match[str]) -> str:
+            if m.group("name") is not None:
+                return self.role(m.group("name"), m.group("content"))
+            if m.group("target") is not None:
+                return self.page_link(m)
+            return m.group(0)
+
+        return INLINE.sub(one, line)
 
     # ------------------------------------------------------------- directives
 

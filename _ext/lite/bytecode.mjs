@@ -1,13 +1,13 @@
 // The bytecode of the modules the in-browser kernel imports as it starts,
 // compiled by Pyodide's own CPython.
 //
-// Run by lite_build.py:
-//   node _ext/wheel_bytecode.mjs <pyodide folder>/ <output folder> <packages> <modules>
+// Run by lite/startup.py:
+//   node _ext/lite/bytecode.mjs <pyodide folder>/ <output folder> <packages> <modules>
 // The Pyodide folder holds the runtime, the wheels and the site's lock; the
 // packages (comma-separated lock names) are installed, the modules
 // (comma-separated) imported, and the pyc of every module then loaded is
 // written under the output folder: site/ laid out as in site-packages, stdlib/
-// as in the standard library's zip (wheel_bytecode.py says why).
+// as in the standard library's zip (bytecode_in_pyodide.py says why).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -15,7 +15,7 @@ import { loadPyodide } from "pyodide";
 
 const [indexURL, output, packages, modules] = process.argv.slice(2);
 if (!indexURL || !output || !packages || !modules) {
-  console.error("usage: node wheel_bytecode.mjs <pyodide folder>/ <output folder> <packages> <modules>");
+  console.error("usage: node bytecode.mjs <pyodide folder>/ <output folder> <packages> <modules>");
   process.exit(2);
 }
 const pyodide = await loadPyodide({ indexURL });
@@ -30,11 +30,11 @@ if (failed.length > 0) {
 }
 pyodide.FS.mkdir("/out");
 pyodide.FS.mount(pyodide.FS.filesystems.NODEFS, { root: output }, "/out");
-const code = readFileSync(join(import.meta.dirname, "wheel_bytecode.py"), "utf8");
+const code = readFileSync(join(import.meta.dirname, "bytecode_in_pyodide.py"), "utf8");
 const module = pyodide.runPython(`
 import types
-m = types.ModuleType("wheel_bytecode")
-exec(compile(${JSON.stringify(code)}, "wheel_bytecode.py", "exec"), m.__dict__)
+m = types.ModuleType("bytecode_in_pyodide")
+exec(compile(${JSON.stringify(code)}, "bytecode_in_pyodide.py", "exec"), m.__dict__)
 m`);
 const sitePackages = pyodide.runPython("import site; site.getsitepackages()[0]");
 const total = module.write_bytecode(modules.split(","), sitePackages, "/out");

@@ -1,5 +1,5 @@
 """Compile the modules the kernel imports as it starts to bytecode, run inside
-Pyodide (``wheel_bytecode.mjs``).
+Pyodide (``bytecode.mjs``).
 
 Pyodide's own wheels and the pure-Python ones carry only ``.py`` files, so the
 browser compiles every module the first time it is imported (seconds for
@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import marshal
 import os
 import sys
 import warnings
-from importlib._bootstrap_external import _code_to_hash_pyc  # type: ignore[attr-defined]
 from typing import Any
 
 
@@ -38,7 +38,14 @@ def compiled(name: str, source: bytes) -> bytes | None:
             code = compile(source, name, "exec", dont_inherit=True)
     except SyntaxError:
         return None  # a file for another Python version, never imported here
-    return bytes(_code_to_hash_pyc(code, importlib.util.source_hash(source), checked=False))
+    # PEP 552's hash-based pyc: magic, flags (hash-based, unchecked), source hash, code.
+    flags = 0b01
+    return (
+        importlib.util.MAGIC_NUMBER
+        + flags.to_bytes(4, "little")
+        + importlib.util.source_hash(source)
+        + marshal.dumps(code)
+    )
 
 
 def write_bytecode(modules: list[str], site_packages: str, out: str) -> int:

@@ -1,12 +1,12 @@
 """A "Run in the browser" button on every chapter and homework page.
 
-It opens the page's notebook in the JupyterLite that ``_ext/lite_build.py``
+It opens the page's notebook in the JupyterLite that ``python -m lite``
 builds into the site's ``lite/`` folder (``./course build`` runs both): a
 Jupyter with a Python kernel running in the browser itself (Pyodide), served
 from the site, that works offline. The button sits in the page header, and the
 same link heads the launch menu (beside Binder, Colab and JupyterHub).
 
-Listed under ``sphinx: local_extensions`` in ``_config.yml``.
+Listed under ``sphinx: local_extensions`` in ``_config.yml`` (as ``lite.links``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from typing import Any
 
 from sphinx.application import Sphinx
 
-# Pages with a notebook in JupyterLite's contents (see lite_build.stage_contents).
+from .markdown import notebook_path
+
+# Pages with a notebook in JupyterLite's contents (lite.contents.sources).
 LITE_FOLDERS = ("chapters/", "exercises/")
 # The single-notebook interface of JupyterLite (under the site root).
 LITE_NOTEBOOKS = "lite/notebooks/index.html"
@@ -25,7 +27,7 @@ TOOLTIP = "Run this page's code in your browser (JupyterLite: Python in the page
 
 def lite_url(pagename: str, pathto: Any) -> str:
     """The address, relative to the page, that opens its notebook in JupyterLite."""
-    return f"{pathto(LITE_NOTEBOOKS, 1)}?path={pagename}.ipynb"
+    return f"{pathto(LITE_NOTEBOOKS, 1)}?path={notebook_path(pagename)}"
 
 
 def add_lite_button(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
