@@ -82,6 +82,9 @@ CONTROL_HTML = "<!doctype html><title>control</title>" + "".join(
 )
 
 # Tracks the page's short timers (setTimeout of at most a second), so that
+# How long any wait in a page may take before it fails (Playwright's own default is 30 s).
+WAIT_LIMIT_MS = 180_000
+
 # SETTLE_JS can wait until the scripts that typeset or lay out after a delay
 # (the quiz and flashcard scripts wait 500 ms for MathJax) have run, instead of
 # sleeping for a fixed time. Longer timers (a review due later) are not waited for.
@@ -357,6 +360,9 @@ class BookBrowser:
         request for anything else is named in SESSION and the current PageLog."""
         options.setdefault("viewport", VIEWPORT)
         context = self.browser.new_context(**options)
+        # Every wait ends on its condition; the limit only stops a page that never gets
+        # there, so it is generous: a busy machine takes longer, it does not fail.
+        context.set_default_timeout(WAIT_LIMIT_MS)
         context.add_init_script(SHORT_TIMERS_JS)
         context.on("request", lambda r: self._note(r.url))
         return context
@@ -603,6 +609,7 @@ def file_context(book_browser: BookBrowser) -> Iterator[Any]:
     """A browser context for the site opened from files (file://): every request
     that is not a file of the site is blocked and listed in ``context.blocked``."""
     context = book_browser.browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(WAIT_LIMIT_MS)
     blocked: list[str] = []
 
     def route(r: Any) -> None:

@@ -15,5 +15,10 @@ from browser import (  # noqa: E402,F401
     site_server,
 )
 
-# How the suite is split: the `browser` and `cluster` marks, and the order files start in.
-from suite_groups import pytest_collection_modifyitems, pytest_configure  # noqa: E402,F401
+# How the suite is split: the `browser`, `cluster` and `matrix` marks, --matrix, and the order files start in.
+from suite_groups import (  # noqa: E402,F401
+    environment_assignments,
+    pytest_addoption,
+    pytest_collection_modifyitems,
+    pytest_configure,
+)

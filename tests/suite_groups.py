@@ -7,11 +7,26 @@ the files that take longest start first; the rest fill in around them.
 
 ``./course test --fast`` leaves out the files marked here ``browser`` (they need
 Chromium) and ``cluster`` (they start a Dask cluster).
+
+Every assignment meets every corpus file in-process (``test_homework_grading``,
+the cheapest place). Each other environment a notebook is graded or run in
+(nbgrader autograde, the class grader, the kit's venv, JupyterLite) proves
+what only it can prove on :data:`ENVIRONMENT_ASSIGNMENTS`; a test marked
+``matrix`` takes every assignment only with ``./course test --matrix``.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import pytest
+
+# The assignments an environment beyond the in-process grader takes by default:
+# hw5 draws its own random data from a seed derived from the course secret (the
+# secret must reach the kernel), and hw9 runs the longest cells (a backward pass
+# checked with finite differences, the nearest to a cell's time limit). No
+# assignment plots.
+ENVIRONMENT_ASSIGNMENTS = ("hw5_sqrt_dk_experiment", "hw9_attention_backward")
 
 # Files by the marks they get, from their names.
 MARKS = {
@@ -45,9 +60,32 @@ START_FIRST = (
 )
 
 
+def pytest_addoption(parser: Any) -> None:
+    parser.addoption(
+        "--matrix",
+        action="store_true",
+        help="run the tests marked matrix for every assignment, not only " + " and ".join(ENVIRONMENT_ASSIGNMENTS),
+    )
+
+
+def _taken(config: Any, assignment: str) -> bool:
+    return bool(config.getoption("--matrix")) or assignment in ENVIRONMENT_ASSIGNMENTS
+
+
+@pytest.fixture
+def environment_assignments(request: Any) -> list[str]:
+    """The assignments an environment test loops over: every one with --matrix, else the chosen ones."""
+    import grading
+
+    return [a for a in grading.ASSIGNMENTS if _taken(request.config, a)]
+
+
 def pytest_configure(config: Any) -> None:
     config.addinivalue_line("markers", "browser: opens the built book in Chromium (left out by ./course test --fast)")
     config.addinivalue_line("markers", "cluster: starts a Dask cluster (left out by ./course test --fast)")
+    config.addinivalue_line(
+        "markers", "matrix: parametrized over `assignment`; every one only with --matrix (tests/suite_groups.py)"
+    )
 
 
 def _start_rank(item: Any) -> int:
@@ -55,12 +93,20 @@ def _start_rank(item: Any) -> int:
     return START_FIRST.index(name) if name in START_FIRST else len(START_FIRST)
 
 
-def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
-    import pytest
+def _outside_the_matrix(config: Any, item: Any) -> bool:
+    if item.get_closest_marker("matrix") is None:
+        return False
+    return not _taken(config, item.callspec.params["assignment"])
 
+
+def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
     for item in items:
         for mark, applies in MARKS.items():
             if applies(item.path.name):
                 item.add_marker(getattr(pytest.mark, mark))
+    left_out = {item for item in items if _outside_the_matrix(config, item)}
+    if left_out:
+        config.hook.pytest_deselected(items=list(left_out))
+        items[:] = [item for item in items if item not in left_out]
     # A stable sort keeps every file's own test order, and the same order in every worker.
     items.sort(key=_start_rank)

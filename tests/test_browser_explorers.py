@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from browser import SESSION
+from browser import DRAWN_JS, SESSION
 from built_book import HTML, ROOT
 
 from teaching.explorer import Explorer
@@ -304,7 +304,7 @@ def test_explorer_follows_every_control(open_page, name):
             shown = page.evaluate(SHOWN_JS, handle)
             assert shown["values"][position] == index
             assert_shows(explorer, ns, shown)
-    page.wait_for_timeout(100)  # let the last frames be painted and timed
+    page.evaluate(DRAWN_JS)  # the last frames painted and timed
     times = page.evaluate("window.__explorerTimes")
     assert times, "no change of the figure was seen"
     record(name, times, shown["bytes"], (HTML / f"{PAGES[name]}.html").stat().st_size)

@@ -21,7 +21,7 @@ def test_run_in_the_browser_from_a_file_says_how_to_serve_the_folder(file_contex
     button = page.locator("a[href*='lite/notebooks/index.html']").first
     button.click()
     message = page.locator("#lite-needs-http")
-    message.wait_for(state="visible", timeout=10_000)
+    message.wait_for(state="visible")
     text = message.inner_text()
     assert page.url.startswith("file://") and "lite/" not in page.url, page.url
     assert f'python3 -m http.server --bind 127.0.0.1 --directory "{HTML}" 8000' in text, text

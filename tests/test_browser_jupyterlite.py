@@ -162,7 +162,7 @@ def test_a_chapter_runs_in_the_browser_and_its_explorer_answers(book_browser, br
     slider = page.locator(
         ".jp-OutputArea-output .widget-slider .noUi-handle, .jp-OutputArea-output .widget-slider input[type=range]"
     ).first
-    slider.wait_for(state="visible", timeout=60_000)
+    slider.wait_for(state="visible", timeout=KERNEL_LIMIT_MS)
     before = page.locator(".jp-OutputArea-output img.widget-image").first.get_attribute("src")
     readout = page.locator(".widget-slider .widget-readout").first.inner_text()
     slider.focus()
@@ -171,13 +171,13 @@ def test_a_chapter_runs_in_the_browser_and_its_explorer_answers(book_browser, br
         "(old) => { const r = document.querySelector('.widget-slider .widget-readout');"
         " return r && r.textContent.trim() !== old; }",
         arg=readout.strip(),
-        timeout=30_000,
+        timeout=KERNEL_LIMIT_MS,
     )
     page.wait_for_function(
         "(old) => { const i = document.querySelector('.jp-OutputArea-output img.widget-image');"
         " return i && i.getAttribute('src') !== old; }",
         arg=before,
-        timeout=60_000,
+        timeout=KERNEL_LIMIT_MS,
     )
     page.screenshot(path=str(ROOT / "_build" / "screenshots" / "lite_chapter.png"))
     assert_stayed_home(log)
@@ -243,12 +243,12 @@ def test_a_link_from_a_doc_role_opens_that_pages_notebook(book_browser, browser_
         }}"""
     )
     link = page.locator(".jp-RenderedMarkdown a[href*='.ipynb']").first
-    link.wait_for(state="attached", timeout=60_000)
+    link.wait_for(state="attached", timeout=KERNEL_LIMIT_MS)
     href = link.get_attribute("href") or ""
     assert "/lite/files/" in href, f"JupyterLab did not take {href!r} for a notebook of its own"
     target = href.split("/lite/files/", 1)[1]
     # The notebook interface opens another document in a new tab.
-    with browser_context.expect_page(timeout=60_000) as opened:
+    with browser_context.expect_page(timeout=KERNEL_LIMIT_MS) as opened:
         link.click()
     other = opened.value
     other.wait_for_function(NOTEBOOK_SHOWN_JS, timeout=KERNEL_LIMIT_MS, polling=250)
@@ -313,6 +313,7 @@ def exception_name(ename: str) -> str:
     return match.group(1) if match else ename
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("assignment", HOMEWORK)
 def test_homework_visible_tests_fail_blank_and_pass_with_the_solution_in_the_browser(
     book_browser, browser_context, assignment

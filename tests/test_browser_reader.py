@@ -157,7 +157,7 @@ def test_search_box_finds_pages_offline(open_page, site_server):
     box.fill("softmax")
     box.press("Enter")
     page.wait_for_url(re.compile(r"search\.html\?q=softmax"))
-    page.wait_for_selector("#search-results ul.search li", timeout=15_000)
+    page.wait_for_selector("#search-results ul.search li")
     hits = page.eval_on_selector_all("#search-results ul.search li a", "(as) => as.map((a) => a.href)")
     pages = {h.split("#")[0].split("?")[0] for h in hits}
     assert any("/chapters/" in p for p in pages), f"searching 'softmax' found no chapter: {sorted(pages)}"

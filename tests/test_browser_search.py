@@ -24,8 +24,8 @@ ALL_SUMMARIES_JS = """
 def search(open_page, words: str):
     """The search page for ``words``, once every result shows its summary."""
     page, log = open_page(f"search.html?q={words}")
-    page.wait_for_selector("#search-results ul.search li", timeout=15_000)
-    page.wait_for_function(ALL_SUMMARIES_JS, timeout=15_000)
+    page.wait_for_selector("#search-results ul.search li")
+    page.wait_for_function(ALL_SUMMARIES_JS)
     results = page.eval_on_selector_all(
         "#search-results ul.search li",
         """(lis) => lis.map((li) => ({

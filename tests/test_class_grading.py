@@ -42,7 +42,12 @@ from classgrader.stages.grade import Settings
 from devtools.sample_submissions import EXPECTED, Builder
 from nbgrader_tools.cells import nbgrader_meta
 
-SLACK = 4.0
+# A notebook's own cells are stopped at their share of the wall-clock limit (the
+# checks get the rest); how long the stop itself takes depends on how busy the
+# machine is, so the upper bound is loose: it tells a stopped run from one that
+# ran on to the end of the class's own timeout.
+CELLS_STOPPED_AT = LIMITS.wall_seconds * LIMITS.cell_share
+STOPPED_BY = 3 * WALL
 
 try:
     sandbox.check_available()
@@ -164,9 +169,9 @@ def autograded_text(graded, student: str) -> str:
 def test_time_limits_hold(graded):
     for name in ("infinite_loop", "endless_printing"):
         sb = graded["results"][name]["sandbox"]
-        assert sb["seconds"] <= WALL + SLACK, (name, sb)
+        assert CELLS_STOPPED_AT <= sb["seconds"] < STOPPED_BY, (name, sb)
     slowest = max(r["sandbox"].get("seconds") or 0 for r in graded["results"].values())
-    assert slowest <= WALL + SLACK
+    assert slowest < STOPPED_BY
 
 
 @needs_sandbox
@@ -317,11 +322,10 @@ def test_nbgrader_export_and_feedback_read_our_gradebook(graded, builder):
 
 
 @needs_sandbox
-def test_every_assignment_grades_its_solution_full_and_its_release_zero(tmp_path):
-    """The same pipeline on every homework, with a notebook saved without nbgrader's metadata."""
-    import grading
-
-    for assignment in grading.ASSIGNMENTS:
+def test_each_environment_assignment_grades_its_solution_full_and_its_release_zero(tmp_path, environment_assignments):
+    """The same pipeline on the chosen homework (every one with --matrix),
+    with a notebook saved without nbgrader's metadata."""
+    for assignment in environment_assignments:
         b = Builder(REPO, assignment)
         root = tmp_path / assignment
         submitted = b.write_submitted(root, ["solution", "blank", "stripped_metadata"])
@@ -366,6 +370,7 @@ def _grade_corpus(assignment: str, root: Path, submitted: Path, regrade: bool) -
 
 
 @needs_sandbox
+@pytest.mark.matrix
 @pytest.mark.parametrize("assignment", corpus.ASSIGNMENTS)
 def test_the_corpus_gets_the_same_scores_twice_and_no_flag(tmp_path, assignment):
     """Every learners'-corpus file, graded with the class grader and
@@ -451,7 +456,7 @@ def test_a_flood_of_results_and_a_fork_bomb_are_contained(mode):
     """
     facts = fork_bomb_and_flood(mode, WALL)
     assert facts["mode"] == mode
-    assert_fork_bomb_and_flood_contained(facts, WALL)
+    assert_fork_bomb_and_flood_contained(facts)
 
 
 # ---------------------------------------------------------------- interrupt and resume

@@ -1,6 +1,7 @@
 """The homework through nbgrader itself, end to end, as nbgrader's own tests do.
 
-For every assignment, in a scratch course folder (never in the repository):
+For the assignments an environment test takes (``tests/suite_groups.py``;
+every one with ``--matrix``), in a scratch course folder (never in the repository):
 copy the source notebook, ``nbgrader generate_assignment``, submit the
 instructor's solution, the blank release and every fixture submission of
 ``tests/fixtures/homework/<assignment>/``, run ``nbgrader autograde`` over all
@@ -50,7 +51,7 @@ def _submit(root: Path, assignment: str) -> dict[str, subs.Expected]:
     """The solution, the blank release and every fixture, in ``submitted/``.
 
     The blank and the fixture submissions are made from the committed release
-    (the first test checks that it is exactly what generate_assignment makes).
+    (``tests/test_solution_pages.py`` checks that it is exactly what generate_assignment makes).
     """
     checks = grading.checks_for(assignment)
     expected = {"solution": subs.Expected(points=dict.fromkeys((c.id for c in checks), None)), "blank": subs.Expected()}
@@ -117,17 +118,7 @@ def run(homework_runs, assignment) -> Run:
     return result
 
 
-pytestmark = pytest.mark.parametrize("assignment", subs.ASSIGNMENTS)
-
-
-def test_committed_exercises_are_what_nbgrader_generates(run, assignment):
-    committed = subs.release_notebook(assignment)
-    assert committed == run.release, (
-        f"exercises/{assignment} differs from what nbgrader generates from solutions/{assignment}; "
-        f"regenerate it with: python -m nbgrader_tools release {assignment}"
-    )
-    folder = subs.REPO / "exercises" / assignment
-    assert sorted(p.name for p in folder.iterdir()) == [f"{assignment}.ipynb"]
+pytestmark = [pytest.mark.matrix, pytest.mark.parametrize("assignment", subs.ASSIGNMENTS)]
 
 
 def test_the_solution_gets_full_marks_and_the_blank_release_zero(run, assignment):

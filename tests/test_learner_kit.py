@@ -132,7 +132,7 @@ RUNNER = textwrap.dedent(
 )
 
 
-def test_the_kit_alone_runs_every_homework_and_its_check_before_submit(kit_dir, tmp_path):
+def test_the_kit_alone_runs_the_homework_and_its_check_before_submit(kit_dir, tmp_path, environment_assignments):
     venv = tmp_path / "venv"
     work = tmp_path / "work"  # outside the repository
     work.mkdir()
@@ -158,15 +158,15 @@ def test_the_kit_alone_runs_every_homework_and_its_check_before_submit(kit_dir, 
     with zipfile.ZipFile(kit_dir / kit.HOMEWORK_ZIP) as zf:
         zf.extractall(work)
     (work / "run.py").write_text(RUNNER)
-    paths = [work / assignment / f"{assignment}.ipynb" for assignment in subs.ASSIGNMENTS]
-    for assignment, path in zip(subs.ASSIGNMENTS, paths):
+    paths = [work / assignment / f"{assignment}.ipynb" for assignment in environment_assignments]
+    for assignment, path in zip(environment_assignments, paths):
         path.write_text(json.dumps(_answered(json.loads(path.read_text()), assignment)))
     done = subprocess.run(
         [str(python), str(work / "run.py"), *map(str, paths)], cwd=work, env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(done.stdout.strip().splitlines()[-1])
-    for assignment in subs.ASSIGNMENTS:
+    for assignment in environment_assignments:
         assert "error" not in results[assignment], (assignment, results[assignment].get("error"), done.stderr[-3000:])
         outputs = results[assignment]["outputs"]
         where = outputs[-1].split()

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 import subprocess
 import sys
@@ -86,8 +87,9 @@ def test_a_reasoning_file_that_names_no_cell_or_is_missing_fails_clearly(tmp_pat
         solution_book.page("hw2_stable_softmax", tmp_path)
 
 
-def test_generating_the_release_never_copies_a_reasoning_file(tmp_path):
-    """nbgrader_config.py ignores *.md in the source folder: the release holds only the notebook."""
+def test_the_committed_release_is_what_nbgrader_generates_and_never_a_reasoning_file(tmp_path):
+    """nbgrader_config.py ignores *.md in the source folder: the release holds only the notebook,
+    and ``exercises/`` holds exactly what ``nbgrader generate_assignment`` makes of ``solutions/``."""
     from nbgrader_tools import scratch_course
 
     root = scratch_course.make_course(tmp_path, ASSIGNMENTS)
@@ -98,6 +100,11 @@ def test_generating_the_release_never_copies_a_reasoning_file(tmp_path):
         assert released == [f"{name}.ipynb"], (name, released)
         committed = sorted(p.name for p in (REPO / "exercises" / name).rglob("*") if p.is_file())
         assert committed == [f"{name}.ipynb"], (name, committed)
+        generated = json.loads(scratch_course.release_path(root, name).read_text())
+        assert json.loads((REPO / "exercises" / name / f"{name}.ipynb").read_text()) == generated, (
+            f"exercises/{name} differs from what nbgrader generates from solutions/{name}; "
+            f"regenerate it with: python -m nbgrader_tools release {name}"
+        )
 
 
 @pytest.fixture(scope="module")
