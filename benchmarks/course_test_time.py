@@ -4,11 +4,17 @@ Clones this repository at a commit (HEAD by default) into a new temporary
 folder and runs ``./course test`` there as ``.ci/run`` does (``CI`` set, no
 grading secret), timing its phases from the command's own output: setting up
 (the virtual environment and the web assets, until jupyter-book starts), lint
-and the book's build (they run side by side), then the tests. It then runs
-``./course build`` again ``--rebuilds`` times, nothing having changed, and
-times each. Run from the repository root::
+and the book's build (they run side by side), then the tests. ``--repeat N``
+runs the same command N times in that clone (the later runs find the book
+built: their pytest part is what differs) and reports the median of the pytest
+parts. It then runs ``./course build`` again ``--rebuilds`` times, nothing
+having changed, and times each. ``--fast`` times ``./course test --fast``
+instead; ``--burners N`` keeps N CPU-bound processes running beside every
+test run (a machine busy with other work), stopped afterwards. Run from the
+repository root::
 
     .venv/bin/python benchmarks/course_test_time.py [--commit HEAD] [--baseline COMMIT] [--rebuilds 3]
+        [--repeat 2] [--fast] [--burners 2]
 
 With ``--baseline COMMIT`` that commit is measured the same way first, in its
 own clone, so that both runs see the same machine on the same day (one after
@@ -23,16 +29,19 @@ committed). It prints each phase as it ends and writes
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,15 +81,27 @@ def ci_environment() -> dict[str, str]:
     return env
 
 
-def timed_test_run(checkout: Path, log_path: Path, label: str) -> dict[str, Any]:
-    """Run ``./course test`` in ``checkout``; the phases' seconds from its output."""
+@contextlib.contextmanager
+def burners(n: int) -> Iterator[None]:
+    """``n`` processes that keep a core busy each, for as long as the block runs."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def timed_test_run(checkout: Path, log_path: Path, label: str, command: list[str]) -> dict[str, Any]:
+    """Run ``command`` (``./course test ...``) in ``checkout``; the phases' seconds from its output."""
     phases: dict[str, float] = {}
     summaries: list[dict[str, Any]] = []
     start = last = time.perf_counter()
     pending = list(MARKERS)
     with log_path.open("w", encoding="utf-8") as log:
         proc = subprocess.Popen(
-            ["./course", "test"],
+            command,
             cwd=checkout,
             env=ci_environment(),
             stdout=subprocess.PIPE,
@@ -107,8 +128,12 @@ def timed_test_run(checkout: Path, log_path: Path, label: str) -> dict[str, Any]
         print(f"{label}: tests {phases['tests']:.1f} s", flush=True)
     total = round(end - start, 1)
     counts = "; ".join(s["counts"] for s in summaries) or "no pytest summary"
-    print(f"{label}: ./course test exited {code} after {total:.1f} s ({counts})")
+    print(f"{label}: {' '.join(command)} exited {code} after {total:.1f} s ({counts})")
     return {"phases_s": phases, "total_s": total, "exit_code": code, "pytest_sessions": summaries}
+
+
+def pytest_seconds(run: dict[str, Any]) -> float:
+    return sum(s["seconds"] for s in run["pytest_sessions"])
 
 
 def timed_rebuilds(checkout: Path, n: int, label: str) -> list[float]:
@@ -123,7 +148,7 @@ def timed_rebuilds(checkout: Path, n: int, label: str) -> list[float]:
     return seconds
 
 
-def measure(commit: str, label: str, rebuilds: int, out: Path, keep: bool) -> dict[str, Any]:
+def measure(commit: str, label: str, out: Path, args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
     where = Path(tempfile.mkdtemp(prefix=f"course-{label}-"))
     # mkdtemp makes a folder only its owner may enter; the sandbox tests run the
     # clone's Python as an ordinary user, who must reach it as in any clone.
@@ -131,12 +156,29 @@ def measure(commit: str, label: str, rebuilds: int, out: Path, keep: bool) -> di
     try:
         full = clone(commit, where / "course")
         print(f"{label}: {full[:12]} cloned into {where / 'course'}", flush=True)
-        run = {"label": label, "commit": full, "load_average_1min_before": round(os.getloadavg()[0], 2)}
-        run |= timed_test_run(where / "course", out.with_suffix(f".{label}.log"), label)
-        run["rebuilds_s"] = timed_rebuilds(where / "course", rebuilds, label) if run["exit_code"] == 0 else []
+        run: dict[str, Any] = {
+            "label": label,
+            "commit": full,
+            "command": " ".join(command),
+            "burners": args.burners,
+            "load_average_1min_before": round(os.getloadavg()[0], 2),
+        }
+        with burners(args.burners):
+            run |= timed_test_run(where / "course", out.with_suffix(f".{label}.log"), label, command)
+            again = [
+                timed_test_run(where / "course", out.with_suffix(f".{label}.{i + 2}.log"), f"{label} {i + 2}", command)
+                for i in range(args.repeat - 1)
+                if run["exit_code"] == 0
+            ]
+        run["repeats"] = again
+        run["exit_code"] = max([run["exit_code"], *(r["exit_code"] for r in again)])
+        run["pytest_s"] = [pytest_seconds(r) for r in (run, *again)]
+        run["pytest_median_s"] = statistics.median(run["pytest_s"])
+        print(f"{label}: pytest {run['pytest_s']} s, median {run['pytest_median_s']:.1f} s", flush=True)
+        run["rebuilds_s"] = timed_rebuilds(where / "course", args.rebuilds, label) if run["exit_code"] == 0 else []
         return run
     finally:
-        if not keep:
+        if not args.keep:
             shutil.rmtree(where, ignore_errors=True)
 
 
@@ -148,9 +190,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON results")
     parser.add_argument("--note", default="", help="what the commits are, for the benchmark page")
     parser.add_argument("--keep", action="store_true", help="keep the clones")
+    parser.add_argument("--repeat", type=int, default=1, help="test runs per clone; the median of their pytest parts")
+    parser.add_argument("--fast", action="store_true", help="time ./course test --fast")
+    parser.add_argument("--burners", type=int, default=0, help="CPU-bound processes running beside the tests")
     args = parser.parse_args(argv)
-    if args.rebuilds < 0:
-        parser.error(f"--rebuilds must be 0 or more, not {args.rebuilds}")
+    for name in ("rebuilds", "burners"):
+        if getattr(args, name) < 0:
+            parser.error(f"--{name} must be 0 or more, not {getattr(args, name)}")
+    if args.repeat < 1:
+        parser.error(f"--repeat must be 1 or more, not {args.repeat}")
+    command = ["./course", "test", *(["--fast"] if args.fast else [])]
     for commit in filter(None, (args.baseline, args.commit)):
         check = ["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"]
         if subprocess.run(check, capture_output=True).returncode != 0:
@@ -158,8 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     runs = []
     if args.baseline:
-        runs.append(measure(args.baseline, "baseline", args.rebuilds, args.out, args.keep))
-    runs.append(measure(args.commit, "measured", args.rebuilds, args.out, args.keep))
+        runs.append(measure(args.baseline, "baseline", args.out, args, command))
+    runs.append(measure(args.commit, "measured", args.out, args, command))
     result = {
         "note": args.note,
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
