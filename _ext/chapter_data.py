@@ -29,16 +29,16 @@ removing the cache removes them too.
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import re
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
+
+from nbgrader_tools.content_hash import files_hash
 
 logger = logging.getLogger(__name__)
 
@@ -111,15 +111,6 @@ def module_files(source: Path, root: Path) -> list[Path]:
     return [module for name in sorted(packages) for module in _modules(packages[name])]
 
 
-def fingerprint(files: Iterable[Path], root: Path) -> str:
-    """One sha256 over the files' paths (relative to ``root``) and contents."""
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.resolve().relative_to(root.resolve()).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
-
-
 def read_state(cache_dir: Path) -> dict[str, str]:
     try:
         state = json.loads((cache_dir / STATE_NAME).read_text(encoding="utf-8"))
@@ -163,7 +154,7 @@ def stale_pages(sources: dict[str, Path], root: Path, cache_dir: Path) -> tuple[
         files = sorted(set(data_files(source, root)) | set(module_files(source, root)))
         if not files:
             continue
-        new[docname] = fingerprint(files, root)
+        new[docname] = files_hash(files, root)
         if old.get(docname) != new[docname]:
             # With no hash from a last build, a cached execution may have seen
             # other files: it goes too.

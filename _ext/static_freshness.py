@@ -16,7 +16,6 @@ The pages are read again from the execution cache; no chapter runs.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +23,9 @@ from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 
+from nbgrader_tools.content_hash import files_hash
+
 logger = logging.getLogger(__name__)
-
-
-def static_digest(folders: list[Path]) -> str:
-    """One hash of the names and contents of every file under ``folders``."""
-    digest = hashlib.sha256()
-    for folder in folders:
-        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-            digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
 
 
 def own_static_folders(app: Sphinx) -> list[Path]:
@@ -47,7 +38,7 @@ def own_static_folders(app: Sphinx) -> list[Path]:
 def on_get_outdated(
     app: Sphinx, env: BuildEnvironment, added: set[str], changed: set[str], removed: set[str]
 ) -> list[str]:
-    now = static_digest(own_static_folders(app))
+    now = files_hash((p for folder in own_static_folders(app) for p in folder.rglob("*")), Path(app.srcdir))
     before = getattr(env, "course_static_digest", None)
     env.course_static_digest = now  # type: ignore[attr-defined]
     if before == now:

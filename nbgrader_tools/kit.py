@@ -25,7 +25,6 @@ wheel (``_ext/lite/``). Nothing is rebuilt when the inputs are unchanged.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import re
 import shutil
@@ -39,6 +38,8 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+from .content_hash import files_hash
 
 __all__ = [
     "DOCKERFILE",
@@ -84,12 +85,9 @@ def _sources() -> list[Path]:
     return files
 
 
-def fingerprint() -> str:
+def inputs_hash() -> str:
     """A hash of every input of the kit (names and contents)."""
-    digest = hashlib.sha256()
-    for path in _sources():
-        digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+    return files_hash(_sources(), REPO)
 
 
 def _constraints() -> dict[str, str]:
@@ -249,7 +247,7 @@ def dockerfile() -> str:
 def build(site: Path, *, force: bool = False) -> Path:
     """Write the kit into ``<site>/kit/`` unless it is there and its inputs are unchanged."""
     out = Path(site) / "kit"
-    want = fingerprint()
+    want = inputs_hash()
     stamp = out / STAMP
     outputs = [out / wheel_name(), out / REQUIREMENTS, out / HOMEWORK_ZIP, out / DOCKERFILE]
     if not force and stamp.exists() and stamp.read_text() == want and all(p.exists() for p in outputs):

@@ -25,10 +25,12 @@ from pathlib import Path
 
 import pytest
 
+from nbgrader_tools.content_hash import files_hash
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
 sys.path.insert(0, str(ROOT / ".ci"))
-from chapter_data import data_files, fingerprint, module_files, stale_pages  # noqa: E402
+from chapter_data import data_files, module_files, stale_pages  # noqa: E402
 from check_nothing_rebuilt import what_ran  # noqa: E402
 from lite.build import rewritten, snapshot, stage  # noqa: E402
 from myst_page import myst_page  # noqa: E402
@@ -106,13 +108,16 @@ def test_a_page_is_stale_when_a_module_it_imports_changes(tmp_path):
     assert stale_pages({"p": page}, tmp_path, cache)[0] == ["p"]
 
 
-def test_the_fingerprint_follows_contents_not_modification_times(tmp_path):
+def test_the_content_hash_follows_names_and_contents_not_modification_times(tmp_path):
     data = write(tmp_path / "d.json", "[1]")
-    first = fingerprint([data], tmp_path)
+    first = files_hash([data], tmp_path)
     data.write_text("[1]", encoding="utf-8")  # rewritten, same bytes
-    assert fingerprint([data], tmp_path) == first
+    assert files_hash([data], tmp_path) == first
     data.write_text("[2]", encoding="utf-8")
-    assert fingerprint([data], tmp_path) != first
+    assert files_hash([data], tmp_path) != first
+    data.write_text("[1]", encoding="utf-8")
+    data.rename(tmp_path / "e.json")  # the same bytes under another name
+    assert files_hash([tmp_path / "e.json"], tmp_path) != first
 
 
 def test_a_page_is_stale_only_when_its_data_changed(tmp_path):

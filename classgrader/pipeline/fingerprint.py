@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from classgrader.assignments.course import SetupError
+from nbgrader_tools.content_hash import files_hash
 
 if TYPE_CHECKING:
     from classgrader.assignments.course import AssignmentInfo
@@ -68,19 +69,9 @@ class FingerprintChanged(SetupError):
     """Results of an earlier run were graded under other inputs; the message names them and the option."""
 
 
-def tree_hash(paths: Iterable[Path], root: Path) -> str:
-    """SHA-256 of files: each one's path under ``root`` and its bytes (``__pycache__`` left out)."""
-    digest = hashlib.sha256()
-    for path in sorted(paths):
-        if "__pycache__" in path.parts or not path.is_file():
-            continue
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
 def package_hash(folder: Path) -> str:
     """SHA-256 of a package's ``.py`` files."""
-    return tree_hash(folder.rglob("*.py"), folder)
+    return files_hash(folder.rglob("*.py"), folder)
 
 
 def _code(entries: Iterable[str], root: Path = CHECKOUT) -> list[Path]:
@@ -156,14 +147,14 @@ def _checks(info: AssignmentInfo) -> str:
     module = grading.ASSIGNMENTS.get(info.name)
     own = [Path(str(module.__file__))] if module is not None else sorted(folder.glob("hw*.py"))
     shared = [p for p in folder.rglob("*.py") if not p.name.startswith("hw")]
-    return tree_hash([*shared, *own], folder)
+    return files_hash([*shared, *own], folder)
 
 
 def _release_and_source(course: Path, name: str) -> tuple[str, str]:
     release = course / "exercises" / name
     source = course / "solutions" / name
     visible = [p for p in release.iterdir() if not p.name.startswith(".")] if release.is_dir() else []
-    return tree_hash(visible, release), tree_hash(source.glob("*.ipynb"), source)
+    return files_hash(visible, release), files_hash(source.glob("*.ipynb"), source)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,7 +180,7 @@ def of(course: Path, info: AssignmentInfo, settings: Settings) -> Fingerprint:
     sandbox = {"sandboxed": settings.sandboxed, "mode": settings.sandbox_mode, "kernel": settings.kernel_record}
     return Fingerprint(
         {
-            "grader": tree_hash(_code(GRADER_CODE), CHECKOUT),
+            "grader": files_hash(_code(GRADER_CODE), CHECKOUT),
             "checks": _checks(info),
             "lib": package_hash(Path(lib.__file__).parent),
             "release": release,
