@@ -3,7 +3,7 @@
 // repair is small and idempotent; it runs once MathJax has typeset the page
 // (quiz answers may be only math) and again whenever the page changes
 // (quizzes and cards build their markup with scripts). Checked by axe-core in
-// tests/test_browser_accessibility.py.
+// tests/test_browser_pages.py; the keyboard paths by tests/test_browser_study_widgets.py.
 (function () {
   "use strict";
 
@@ -90,6 +90,20 @@
       repair();
     });
   }
+
+  // A flashcard deck (jupytercards) handles every key pressed on it and calls
+  // preventDefault() on each, Tab included, so the focus could never leave the
+  // deck. Tab and Shift+Tab are kept from the deck's handler (caught before it,
+  // on the way down): the browser moves the focus as it does everywhere else.
+  document.addEventListener(
+    "keydown",
+    function (event) {
+      if (event.key === "Tab" && event.target instanceof Element && event.target.closest(".flip-container")) {
+        event.stopPropagation();
+      }
+    },
+    true
+  );
 
   document.addEventListener("DOMContentLoaded", function () {
     repair();
