@@ -89,11 +89,10 @@ gets a fresh seed each time.
 
 In a notebook the three run in one go: ``hw4.check_attention_matrix(attention)``
 runs check ``attention_matrix``, and ``hw4.check_attention_matrix(attention,
-hidden=True)`` runs ``attention_matrix_hidden``; a check that earns nothing
-raises :class:`~grading.notebook.CheckFailed` (an ``AssertionError``) whose
-message says what is wrong, and Jupyter shows only that message; a partly
-right check prints what is wrong and returns its score, the cell's value,
-which nbgrader reads as partial credit. ``hw4.check_before_submit(globals())``
+hidden=True)`` runs ``attention_matrix_hidden``; a check short of full
+marks prints what is wrong and returns its score (0 when nothing is right),
+the cell's value, which nbgrader reads as partial credit. It never raises, so
+"Run All" reaches the notebook's last cell. ``hw4.check_before_submit(globals())``
 runs every check, hidden kinds on fresh inputs, and says plainly what passed
 and what each failure means (the last cell of every notebook).
 
@@ -169,8 +168,7 @@ Adding an assignment (e.g. hw10)
 """
 
 from .compare import Verdict
-from .notebook import CheckFailed
 from .registry import ASSIGNMENTS, all_checks, checks_for, get_check
 from .run import run_cases
 
-__all__ = ["ASSIGNMENTS", "CheckFailed", "Verdict", "all_checks", "checks_for", "get_check", "run_cases"]
+__all__ = ["ASSIGNMENTS", "Verdict", "all_checks", "checks_for", "get_check", "run_cases"]

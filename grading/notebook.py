@@ -8,10 +8,12 @@ twin, and ``check_before_submit = before_submit_check(A)`` for its notebook:
 
 - full marks: prints what passed and returns None (nbgrader gives the cell
   all its points);
-- nothing right: raises :class:`CheckFailed` (an ``AssertionError``: 0
-  points) whose message says what is wrong, and Jupyter shows only that;
-- partly right: prints what is wrong and returns the score, the cell's
-  value, which nbgrader reads as partial credit.
+- partly right, or nothing right: prints what is wrong and returns the
+  score (0 when nothing is right), the cell's value, which nbgrader reads as
+  partial credit.
+
+A failing check never raises: "Run All" goes on to the last cell, the check
+before you submit, which is when a learner needs it most.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from .seeds import ENV_SEED, autograde_location, hidden_seed
 
 __all__ = [
     "BeforeSubmit",
-    "CheckFailed",
     "NotebookCheck",
     "before_submit_check",
     "check_before_submit",
@@ -41,7 +42,7 @@ __all__ = [
 class NotebookCheck(Protocol):
     """What a test cell calls: ``hw2.check_softmax(softmax_rows)``, or with ``hidden=True`` the hidden check.
 
-    Returns None on full marks, the score when partly right; raises :class:`CheckFailed` when nothing is right.
+    Returns None on full marks, else the score (0 when nothing is right).
     """
 
     def __call__(
@@ -55,13 +56,6 @@ class BeforeSubmit(Protocol):
     def __call__(self, namespace: Mapping[str, Any], *, seed: int | None = None) -> dict[str, float]: ...
 
 
-class CheckFailed(AssertionError):
-    """A notebook check failed. Jupyter shows only the message, no traceback."""
-
-    def _render_traceback_(self) -> list[str]:
-        return [f"\x1b[0;31m{type(self).__name__}\x1b[0m: {self}"]
-
-
 def run_check(
     assignment: Assignment, check_id: str, *functions: Callable[..., Any], seed: int | None = None
 ) -> float | None:
@@ -69,9 +63,10 @@ def run_check(
     order of ``Check.functions``).
 
     Full marks: prints what passed and returns None (nbgrader then gives
-    the cell all its points). Nothing right: raises :class:`CheckFailed`
-    (0 points). Partly right: prints what is wrong and returns the score,
-    a number that nbgrader reads from the cell's output as partial credit.
+    the cell all its points). Otherwise: prints what is wrong and returns
+    the score, 0 when nothing is right, a number that nbgrader reads from
+    the cell's output as partial credit. It never raises for a wrong
+    answer, so that "Run All" reaches the check before you submit.
     A hidden check's seed comes from :func:`grading.seeds.hidden_seed`: the
     learner's own seed at grading, a fresh one when a learner practises.
     """
@@ -89,13 +84,15 @@ def run_check(
         print(f"passed: {verdict.message}")
         return None
     score = chk.score(verdict)
-    if score <= 0:
-        raise CheckFailed(verdict.message + extra)
+    how = "FAILED" if score <= 0 else "partly right"
     print(
-        f"partly right, {score:g} of {chk.points:g} points (the number below is this cell's "
-        f"score): {verdict.message}{extra}"
+        f"{how}, {score:g} of {_points(chk.points)} (the number below is this cell's score): {verdict.message}{extra}"
     )
-    return score
+    return float(score)
+
+
+def _points(n: float) -> str:
+    return f"{n:g} point" + ("" if n == 1 else "s")
 
 
 def check_before_submit(
@@ -141,7 +138,7 @@ def check_before_submit(
         functions = {name: namespace[name] for name in chk.functions if name in namespace}
         missing = [name for name in chk.functions if name not in namespace]
         kind = "hidden kind, fresh inputs" if chk.hidden else "visible"
-        head = f"- {chk.id} ({chk.points:g} points, {kind}):"
+        head = f"- {chk.id} ({_points(chk.points)}, {kind}):"
         if missing:
             scores[chk.id] = 0.0
             lines.append(f"{head} NOT RUN: {', '.join(missing)} is not defined yet (run its cell first).")

@@ -68,17 +68,6 @@ CELLS_JS = f"""() => {PANEL}.content.model.sharedModel.cells.map((c) => ({{
   outputs: c.cell_type === 'code' ? c.getOutputs() : [],
   execution_count: c.cell_type === 'code' ? c.execution_count : null,
 }}))"""
-# Run each code cell in turn, going on after an error (Run All stops at the first
-# failing cell, so a blank release would run only its first test cell).
-RUN_EACH_JS = f"""async () => {{
-  const panel = {PANEL};
-  const cells = panel.content.model.sharedModel.cells;
-  for (let i = 0; i < cells.length; i++) {{
-    if (cells[i].cell_type !== 'code') continue;
-    panel.content.activeCellIndex = i;
-    await window.jupyterapp.commands.execute('notebook:run-cell');
-  }}
-}}"""
 SET_SOURCE_JS = f"""([index, text]) => {{ {PANEL}.content.model.sharedModel.cells[index].setSource(text); }}"""
 
 
@@ -97,10 +86,10 @@ def open_in_lite(book_browser: Any, context: Any, notebook: str) -> tuple[Any, P
     return page, log
 
 
-def run_all(page: Any, each: bool = False) -> list[dict]:
-    """Run the notebook (Run All, or each cell in turn) and return its cells."""
+def run_all(page: Any) -> list[dict]:
+    """Run the notebook (Run All, as a learner does) and return its cells."""
     page.set_default_timeout(RUN_LIMIT_MS)
-    page.evaluate(RUN_EACH_JS if each else RUN_ALL_JS)
+    page.evaluate(RUN_ALL_JS)
     page.wait_for_function(KERNEL_IDLE_JS, timeout=RUN_LIMIT_MS, polling=250)
     return page.evaluate(CELLS_JS)
 
@@ -286,31 +275,31 @@ def visible_tests(cells: list[dict]) -> list[tuple[int, str]]:
     return found
 
 
-def desktop_messages(assignment: str) -> dict[str, tuple[str, str]]:
-    """grade_id -> (exception name, message) of the blank release's failing cells in a desktop kernel.
+def text(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value or "")
+
+
+def cell_report(outputs: list[dict]) -> tuple[str, str, str]:
+    """What a test cell showed: (what it printed, its value, the error it raised), each maybe ""."""
+    printed = "".join(text(o.get("text")) for o in outputs if o.get("output_type") == "stream")
+    value = "".join(text(o["data"].get("text/plain")) for o in outputs if o.get("output_type") == "execute_result")
+    error = "".join(o.get("ename", "") for o in outputs if o.get("output_type") == "error")
+    return printed, value, error
+
+
+def desktop_reports(assignment: str) -> dict[str, tuple[str, str, str]]:
+    """grade_id -> what each test cell of the blank release shows in a desktop kernel.
 
     The release runs in the desktop's own ipykernel (nbclient), from its folder,
     as a learner's Jupyter would run it.
     """
     release = ROOT / "exercises" / assignment / f"{assignment}.ipynb"
     nb = execute_as_learner(nbformat.read(release, as_version=4), release.parent)
-    found = {}
-    for cell in nb.cells:
-        grade_id = nbgrader_meta(cell).get("grade_id")
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error" and grade_id:
-                found.setdefault(grade_id, (out["ename"], out["evalue"]))
-    return found
-
-
-def exception_name(ename: str) -> str:
-    """The class name of an error output's ename.
-
-    The Pyodide kernel writes ``<class 'grading.notebook.CheckFailed'>`` where
-    ipykernel writes ``CheckFailed``; the traceback a reader sees names the same class.
-    """
-    match = re.fullmatch(r"<class '(?:[\w.]+\.)?(\w+)'>", ename)
-    return match.group(1) if match else ename
+    return {
+        nbgrader_meta(cell)["grade_id"]: cell_report(cell.get("outputs", []))
+        for cell in nb.cells
+        if nbgrader_meta(cell).get("grade") and cell.cell_type == "code"
+    }
 
 
 @pytest.mark.matrix
@@ -319,25 +308,25 @@ def test_homework_visible_tests_fail_blank_and_pass_with_the_solution_in_the_bro
     book_browser, browser_context, assignment
 ):
     notebook = notebook_path(f"exercises/{assignment}/{assignment}")
-    expected = desktop_messages(assignment)
+    expected = desktop_reports(assignment)
     page, log = open_in_lite(book_browser, browser_context, notebook)
 
-    cells = run_all(page, each=True)
+    # Run All on the blank release: every visible test fails without stopping the
+    # notebook, as in a desktop kernel, and the run reaches the check before you submit.
+    cells = run_all(page)
     tests = visible_tests(cells)
     assert tests, f"{assignment}: no visible test cell found in the release"
     for index, grade_id in tests:
-        got = [
-            (exception_name(o["ename"]), o["evalue"])
-            for o in cells[index]["outputs"]
-            if o.get("output_type") == "error"
-        ]
-        assert got, f"{assignment}: the blank release passes test cell {grade_id} in the browser"
-        assert grade_id in expected, (
-            f"{assignment}: test cell {grade_id} passes on the desktop but fails in the browser: {got}"
+        got = cell_report(cells[index]["outputs"])
+        assert got[0].startswith("FAILED, 0 of") and got[1] == "0.0" and not got[2], (
+            f"{assignment}: test cell {grade_id} of the blank release does not report 0 points: {got}"
         )
-        assert got[0] == expected[grade_id], (
-            f"{assignment}, {grade_id}: browser {got[0]} != desktop {expected[grade_id]}"
-        )
+        assert got == expected[grade_id], f"{assignment}, {grade_id}: browser {got} != desktop {expected[grade_id]}"
+    assert not errors(cells), f"{assignment}: Run All stopped at an error: {errors(cells)}"
+    total = sum(c.points for c in grading.checks_for(assignment))
+    assert cell_report(cells[-1]["outputs"])[0].startswith(
+        f"Check before you submit ({assignment}): 0 of {total:g} points"
+    ), cell_report(cells[-1]["outputs"])
 
     answers = solution_answers(assignment)
     pasted = 0
