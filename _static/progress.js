@@ -174,7 +174,11 @@
     });
     return el("p", { class: "study-done" }, [
       box,
-      el("label", { for: id, text: " I have finished this chapter (shown on " }),
+      // The spaces are text of their own: a label's trailing space is dropped
+      // where the label is laid out as a box of its own.
+      " ",
+      el("label", { for: id, text: "I have finished this chapter" }),
+      " (shown on ",
       el("a", { href: SCRIPT_FOLDER + "/../appendix/progress.html", text: "Your progress" }),
       ")",
     ]);

@@ -66,29 +66,33 @@ def test_flashcard_marks_are_named_buttons_with_tooltips(open_page):
     assert not log.problems(), log.problems()
 
 
-# Where the keyboard's focus is: in a flashcard deck, in the page's footer (the
-# links to the previous and next chapter, or the theme's footer).
+# Where the keyboard's focus is: in a flashcard deck, on a formula, in the page's
+# footer (the links to the previous and next chapter, or the theme's footer).
 FOCUS_JS = """() => {
   const a = document.activeElement;
-  return {deck: Boolean(a && a.closest('.flip-container')), footer: Boolean(a && a.closest('footer'))};
+  return {deck: Boolean(a && a.closest('.flip-container')), math: Boolean(a && a.closest('mjx-container')),
+          footer: Boolean(a && a.closest('footer'))};
 }"""
 MAX_TABS = 3000
 
 
 def test_tab_leaves_a_flashcard_deck_and_reaches_the_footer(open_page):
     """No keyboard trap: Tab, pressed from the top of a chapter with a deck, passes through the deck
-    and on to the footer (a deck's own key handler must not keep the focus)."""
+    and on to the footer (a deck's own key handler must not keep the focus), and never stops on a
+    formula (a chapter has hundreds: each a stop would bury the links and controls)."""
     page, log = open_page(chapter_with(".cards.json"))
-    in_deck = 0
+    in_deck = on_math = 0
     for _ in range(MAX_TABS):
         page.keyboard.press("Tab")
         where = page.evaluate(FOCUS_JS)
         in_deck += where["deck"]
+        on_math += where["math"]
         if where["footer"]:
             break
     else:
         pytest.fail(f"{MAX_TABS} presses of Tab never reached the footer (the focus was in a deck {in_deck} times)")
     assert in_deck, "the focus never entered the flashcard deck on its way to the footer"
+    assert on_math == 0, f"Tab stopped on a formula {on_math} times"
     assert not log.problems(), log.problems()
 
 
