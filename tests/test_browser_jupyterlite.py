@@ -349,6 +349,25 @@ def test_homework_visible_tests_fail_blank_and_pass_with_the_solution_in_the_bro
     assert_stayed_home(log)
 
 
+def test_a_homework_is_handed_in_with_file_download_under_its_own_name(book_browser, browser_context):
+    """What "Start here" says: save, then *File → Download*: the file has the homework's own name
+    and holds the learner's work."""
+    assignment = HOMEWORK[0]
+    page, log = open_in_lite(book_browser, browser_context, notebook_path(f"exercises/{assignment}/{assignment}"))
+    answer = next(i for i, c in enumerate(page.evaluate(CELLS_JS)) if nbgrader_meta(c).get("solution"))
+    mine = "# my own answer, written in the browser"
+    page.evaluate(SET_SOURCE_JS, [answer, mine])
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.get_by_role("menuitem", name="File").click()
+    with page.expect_download() as download:
+        page.get_by_role("menuitem", name="Download", exact=True).click()
+    got = download.value
+    assert got.suggested_filename == f"{assignment}.ipynb"
+    handed_in = nbformat.reads(Path(got.path()).read_text(encoding="utf-8"), as_version=4)
+    assert handed_in.cells[answer].source == mine
+    assert_stayed_home(log)
+
+
 def test_lite_uses_only_the_sites_own_pyodide_and_verified_wheels():
     """The built configuration: local Pyodide, no PyPI, every shipped wheel matching its lock hash."""
     import hashlib
