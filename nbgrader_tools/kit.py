@@ -8,17 +8,17 @@
   and the homework's checks ``grading``. They are public by design; the
   secret that seeds each learner's hidden inputs is not in them, and the
   solutions (``solutions/``) and the instructors' tools are not either;
-- :data:`REQUIREMENTS`: the packages the homework needs (``requirements/kit.in``)
-  and everything they depend on, each pinned to the version the course was
-  tested with (``requirements/constraints.txt``);
+- :data:`REQUIREMENTS`: the packages the homework needs, the ranges of
+  ``requirements/kit.in`` (:func:`kit_requirements`), each holding the
+  version the course was tested with;
 - :data:`HOMEWORK_ZIP`: the released homework, ``exercises/`` as nbgrader made
   it, one folder per assignment;
 - :data:`DOCKERFILE`: a JupyterHub single-user image recipe that installs the
   kit with the same two lines.
 
-A learner installs the two first with ``python -m pip install -r
-REQUIREMENTS`` and ``python -m pip install WHEEL``; a JupyterHub image does
-the same (the kit's :data:`DOCKERFILE`). The in-browser Jupyter loads the same
+A learner installs the two first into a virtual environment of the course's
+own (:func:`learner_lines`); a JupyterHub image runs the same two pip lines
+(:func:`install_lines`, in the kit's :data:`DOCKERFILE`). The in-browser Jupyter loads the same
 wheel (``_ext/lite/``). Nothing is rebuilt when the inputs are unchanged.
 """
 
@@ -33,7 +33,6 @@ import sys
 import tempfile
 import tomllib
 import zipfile
-from importlib import metadata
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -50,7 +49,8 @@ __all__ = [
     "dockerfile",
     "download_html",
     "install_lines",
-    "pinned_requirements",
+    "kit_requirements",
+    "learner_lines",
     "wheel_name",
 ]
 
@@ -100,36 +100,41 @@ def _constraints() -> dict[str, str]:
     return pins
 
 
-def pinned_requirements() -> list[str]:
-    """``name==version`` for the packages of ``requirements/kit.in`` and all they need.
+def _shown(path: Path) -> Path:
+    """A path as a message names it: inside the course, from its root."""
+    return path.relative_to(REPO) if path.is_relative_to(REPO) else path
 
-    The closure is read from the installed distributions' metadata (this
-    environment was installed from the constraints); a requirement behind an
-    environment marker (another platform) keeps its marker, and its pin when
-    the constraints have one.
+
+class KitError(RuntimeError):
+    """The kit cannot be made as it stands: the message names the file and what to change."""
+
+
+def kit_requirements() -> list[str]:
+    """The requirement lines of ``requirements/kit.in``, as the kit's requirements file holds them.
+
+    Each is a range with a lower and an upper bound that holds the course's
+    own pin (``constraints.txt``, the version the suite runs on); pip picks,
+    on each learner's Python, the newest release inside it.
     """
     pins = _constraints()
-    names = [line.split("#", 1)[0].strip() for line in KIT_IN.read_text(encoding="utf-8").splitlines()]
-    roots = [Requirement(name) for name in names if name]
-    lines: dict[str, str] = {}
-    done: set[tuple[str, str]] = set()  # (name, extra) already walked
-    todo: list[tuple[Requirement, str]] = [(r, "") for r in roots]
-    while todo:
-        req, extra = todo.pop()
-        name = canonicalize_name(req.name)
-        if req.marker and not req.marker.evaluate({"extra": extra}):
-            if "extra" not in str(req.marker) and name not in lines:  # another platform's dependency
-                pin = f"=={pins[name]}" if name in pins else ""
-                lines[name] = f"{name}{pin}; {req.marker}"
+    where = _shown(KIT_IN)
+    lines = []
+    for raw in KIT_IN.read_text(encoding="utf-8").splitlines():
+        text = raw.split("#", 1)[0].strip()
+        if not text:
             continue
-        if name not in pins:
-            raise RuntimeError(f"{name} (needed by the kit) has no pin in {CONSTRAINTS.relative_to(REPO)}")
-        lines[name] = f"{name}=={pins[name]}"
-        for wanted in ("", *sorted(req.extras)):
-            if (name, wanted) not in done:
-                done.add((name, wanted))
-                todo += [(Requirement(r), wanted) for r in metadata.requires(name) or []]
-    return [lines[n] for n in sorted(lines)]
+        req = Requirement(text)
+        ops = {spec.operator for spec in req.specifier}
+        if not ops & {">=", ">", "~="} or not ops & {"<", "<=", "~="}:
+            raise KitError(f"{where}: {text!r} needs a lower and an upper bound, such as numpy>=2.1,<3")
+        pin = pins.get(canonicalize_name(req.name))
+        if pin is None or not req.specifier.contains(pin, prereleases=True):
+            raise KitError(
+                f"{where}: {text!r} does not hold the course's own {req.name}=={pin} "
+                f"({_shown(CONSTRAINTS)}): widen the range or change the pin"
+            )
+        lines.append(str(req))
+    return lines
 
 
 def _write_zip(target: Path, files: dict[str, bytes]) -> None:
@@ -194,9 +199,25 @@ def build_wheel(out: Path) -> Path:
 DOCKERFILE = "Dockerfile"
 
 
+VENV = "sdpa-course-env"
+
+
 def install_lines() -> list[str]:
-    """The two lines that install the kit, run in the folder that holds its files."""
+    """The two lines that install the kit, run in the folder that holds its files (a hub image runs them)."""
     return [f"python -m pip install -r {REQUIREMENTS}", f"python -m pip install {wheel_name()}"]
+
+
+def learner_lines(system: str) -> list[str]:
+    """What a learner types in the kit's folder on ``system`` ("unix": Linux or macOS; "windows":
+    PowerShell): a virtual environment of its own for the course (a system's own Python may refuse
+    packages installed beside its own), made active, then the two lines."""
+    if system == "unix":
+        make = [f"python3 -m venv {VENV}", f". {VENV}/bin/activate"]
+    elif system == "windows":
+        make = [f"py -m venv {VENV}", f"{VENV}\\Scripts\\Activate.ps1"]
+    else:
+        raise ValueError(f"system must be 'unix' or 'windows', not {system!r}")
+    return [*make, *install_lines()]
 
 
 def download_html(prefix: str) -> str:
@@ -205,7 +226,7 @@ def download_html(prefix: str) -> str:
 
     items = [
         (wheel_name(), "the course's Python package: lib, teaching and grading"),
-        (REQUIREMENTS, "the packages the homework needs, at the versions the course was tested with"),
+        (REQUIREMENTS, "the packages the homework needs, in the ranges the course was tested with"),
         (HOMEWORK_ZIP, "the homework notebooks, one folder per assignment"),
         (DOCKERFILE, "for instructors: a JupyterHub single-user image with the kit installed"),
     ]
@@ -213,10 +234,13 @@ def download_html(prefix: str) -> str:
         f'<li><a href="{escape(prefix + name)}" download><code>{escape(name)}</code></a>: {escape(what)}</li>'
         for name, what in items
     )
-    lines = escape("\n".join(install_lines()))
+    unix, windows = (escape("\n".join(learner_lines(system))) for system in ("unix", "windows"))
     return (
         f'<div class="learner-kit"><p><strong>The learner kit</strong></p><ul>{links}</ul>'
-        f"<p>Install it, in the folder that holds the files:</p><pre><code>{lines}</code></pre></div>"
+        "<p>Install it into a virtual environment of its own (Python 3.11 or newer), in a terminal in "
+        f"the folder that holds the files. On Linux or macOS:</p><pre><code>{unix}</code></pre>"
+        f"<p>On Windows, in PowerShell:</p><pre><code>{windows}</code></pre>"
+        "<p>In a new terminal, run the <code>activate</code> line again before <code>jupyter lab</code>.</p></div>"
     )
 
 
@@ -258,10 +282,10 @@ def build(site: Path, *, force: bool = False) -> Path:
     out.mkdir(parents=True)
     build_wheel(out)
     header = [
-        "# The packages the homework needs, pinned to the versions the course was tested with.",
+        "# The packages the homework needs, in the ranges the course was tested with, on Python 3.11 or newer.",
         f"# Install: python -m pip install -r {REQUIREMENTS}, then python -m pip install {wheel_name()}",
     ]
-    (out / REQUIREMENTS).write_text("\n".join(header + pinned_requirements()) + "\n", encoding="utf-8")
+    (out / REQUIREMENTS).write_text("\n".join(header + kit_requirements()) + "\n", encoding="utf-8")
     files = {
         str(p.relative_to(EXERCISES)): p.read_bytes()
         for p in sorted(EXERCISES.rglob("*"))

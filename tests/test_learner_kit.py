@@ -1,19 +1,22 @@
 """The learner kit: what it holds, that it is rebuilt only when its inputs change, and that
-it alone runs every homework's visible tests and check before submitting.
+it alone runs the homework's visible tests and check before submitting, on every Python it
+promises.
 
-The last test installs the kit, and nothing else, into a fresh virtual
-environment (PyPI or the machine's wheel cache serve the pinned
-requirements), and runs each released notebook, its answers taken from
-``solutions/``, from a folder outside the repository with nbclient inside
-that environment. The repository is never on ``sys.path`` there: the kernel
-reports where ``lib`` and ``grading`` were imported from.
+For each Python 3.11 or newer on this machine (the system's own Python among them), a test
+runs the learner's own lines, as the welcome page and "Start here" print them, in the kit's
+folder with that Python as ``python3``: they make a virtual environment and install the kit
+into it (PyPI or the machine's wheel cache serve the requirements). Then the released
+notebooks of the environment assignments, their answers taken from ``solutions/``, run from
+a folder outside the repository with nbclient inside that environment. The repository is
+never on ``sys.path`` there: the kernel reports where ``lib`` and ``grading`` were imported
+from.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shlex
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -40,12 +43,19 @@ def test_the_wheel_holds_exactly_lib_teaching_and_grading(kit_dir):
     assert len([t for t in tops if t.endswith(".dist-info")]) == 1
 
 
-def test_the_requirements_are_pinned_to_the_course_versions(kit_dir):
-    constraints = {}
+def _course_pins() -> dict[str, str]:
+    pins = {}
     for line in (subs.REPO / "requirements" / "constraints.txt").read_text().splitlines():
         if "==" in line and not line.startswith("#"):
             name, version = line.split("==")
-            constraints[name.lower().replace("_", "-")] = version.strip()
+            pins[name.lower().replace("_", "-")] = version.split()[0].strip()
+    return pins
+
+
+def test_the_requirements_are_ranges_that_hold_the_course_versions(kit_dir):
+    from packaging.requirements import Requirement
+
+    pins = _course_pins()
     lines = [
         line
         for line in (kit_dir / kit.REQUIREMENTS).read_text().splitlines()
@@ -53,12 +63,30 @@ def test_the_requirements_are_pinned_to_the_course_versions(kit_dir):
     ]
     names = set()
     for line in lines:
-        spec = line.split(";", 1)[0].strip()
-        name, _, version = spec.partition("==")
-        names.add(name)
-        if ";" not in line:
-            assert version == constraints[name], line
-    assert {"numpy", "ipykernel", "jupyterlab", "nbclient"} <= names
+        req = Requirement(line)
+        names.add(req.name)
+        ops = {spec.operator for spec in req.specifier}
+        assert ">=" in ops and "<" in ops, line
+        assert req.specifier.contains(pins[req.name]), (line, pins[req.name])
+    # numpy for the answers, matplotlib for the pictures of a mistake, a Jupyter to open them in
+    assert {"numpy", "matplotlib", "ipykernel", "jupyterlab"} <= names
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("numpy", "a lower and an upper bound"),
+        ("numpy>=1.20", "a lower and an upper bound"),
+        ("numpy>=1.20,<2", "does not hold the course's own numpy=="),
+    ],
+)
+def test_a_range_the_kit_cannot_promise_is_refused_by_name(tmp_path, monkeypatch, line, problem):
+    kit_in = tmp_path / "kit.in"
+    kit_in.write_text(f"# the kit\n{line}\n")
+    monkeypatch.setattr(kit, "KIT_IN", kit_in)
+    with pytest.raises(kit.KitError, match=problem) as info:
+        kit.kit_requirements()
+    assert str(kit_in) in str(info.value) and repr(line) in str(info.value)
 
 
 def test_the_homework_zip_is_the_release(kit_dir):
@@ -132,37 +160,64 @@ RUNNER = textwrap.dedent(
 )
 
 
-def test_the_kit_alone_runs_the_homework_and_its_check_before_submit(kit_dir, tmp_path, environment_assignments):
-    venv = tmp_path / "venv"
-    work = tmp_path / "work"  # outside the repository
-    work.mkdir()
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
+def promised_pythons() -> list:
+    """Each Python 3.11 or newer this machine has, once per version (the system's own, this one,
+    any ``python3.N`` on PATH, and pyenv's), as the interpreter itself (not a launcher such as pyenv's shim)."""
+    found: dict[str, str] = {}
+    candidates = ["/usr/bin/python3", sys.executable, *(shutil.which(f"python3.{m}") for m in range(11, 20))]
+    if shutil.which("pyenv"):
+        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True).stdout.strip()
+        candidates += sorted(str(p) for p in Path(root).glob("versions/*/bin/python3")) if root else []
+    for candidate in candidates:
+        if not candidate or not Path(candidate).exists():
+            continue
+        asked = "import sys; print(sys.executable); print('%d.%d.%d' % sys.version_info[:3])"
+        got = subprocess.run([candidate, "-c", asked], capture_output=True, text=True)
+        if got.returncode == 0:
+            executable, version = got.stdout.split()
+            found.setdefault(version, executable)
+    # The oldest release of each minor version: the one most likely to miss a package's floor.
+    oldest: dict[tuple[int, ...], tuple[tuple[int, ...], str]] = {}
+    for version, executable in found.items():
+        number = tuple(map(int, version.split(".")))
+        if number >= (3, 11) and (number[:2] not in oldest or number < oldest[number[:2]][0]):
+            oldest[number[:2]] = (number, executable)
+    return [pytest.param(exe, id="python" + ".".join(map(str, number))) for number, exe in sorted(oldest.values())]
+
+
+@pytest.mark.parametrize("python", promised_pythons())
+def test_the_learners_lines_install_the_kit_and_run_the_homework(kit_dir, tmp_path, environment_assignments, python):
+    # The hub image installs with the same two lines that end the learner's.
+    docker = [line[4:] for line in (kit_dir / kit.DOCKERFILE).read_text().splitlines() if line.startswith("RUN ")]
+    assert docker == kit.install_lines() == kit.learner_lines("unix")[-2:]
+    download = tmp_path / "download"  # the learner's folder: the kit's files, downloaded
+    download.mkdir()
+    for name in (kit.REQUIREMENTS, kit.wheel_name(), kit.HOMEWORK_ZIP):
+        shutil.copy2(kit_dir / name, download)
+    own = tmp_path / "bin"  # this Python is the learner's python3
+    own.mkdir()
+    (own / "python3").symlink_to(python)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
-    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    # The hub image's own install lines, run as they stand (in the kit's folder, as its WORKDIR).
-    lines = (kit_dir / kit.DOCKERFILE).read_text().splitlines()
-    steps = [shlex.split(line[4:]) for line in lines if line.startswith("RUN ")]
-    steps = [step for step in steps if step[:4] == ["python", "-m", "pip", "install"]]
-    assert len(steps) == 2
+    env["PATH"] = f"{own}{os.pathsep}{env.get('PATH', '')}"
+    # The learner's own install compiles bytecode; the test need not pay for it.
+    quiet = {"PIP_NO_COMPILE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_QUIET": "1"}
     started = time.monotonic()
-    for step in steps:
-        # --no-compile: the learner's own install compiles bytecode; the test need not pay for it.
-        subprocess.run(
-            [str(python), *step[1:], "--quiet", "--disable-pip-version-check", "--no-compile"],
-            check=True,
-            cwd=kit_dir,
-            env=env,
-        )
-    print(f"kit installed in {time.monotonic() - started:.0f} s")
-    with zipfile.ZipFile(kit_dir / kit.HOMEWORK_ZIP) as zf:
+    subprocess.run(
+        ["bash", "-c", " && ".join(kit.learner_lines("unix"))], cwd=download, env={**env, **quiet}, check=True
+    )
+    print(f"kit installed for {python} in {time.monotonic() - started:.0f} s")
+    venv = download / kit.VENV
+    venv_python = venv / "bin" / "python"
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
+    work = tmp_path / "work"  # outside the repository
+    with zipfile.ZipFile(download / kit.HOMEWORK_ZIP) as zf:
         zf.extractall(work)
     (work / "run.py").write_text(RUNNER)
     paths = [work / assignment / f"{assignment}.ipynb" for assignment in environment_assignments]
     for assignment, path in zip(environment_assignments, paths):
         path.write_text(json.dumps(_answered(json.loads(path.read_text()), assignment)))
     done = subprocess.run(
-        [str(python), str(work / "run.py"), *map(str, paths)], cwd=work, env=env, capture_output=True, text=True
+        [str(venv_python), str(work / "run.py"), *map(str, paths)], cwd=work, env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(done.stdout.strip().splitlines()[-1])
@@ -194,7 +249,7 @@ def test_the_welcome_page_and_every_homework_page_offer_the_kit_with_its_install
         assert {kit.wheel_name(), kit.REQUIREMENTS, kit.HOMEWORK_ZIP} <= names, (page, names)
         assert all(p.is_file() and p.parent == (HTML / "kit").resolve() for p in targets), (page, targets)
         plain = html.unescape(re.sub(r"<[^>]+>", "", text))
-        for line in kit.install_lines():
+        for line in kit.learner_lines("unix") + kit.learner_lines("windows"):
             assert line in plain, (page, line)
 
 
