@@ -22,7 +22,7 @@ import nbformat
 import pytest
 from test_class_grading import LIMITS, needs_sandbox, quiet
 
-from classgrader import cli
+from classgrader import cli, settings
 from classgrader.books import class_reports
 from classgrader.pipeline import intake
 from classgrader.pipeline.class_run import grade_class
@@ -152,8 +152,8 @@ def test_without_a_book_address_chapter_links_become_plain_text_naming_the_chapt
 
 def test_the_book_address_comes_from_the_course_config(tmp_path):
     (tmp_path / "nbgrader_config.py").write_text("c = get_config()\nc.Feedback.book_url = 'https://example.org/b'\n")
-    assert report.book_url(tmp_path) == "https://example.org/b/"
-    assert report.book_url(REPO) is None  # the repository names no published address
+    assert settings.read(tmp_path).feedback.book_url == "https://example.org/b/"
+    assert settings.read(REPO).feedback.book_url is None  # the repository names no published address
 
 
 def test_times_are_shown_in_the_policys_zone():
