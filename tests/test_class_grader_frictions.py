@@ -28,8 +28,8 @@ from classgrader.pipeline import intake
 from classgrader.pipeline.class_run import grade_class
 from classgrader.records import STATUSES, Result, Status, new_result
 from classgrader.stages import record, report
-from classgrader.stages.compare import Verdict, _verdict
 from classgrader.stages.grade import Settings
+from classgrader.stages.scoring import Verdict, _verdict
 from devtools.sample_submissions import Builder
 
 REPO = Path(__file__).resolve().parent.parent

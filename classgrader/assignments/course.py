@@ -8,7 +8,7 @@ from pathlib import Path
 
 import nbformat
 
-from classgrader.assignments import plain
+from classgrader.assignments import plain_nbgrader
 from classgrader.assignments.errors import SetupError as SetupError
 from classgrader.settings import CourseSettings
 from classgrader.settings import read as read_course_settings
@@ -35,7 +35,7 @@ class AssignmentInfo:
     secret: bytes = b""
     secret_source: str = ""
     book_url: str | None = None  # the published book, for the feedback's links to its chapters
-    plain: list[plain.PlainNotebook] = dataclasses.field(default_factory=list)  # a plain nbgrader assignment's
+    plain: list[plain_nbgrader.PlainNotebook] = dataclasses.field(default_factory=list)  # a plain nbgrader assignment's
     data_files: dict[str, Path] = dataclasses.field(default_factory=dict)  # the release's files beside them
 
     @property
@@ -58,7 +58,7 @@ def load_assignment(course: Path, name: str, course_settings: CourseSettings | N
     source_dir = course / "solutions" / name
     if name not in known_assignments(course):
         raise SetupError(unknown_message(course, name))
-    if plain.is_plain(course, name):
+    if plain_nbgrader.is_plain(course, name):
         return _load_plain(course, name, course_settings)
     for folder, what in ((release_dir, "release (student version)"), (source_dir, "instructor source")):
         if not folder.is_dir():
@@ -108,10 +108,10 @@ def _secret(course: Path, course_settings: CourseSettings) -> tuple[bytes, str]:
 
 
 def _load_plain(course: Path, name: str, course_settings: CourseSettings) -> AssignmentInfo:
-    """A plain nbgrader assignment (:mod:`classgrader.assignments.plain`): its notebooks and data files."""
+    """A plain nbgrader assignment (:mod:`classgrader.assignments.plain_nbgrader`): its notebooks and data files."""
     import lib
 
-    notebooks = plain.read_notebooks(course, name)
+    notebooks = plain_nbgrader.read_notebooks(course, name)
     secret, secret_source = _secret(course, course_settings)
     first = notebooks[0]
     return AssignmentInfo(
@@ -128,18 +128,18 @@ def _load_plain(course: Path, name: str, course_settings: CourseSettings) -> Ass
         secret_source=secret_source,
         book_url=course_settings.feedback.book_url,
         plain=notebooks,
-        data_files=plain.data_files(course, name),
+        data_files=plain_nbgrader.data_files(course, name),
     )
 
 
 def known_assignments(course: Path) -> list[str]:
     """The assignments this course can grade: a release in ``exercises/`` and either checks in ``grading``
-    or, for a plain nbgrader assignment (:mod:`classgrader.assignments.plain`), its instructor source
+    or, for a plain nbgrader assignment (:mod:`classgrader.assignments.plain_nbgrader`), its instructor source
     in ``solutions/``."""
     import grading
 
     released = {p.name for p in (course / "exercises").glob("*") if p.is_dir()}
-    return sorted((released & set(grading.ASSIGNMENTS)) | set(plain.plain_assignments(course)))
+    return sorted((released & set(grading.ASSIGNMENTS)) | set(plain_nbgrader.plain_assignments(course)))
 
 
 def unknown_message(course: Path, name: str) -> str:

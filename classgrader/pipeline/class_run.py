@@ -44,7 +44,7 @@ from typing import Any
 
 from classgrader import sandbox
 from classgrader.after_deadline import late
-from classgrader.assignments import plain
+from classgrader.assignments import plain_nbgrader
 from classgrader.assignments.course import (
     AssignmentInfo,
     SetupError,
@@ -373,7 +373,7 @@ def write_books(
         policy=run.policy,
         sandbox=_sandbox_mode(run.settings, on_cluster, results),
         lms=lms if lms is not None else lms_export.options_of(run.course_settings.lms, run.course, info.name),
-        threat_model=plain.THREAT_MODEL if info.plain else None,
+        threat_model=plain_nbgrader.THREAT_MODEL if info.plain else None,
     )
     if analyse:
         from classgrader.after_deadline import item_analysis

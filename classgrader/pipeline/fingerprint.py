@@ -31,7 +31,7 @@ from classgrader.assignments.course import SetupError
 
 if TYPE_CHECKING:
     from classgrader.assignments.course import AssignmentInfo
-    from classgrader.stages.run import Settings
+    from classgrader.stages.sandbox_run import Settings
 
 #: The folder holding classgrader, lib, grading and nbgrader_tools as imported (a checkout or its copy).
 CHECKOUT = Path(__file__).resolve().parents[2]

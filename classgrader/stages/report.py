@@ -32,7 +32,7 @@ from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from classgrader.after_deadline import late
 from classgrader.records import STATUSES, CellResult, Result
-from classgrader.stages.pictures import figure_html
+from classgrader.stages.feedback_pictures import figure_html
 from nbgrader_tools.cells import nbgrader_meta
 from nbgrader_tools.generated import START_HERE_ID
 
