@@ -51,10 +51,10 @@ def zone(name: str) -> dt.tzinfo:
     text = (name or "").strip()
     if text.upper() in ("UTC", "GMT", "Z"):
         return dt.UTC
-    if _OFFSET.match(text):
-        offset: dt.tzinfo = isoparser().parse_tzstr(text)
-        return offset
     try:
+        if _OFFSET.match(text):
+            offset: dt.tzinfo = isoparser().parse_tzstr(text)
+            return offset
         return ZoneInfo(text)
     except (ZoneInfoNotFoundError, ValueError):
         raise ValueError(

@@ -89,7 +89,7 @@ class TimestampError(ValueError):
 
 _BLACKBOARD = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-(\d{2})-(\d{2})-(\d{2})$")
 _OFFSET = re.compile(r"^[+-]\d{2}:?\d{2}$")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+_DATE = re.compile(r"^\d{4}-?(W\d{2}|\d{2}-?\d{2})")  # a date: day or week, not a bare year
 
 
 def zone(name: str) -> dt.tzinfo:
@@ -139,7 +139,7 @@ def parse_time(text: str, default_zone: dt.tzinfo, *, source: str = "the timesta
     if head and (_OFFSET.match(last) or not re.match(r"^\d", last)):
         stamp, zone_word = head, last  # "<date> <time> <zone>", the zone read once the date is
     try:
-        if not _DATE.match(stamp):  # isoparse reads a bare year or week too, which no one means by a time
+        if not _DATE.match(stamp):  # isoparse reads a bare year or month too, which no one means by a time
             raise ValueError(stamp)
         when: dt.datetime = isoparse(stamp)
     except ValueError:
