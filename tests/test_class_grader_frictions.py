@@ -150,7 +150,7 @@ def test_without_a_book_address_chapter_links_become_plain_text_naming_the_chapt
     assert '<span class="chapter">Chapter 1</span>' in page and "01_self_attention" in page
 
 
-def test_the_book_address_comes_from_the_course_config(tmp_path):
+def test_the_book_address_comes_from_the_grader_settings(tmp_path):
     (tmp_path / "nbgrader_config.py").write_text("c = get_config()\nc.Feedback.book_url = 'https://example.org/b'\n")
     assert settings.read(tmp_path).feedback.book_url == "https://example.org/b/"
     assert settings.read(REPO).feedback.book_url is None  # the repository names no published address

@@ -193,7 +193,7 @@ def test_lms_times_reach_the_submissions(tmp_path):
     assert (subs["103"].timestamp, subs["103"].lms_late) == (None, None)
 
 
-def test_policy_from_the_course_config_and_a_timestamps_file(tmp_path):
+def test_policy_from_the_grader_settings_and_a_timestamps_file(tmp_path):
     (tmp_path / "nbgrader_config.py").write_text(
         "c = get_config()\n"
         "c.LatePolicy.deadlines = {'hw2_stable_softmax': '2026-03-01 23:59'}\n"
