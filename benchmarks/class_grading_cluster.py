@@ -98,17 +98,18 @@ def _task_stream(records: list[dict], wall: float, threads: int) -> dict[str, fl
 def _client_cost(assignment: str, out: Path, scratch: Path) -> float:
     """Seconds per submission that the client spends saving one result: files, then one gradebook transaction."""
     from classgrader.books import gradebook
-    from classgrader.pipeline.class_run import course_id_of
     from classgrader.records import read_result, write_json_atomic, write_text_atomic
 
     results = [r for p in sorted((out / "reports" / assignment / "results").glob("*.json")) if (r := read_result(p))]
     feedback = {p.parent.parent.name: p.read_text() for p in (out / "feedback").glob(f"*/{assignment}/*.html")}
     scratch.mkdir(parents=True, exist_ok=True)
     url = gradebook.sqlite_url(scratch / "gradebook.db")
-    cid = course_id_of(REPO)
+    from classgrader import settings
     from classgrader.assignments.course import load_assignment
 
-    info = load_assignment(REPO, assignment)
+    course_settings = settings.read(REPO)
+    cid = course_settings.course_id
+    info = load_assignment(REPO, assignment, course_settings)
     gradebook.ensure_assignment(url, cid, assignment, info.source_dir, info.notebook)
     with gradebook.Writer(url, cid) as writer:
         start = time.perf_counter()

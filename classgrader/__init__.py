@@ -2,13 +2,13 @@
 
 ``./course grade ASSIGNMENT SUBMISSIONS`` (see :mod:`classgrader.cli`) finds
 every student's notebook (:mod:`classgrader.pipeline.intake`) and grades each one
-(:mod:`classgrader.stages.grade`) in five stages, each in the module of its name:
+(:mod:`classgrader.stages.grade`) in five stages, each in its own module:
 
 1. :mod:`classgrader.stages.match` lines its cells up with the release
    (:mod:`classgrader.stages.notebooks` does the reading and the lining up);
-2. :mod:`classgrader.stages.run` runs it in a bubblewrap sandbox
+2. :mod:`classgrader.stages.sandbox_run` runs it in a bubblewrap sandbox
    (:mod:`classgrader.sandbox.session`, with :mod:`classgrader.sandbox.driver` inside);
-3. :mod:`classgrader.stages.compare` scores it outside the learner's process with
+3. :mod:`classgrader.stages.scoring` scores it outside the learner's process with
    :mod:`grading`'s comparisons;
 4. :mod:`classgrader.stages.record` writes down what happened: the result and the
    autograded notebook;
@@ -16,7 +16,7 @@ every student's notebook (:mod:`classgrader.pipeline.intake`) and grades each on
 
 What is graded comes from :mod:`classgrader.assignments.course`; an assignment written
 the plain nbgrader way (asserts in its test cells, no checks in :mod:`grading`;
-:mod:`classgrader.assignments.plain`) is graded by :mod:`classgrader.stages.plain_grade` instead,
+:mod:`classgrader.assignments.plain_nbgrader`) is graded by :mod:`classgrader.stages.plain_grade` instead,
 each test cell as ``nbgrader autograde`` scores it; the job, the events
 and the result that cross between these stages are defined once in
 :mod:`classgrader.records`. :mod:`classgrader.pipeline.class_run` grades the class with a

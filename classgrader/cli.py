@@ -4,7 +4,7 @@
 assignment already graded (from the gradebook and the results), grading nothing.
 
 The options for the course's settings (the limits, the sandbox mode, the late
-policy, the LMS files) are made from their declarations in :mod:`grading.course_config`
+policy, the LMS files) are made from their declarations in :mod:`classgrader.settings`
 (name, help, type, default): each overrides its line of the course's
 ``nbgrader_config.py`` for one run. The other options say what this run grades
 and how; a new one goes in the ``_add_*`` function of its kind.
@@ -19,19 +19,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from traitlets import TraitType
+from traitlets import Bool, TraitType
 from traitlets.config import Configurable
 
-from classgrader import sandbox
+from classgrader import sandbox, settings
 from classgrader.after_deadline import late
 from classgrader.assignments.course import SetupError, known_assignments, unknown_message
 from classgrader.books import lms_export
 from classgrader.books.class_reports import summary_text
 from classgrader.pipeline import intake
 from classgrader.records import STATUSES
+from classgrader.setting_values import Setting
+from classgrader.settings import ClassGrader, ConfigError, CourseGrading, CourseSettings, LatePolicy, LmsExport
 from classgrader.stages.grade import Settings
-from grading import course_config
-from grading.course_config import ClassGrader, ConfigError, CourseSettings, LatePolicy, LmsExport
 
 
 def parser() -> argparse.ArgumentParser:
@@ -149,15 +149,16 @@ def _add_settings(group: argparse._ActionsContainer, cls: type[Configurable]) ->
     """An option for each trait of ``cls`` tagged ``option=True``: its help, type and default.
 
     The option is ``--NAME`` (``_`` written ``-``), or the trait's
-    ``option_name`` tag; a :class:`~grading.course_config.Flag` is an option
-    with no value. The option's value is stored under ``"Class.trait"`` (None
-    when not given, so that the course's nbgrader_config.py decides).
+    ``option_name`` tag (its value's name in the help: the ``metavar`` tag, or
+    the trait's own); a ``Bool`` is an option with no value (it sets True).
+    The option's value is stored under ``"Class.trait"`` (None when not
+    given, so that the course's nbgrader_config.py decides).
     """
     for name, trait in vars(cls).items():
         if not (isinstance(trait, TraitType) and trait.metadata.get("option")):
             continue
         option = "--" + trait.metadata.get("option_name", name.replace("_", "-"))
-        if isinstance(trait, course_config.Flag):
+        if isinstance(trait, Bool):
             group.add_argument(
                 option, dest=f"{cls.__name__}.{name}", action="store_true", default=None, help=_help(cls, name, trait)
             )
@@ -168,7 +169,7 @@ def _add_settings(group: argparse._ActionsContainer, cls: type[Configurable]) ->
             dest=f"{cls.__name__}.{name}",
             type=_checked(cls, name),
             choices=values,
-            metavar=None if values else getattr(trait, "metavar", "TEXT"),
+            metavar=None if values else trait.metadata.get("metavar", getattr(trait, "metavar", "TEXT")),
             default=None,
             help=_help(cls, name, trait),
         )
@@ -178,20 +179,31 @@ def _help(cls: type[Configurable], name: str, trait: TraitType[Any, Any]) -> str
     default = trait.default_value
     where = f"c.{cls.__name__}.{name} in nbgrader_config.py"
     if default is not None and not isinstance(default, bool):  # a flag's help says what not giving it means
-        where = f"default {default:g}; {where}" if isinstance(default, float) else f"default {default}; {where}"
+        shown = (
+            trait.shown(default)
+            if isinstance(trait, Setting)
+            else f"{default:g}"
+            if isinstance(default, float)
+            else default
+        )
+        where = f"default {shown}; {where}"
     return f"{trait.help} ({where})".replace("%", "%%")  # argparse formats help with %
 
 
 def _checked(cls: type[Configurable], name: str) -> Any:
-    """argparse's ``type`` for the option of ``cls.name``: what the text stands for, once the trait has read it."""
+    """argparse's ``type`` for the option of ``cls.name``: what the text stands for, once the trait has read it.
+
+    The text is read as traitlets reads a command line's (the trait's ``from_string``).
+    """
     trait = cls.class_traits()[name]
 
     def check(text: str) -> Any:
         try:
-            course_config.check(cls, name, text)
-        except course_config.BadSetting as exc:
-            raise argparse.ArgumentTypeError(exc.problem) from None
-        return trait.command_line_value(text) if isinstance(trait, course_config.Setting) else text
+            value = trait.from_string(text)
+            settings.check(cls, name, value)
+        except (ValueError, ConfigError) as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{cls.__name__}.{name} ")) from None
+        return trait.command_line_value(text) if isinstance(trait, Setting) else value
 
     check.__name__ = name
     return check
@@ -252,30 +264,32 @@ def _prepare(args: argparse.Namespace) -> _Prepared:
     from grading import seeds
 
     try:
-        settings = course_config.read(args.course, overrides(args))
+        course = settings.read(args.course, overrides(args))
     except ConfigError as exc:
         raise _Refused(str(exc)) from None
     try:
-        policy = late.policy_of(settings.late, args.assignment)
+        policy = late.policy_of(course.late, args.assignment)
         timestamps = late.read_timestamps_file(args.timestamps) if args.timestamps else None
     except (late.LatePolicyError, OSError) as exc:
         raise _Refused(f"late policy: {exc}") from None
     try:
-        lms = lms_export.options_of(settings.lms, args.course, args.assignment)
+        lms = lms_export.options_of(course.lms, args.course, args.assignment)
     except lms_export.MappingError as exc:
         raise _Refused(str(exc)) from None
     try:
-        made = secret.ensure_secret(args.course, settings.course_id)
+        named, made = secret.ensure_secret(args.course, course.course_id, course.grading.secret_file)
     except (OSError, seeds.SecretMissing) as exc:
         raise _Refused(f"the course secret: {exc}") from None
-    return _Prepared(settings, policy, timestamps, lms, made)
+    if made:  # the run goes on with the secret it just recorded in nbgrader_config.py
+        course = dataclasses.replace(course, grading=CourseGrading(secret_file=named))
+    return _Prepared(course, policy, timestamps, lms, made)
 
 
 def _grade(args: argparse.Namespace, prepared: _Prepared) -> int:
     from classgrader.pipeline.class_run import grade_class
 
     grader = prepared.settings.grader
-    settings = Settings(
+    run_settings = Settings(
         limits=sandbox.Limits(wall_seconds=grader.timeout, memory_bytes=grader.memory),
         sandboxed=not args.no_sandbox,
         sandbox_mode=grader.sandbox,
@@ -293,7 +307,8 @@ def _grade(args: argparse.Namespace, prepared: _Prepared) -> int:
             out=args.out,
             db_url=args.db_url,
             workers=args.workers,
-            settings=settings,
+            settings=run_settings,
+            course_settings=prepared.settings,
             roster=read_roster(args.roster) if args.roster else None,
             regrade=args.regrade,
             progress=False if args.quiet else None,
@@ -329,7 +344,7 @@ def _analyse_only(args: argparse.Namespace) -> int:
     try:
         analysis = item_analysis.write(
             db_url,
-            course_config.course_id(args.course.resolve()),
+            settings.read(args.course.resolve()).course_id,
             args.assignment,
             reports_dir,
             order=item_analysis.release_order(args.course, args.assignment),

@@ -252,8 +252,10 @@ class Result(TypedDict):
     in_kernel: dict[str, str]  # grade_id -> the in-kernel run's verdict
     sandbox: SandboxSummary | dict[str, Any]  # {} when nothing ran
     cell_seconds: NotRequired[dict[str, float | None]]  # plan index -> seconds
-    notebooks: NotRequired[list[str]]  # a plain nbgrader assignment's notebook stems (classgrader.assignments.plain)
-    manual: NotRequired[list[str]]  # grade_ids left for the formgrader (classgrader.assignments.plain)
+    notebooks: NotRequired[
+        list[str]
+    ]  # a plain nbgrader assignment's notebook stems (classgrader.assignments.plain_nbgrader)
+    manual: NotRequired[list[str]]  # grade_ids left for the formgrader (classgrader.assignments.plain_nbgrader)
     late: NotRequired[Late]
     graded_at: NotRequired[str]  # ISO 8601, when the result was saved
 

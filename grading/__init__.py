@@ -42,12 +42,8 @@ part runs in:
     What a notebook's test cells call: ``check_<name>`` and
     ``check_before_submit``, all three pieces in one process.
 ``grading/seeds.py``
-    The seed of each learner's hidden tests.
-``grading/course_config.py``
-    The course's grading settings, declared as sections of
-    ``nbgrader_config.py``, and their one reader.
-``grading/config_values.py``
-    The trait types that read those settings' values (``"2g"``, ``"15m"``, ``"10%"``).
+    The seed of each learner's hidden tests, and the course secret it comes
+    from (the class grader's other settings are in :mod:`classgrader.settings`).
 ``grading/pictures.py``
     A failed check's wrong matrix of weights drawn beside the expected one
     (the chapters' heatmaps), for the "check before you submit" and the

@@ -73,7 +73,7 @@ class Verdict:
 
     ``passed`` is True only for full marks; a partly right check has
     ``0 < fraction < 1`` and a message saying what is wrong. The class grader
-    keeps the same type for each check it scores (:mod:`classgrader.stages.compare`)."""
+    keeps the same type for each check it scores (:mod:`classgrader.stages.scoring`)."""
 
     passed: bool
     fraction: float

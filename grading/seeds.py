@@ -15,8 +15,11 @@ Looked for, in order:
 
 1. the environment variable ``COURSE_GRADING_SECRET`` (its text is the secret);
 2. the file named by ``c.CourseGrading.secret_file`` in the course's
-   ``nbgrader_config.py`` (relative to the course folder, ``~`` allowed; read
-   by :mod:`grading.course_config`, which declares it).
+   ``nbgrader_config.py`` (relative to the course folder, ``~`` allowed).
+   ``./course grade`` reads it with the rest of its settings
+   (:mod:`classgrader.settings`) and passes it to :func:`course_secret`; a
+   hidden test cell under ``nbgrader autograde`` reads only that one line
+   (:func:`secret_file_named`).
    A file that is named but missing or empty is an error with a message
    saying how to make one (``python -m grading new-secret PATH``);
 3. nothing configured: an error (:class:`SecretMissing`) saying how to make
@@ -48,10 +51,16 @@ import os
 import secrets
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from traitlets.config import Config
 
 ENV_SECRET = "COURSE_GRADING_SECRET"
 ENV_SEED = "GRADING_HIDDEN_SEED"
 CONFIG = "nbgrader_config.py"
+#: The setting naming the course secret's file: ``c.CourseGrading.secret_file``.
+SECTION, SECRET_FILE = "CourseGrading", "secret_file"
 
 
 class SecretMissing(RuntimeError):
@@ -66,19 +75,40 @@ def seed_for(secret: bytes, assignment: str, student: str) -> int:
     return int.from_bytes(mac[:4], "big") & 0x7FFFFFFF
 
 
-def course_secret(course: Path) -> tuple[bytes, str]:
+def read_config(course: Path) -> Config:
+    """What the course's ``nbgrader_config.py`` says, unchecked (empty when there is no file)."""
+    # traitlets is imported here, not above: a learner practising never reads the course's config.
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+
+    path = Path(course) / CONFIG
+    if not path.is_file():
+        return Config()
+    return PyFileConfigLoader(path.name, path=str(path.parent)).load_config()
+
+
+def secret_file_named(course: Path) -> str:
+    """``c.CourseGrading.secret_file`` of the course's ``nbgrader_config.py`` (``""`` when unset)."""
+    config = read_config(course)
+    named = config[SECTION].get(SECRET_FILE, "") if SECTION in config else ""
+    if not isinstance(named, str):
+        raise SecretMissing(f"{SECTION}.{SECRET_FILE} in {Path(course) / CONFIG} must be a file's name, not {named!r}")
+    return named
+
+
+def course_secret(course: Path, named: str | None = None) -> tuple[bytes, str]:
     """``(secret, where it came from)`` for the course folder ``course``.
 
-    Raises :class:`SecretMissing` when no secret is configured, or when the
-    configured file cannot be read.
+    ``named`` is ``c.CourseGrading.secret_file`` as the caller read it (read
+    from the course's config when ``None``). Raises :class:`SecretMissing`
+    when no secret is configured, or when the configured file cannot be read.
     """
     env = os.environ.get(ENV_SECRET)
     if env:
         return env.encode(), f"the environment variable {ENV_SECRET}"
-    from .course_config import CourseGrading, read_section  # traitlets: not needed by a learner practising
-
-    named = read_section(Path(course), CourseGrading).secret_file
-    if named:
+    if named is None:
+        named = secret_file_named(course)
+    if named.strip():
         path = Path(os.path.expanduser(named))
         path = path if path.is_absolute() else Path(course) / path
         try:

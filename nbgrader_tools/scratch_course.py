@@ -189,7 +189,7 @@ def release(assignments: list[str] | None = None) -> list[Path]:
     points in a statement is written by hand).
 
     Without names, the course's homework: each folder holding ``<name>/<name>.ipynb``. A plain
-    nbgrader assignment (:mod:`classgrader.assignments.plain`, e.g. the template ``hw_template_plain``) is
+    nbgrader assignment (:mod:`classgrader.assignments.plain_nbgrader`, e.g. the template ``hw_template_plain``) is
     released only when named, so that a template never reaches the learners by itself; its
     points are its own cells' metadata."""
     names = assignments or sorted(p.name for p in (REPO / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())

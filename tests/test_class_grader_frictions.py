@@ -22,14 +22,14 @@ import nbformat
 import pytest
 from test_class_grading import LIMITS, needs_sandbox, quiet
 
-from classgrader import cli
+from classgrader import cli, settings
 from classgrader.books import class_reports
 from classgrader.pipeline import intake
 from classgrader.pipeline.class_run import grade_class
 from classgrader.records import STATUSES, Result, Status, new_result
 from classgrader.stages import record, report
-from classgrader.stages.compare import Verdict, _verdict
 from classgrader.stages.grade import Settings
+from classgrader.stages.scoring import Verdict, _verdict
 from devtools.sample_submissions import Builder
 
 REPO = Path(__file__).resolve().parent.parent
@@ -150,10 +150,10 @@ def test_without_a_book_address_chapter_links_become_plain_text_naming_the_chapt
     assert '<span class="chapter">Chapter 1</span>' in page and "01_self_attention" in page
 
 
-def test_the_book_address_comes_from_the_course_config(tmp_path):
+def test_the_book_address_comes_from_the_grader_settings(tmp_path):
     (tmp_path / "nbgrader_config.py").write_text("c = get_config()\nc.Feedback.book_url = 'https://example.org/b'\n")
-    assert report.book_url(tmp_path) == "https://example.org/b/"
-    assert report.book_url(REPO) is None  # the repository names no published address
+    assert settings.read(tmp_path).feedback.book_url == "https://example.org/b/"
+    assert settings.read(REPO).feedback.book_url is None  # the repository names no published address
 
 
 def test_times_are_shown_in_the_policys_zone():

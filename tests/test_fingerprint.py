@@ -45,7 +45,7 @@ READ_KEY = (
 
 #: Each input of the key -> a file whose change changes it.
 CHANGES = {
-    "grader": "classgrader/stages/compare.py",
+    "grader": "classgrader/stages/scoring.py",
     "checks": "grading/hw2.py",
     "lib": "lib/softmax.py",
     "release": f"exercises/{ASSIGNMENT}/{NOTEBOOK}",

@@ -24,7 +24,7 @@ from fixtures.homework import submissions as corpus
 from traitlets.config import Config
 
 import grading
-from classgrader import cli
+from classgrader import cli, settings
 from classgrader.assignments import secret as course_secret_file
 from classgrader.assignments.course import SetupError, load_assignment
 from grading import seeds
@@ -90,7 +90,9 @@ def _hidden_seed_in_kernel(course: Path, student: str) -> subprocess.CompletedPr
     )
 
 
-def test_the_first_grade_makes_a_private_secret_records_it_and_both_graders_use_it(home, course, tmp_path, capsys):
+def test_the_first_grade_makes_a_private_secret_records_it_and_both_graders_use_it(
+    home, course, tmp_path, capsys, monkeypatch
+):
     config_before = (course / "nbgrader_config.py").read_text()
     students = _submit(course)
     first = _grade(course, tmp_path / "out1")
@@ -113,8 +115,13 @@ def test_the_first_grade_makes_a_private_secret_records_it_and_both_graders_use_
     for student in students:
         assert first[student]["seed"] == _rule(secret, student)
 
-    # The second grade reuses the file: same secret, same config, same seeds and scores, and says nothing new.
+    # The second grade reuses the file: same secret, same config, same seeds and scores, and says nothing new;
+    # it reads nbgrader_config.py once, for every step.
+    reads = []
+    monkeypatch.setattr(settings, "read_config", lambda c: reads.append(c) or seeds.read_config(c))
+    monkeypatch.setattr(seeds, "secret_file_named", lambda c: pytest.fail("the grader read the secret's name again"))
     again = _grade(course, tmp_path / "out2")
+    assert reads == [course]
     assert made.read_bytes().strip() == secret
     assert (course / "nbgrader_config.py").read_text() == config_after
     assert "course secret" not in capsys.readouterr().err
@@ -146,12 +153,13 @@ def test_an_existing_secret_file_is_never_overwritten(course, tmp_path, monkeypa
     mine.parent.mkdir(parents=True)
     mine.write_text("the instructor's own secret\n")
     mine.chmod(0o600)
-    told = course_secret_file.ensure_secret(course, COURSE_ID)
+    named, told = course_secret_file.ensure_secret(course, COURSE_ID, "")
     assert told is not None and "never overwritten" in told and str(mine) in told
     assert mine.read_text() == "the instructor's own secret\n"
     secret, where = seeds.course_secret(course)  # read through the config, which now names the file
     assert secret == b"the instructor's own secret" and where.endswith(str(mine)), where
-    assert course_secret_file.ensure_secret(course, COURSE_ID) is None  # configured now: nothing more to do
+    assert settings.read(course).grading.secret_file == named  # recorded in the config
+    assert course_secret_file.ensure_secret(course, COURSE_ID, named) == (named, None)  # nothing more to do
     # The command-line maker refuses too.
     assert seeds.main(["new-secret", str(mine)]) == 1
     assert mine.read_text() == "the instructor's own secret\n"

@@ -764,8 +764,8 @@ def test_reading_the_courses_config_in_a_hidden_cell_imports_no_nbconvert():
     # not import nbconvert or nbgrader there (that took ~2.7 s per notebook).
     repo = Path(__file__).resolve().parent.parent
     code = (
-        "import sys; from pathlib import Path; from grading import course_config; "
-        f"config = course_config.load(Path({str(repo)!r})); course_config.read(Path({str(repo)!r})); "
+        "import sys; from pathlib import Path; from grading import seeds; "
+        f"config = seeds.read_config(Path({str(repo)!r})); seeds.secret_file_named(Path({str(repo)!r})); "
         "print(sorted(config.get('GenerateFeedback', {}).get('preprocessors', []))); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('nbconvert', 'nbgrader')))"
     )

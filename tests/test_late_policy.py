@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from classgrader import settings
 from classgrader.after_deadline import late
 from classgrader.pipeline import intake
 
@@ -192,18 +193,20 @@ def test_lms_times_reach_the_submissions(tmp_path):
     assert (subs["103"].timestamp, subs["103"].lms_late) == (None, None)
 
 
-def test_policy_from_the_course_config_and_a_timestamps_file(tmp_path):
+def test_policy_from_the_grader_settings_and_a_timestamps_file(tmp_path):
     (tmp_path / "nbgrader_config.py").write_text(
         "c = get_config()\n"
         "c.LatePolicy.deadlines = {'hw2_stable_softmax': '2026-03-01 23:59'}\n"
         "c.LatePolicy.timezone = 'Europe/Berlin'\n"
         "c.LatePolicy.penalty = '10%'\nc.LatePolicy.grace = '15m'\nc.LatePolicy.cap = '30%'\n"
     )
-    p = late.policy_for(tmp_path, "hw2_stable_softmax")
+    course = settings.read(tmp_path)
+    p = late.policy_of(course.late, "hw2_stable_softmax")
     assert p.deadline == dt.datetime(2026, 3, 1, 22, 59, tzinfo=UTC)
     assert p.grace_seconds == 900 and p.penalty == late.Amount(10, True) and p.cap == late.Amount(30, True)
-    assert late.policy_for(tmp_path, "hw3_queries_keys_values").deadline is None
-    override = late.policy_for(tmp_path, "hw2_stable_softmax", {"penalty": "2", "grace": None})
+    assert late.policy_of(course.late, "hw3_queries_keys_values").deadline is None
+    given = settings.read(tmp_path, {"LatePolicy.penalty": "2", "LatePolicy.grace": None})
+    override = late.policy_of(given.late, "hw2_stable_softmax")
     assert override.penalty == late.Amount(2, False) and override.grace_seconds == 900
     csv_file = tmp_path / "times.csv"
     csv_file.write_text("student_id,name,submitted_at\nalice,Alice,2026-03-02 10:00 UTC\n")

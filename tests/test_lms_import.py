@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import csv
 import io
-from pathlib import Path
 
 import pytest
 
+from classgrader import settings
 from classgrader.books import class_reports, lms_export
 from classgrader.records import Result, new_result
 
@@ -166,9 +166,7 @@ def test_course_settings_name_the_mapping_and_the_title(tmp_path):
         "c.LmsExport.missing_as_zero = True\n"
         "c.LmsExport.titles = {'hw2_stable_softmax': 'Homework 2'}\n"
     )
-    opts = lms_export.options_for(course, "hw2_stable_softmax")
+    opts = lms_export.options_of(settings.read(course).lms, course, "hw2_stable_softmax")
     assert opts.title == "Homework 2" and opts.missing_as_zero is True
     assert opts.mapping is not None and opts.mapping["cyd"].canvas_id == "1003"
-    # the command line wins
-    assert lms_export.options_for(course, "hw2_stable_softmax", missing_as_zero=False).missing_as_zero is False
-    assert lms_export.options_for(course, "hw9", roster=Path(course / "lms_roster.csv")).title is None
+    assert lms_export.options_of(settings.read(course).lms, course, "hw9").title is None

@@ -28,7 +28,7 @@ from course_copy import copy_course, env_for
 from test_class_grading import needs_sandbox
 
 from classgrader.assignments import course as assignment
-from classgrader.assignments import plain
+from classgrader.assignments import plain_nbgrader
 from classgrader.books import gradebook
 from classgrader.pipeline import intake
 from classgrader.stages import plain_grade
@@ -198,7 +198,7 @@ def test_why_a_test_cell_scored_what_it_did(graded):
 @needs_sandbox
 def test_manual_cells_are_left_for_the_formgrader(graded):
     results = graded["results"]
-    assert results["all_right"]["cells"]["warmest_day"]["message"] == plain.MANUAL
+    assert results["all_right"]["cells"]["warmest_day"]["message"] == plain_nbgrader.MANUAL
     assert results["all_right"]["manual"] == ["warmest_day"]
     assert results["blank"]["comments"]["warmest_day"] == "No response."
     summary = json.loads((graded["reports"] / "summary.json").read_text())
@@ -230,7 +230,7 @@ def test_feedback_covers_each_notebook_and_hides_the_hidden_tests(graded):
         assert {p.name for p in autograded.glob("*.ipynb")} == {PART1, PART2}
     assert not (feedback / "absent").exists()
     page = (feedback / "all_right" / NAME / "part2_summary.html").read_text()
-    assert "not graded yet (up to 2 points)" in page and html.escape(plain.MANUAL) in page
+    assert "not graded yet (up to 2 points)" in page and html.escape(plain_nbgrader.MANUAL) in page
     assert "1 / 2 points: partly right" in (feedback / "partial_credit" / NAME / "part1_read_data.html").read_text()
 
 
@@ -250,7 +250,7 @@ def test_reports_and_the_threat_model(graded):
     moodle = list(csv.reader((reports / "moodle_import.csv").read_text().splitlines()))
     assert sorted(row[-1] for row in moodle[1:]) == want
     summary = (reports / "summary.txt").read_text()
-    assert plain.THREAT_MODEL in summary and plain.THREAT_MODEL in graded["stdout"]
+    assert plain_nbgrader.THREAT_MODEL in summary and plain_nbgrader.THREAT_MODEL in graded["stdout"]
     assert "the learner's own process" in summary  # the risk it names first
 
 

@@ -12,7 +12,7 @@ from test_class_grading import LIMITS, SANDBOX_MODES, needs_sandbox
 import grading
 from classgrader import sandbox
 from classgrader.sandbox import bytecode
-from classgrader.stages.run import package_files
+from classgrader.stages.sandbox_run import package_files
 
 # Counts every module the learner's interpreter compiles from source while importing grading.
 PROBE = "\n".join(

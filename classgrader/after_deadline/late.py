@@ -47,7 +47,7 @@ Configuration, in ``nbgrader_config.py`` beside nbgrader's own settings::
     c.LatePolicy.cap = "50%"                  # the most a late submission can lose
 
 The settings are declared, and read from the file, in
-:class:`grading.course_config.LatePolicy`; ``./course grade``'s options
+:class:`classgrader.settings.LatePolicy`; ``./course grade``'s options
 ``--deadline``, ``--penalty``, ``--period``, ``--grace``, ``--cap``,
 ``--timezone`` (derived from them) override them for one run.
 """
@@ -64,11 +64,13 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from dateutil.parser import isoparse
 from traitlets.config import Config
 
+from classgrader import setting_values, settings
 from classgrader.records import Late, Result
-from grading import course_config
-from grading.course_config import PERIODS, Amount, ConfigError, LatePolicy
+from classgrader.setting_values import Amount
+from classgrader.settings import PERIODS, ConfigError, LatePolicy
 
 UTC = dt.UTC
 
@@ -87,12 +89,13 @@ class TimestampError(ValueError):
 
 _BLACKBOARD = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-(\d{2})-(\d{2})-(\d{2})$")
 _OFFSET = re.compile(r"^[+-]\d{2}:?\d{2}$")
+_DATE = re.compile(r"^\d{4}-?(W\d{2}|\d{2}-?\d{2})")  # a date: day or week, not a bare year
 
 
 def zone(name: str) -> dt.tzinfo:
-    """The time zone called ``name`` (:func:`grading.course_config.zone`); raises :class:`LatePolicyError`."""
+    """The time zone called ``name`` (:func:`classgrader.setting_values.zone`); raises :class:`LatePolicyError`."""
     try:
-        return course_config.zone(name)
+        return setting_values.zone(name)
     except ValueError as exc:
         raise LatePolicyError(str(exc)) from None
 
@@ -136,7 +139,9 @@ def parse_time(text: str, default_zone: dt.tzinfo, *, source: str = "the timesta
     if head and (_OFFSET.match(last) or not re.match(r"^\d", last)):
         stamp, zone_word = head, last  # "<date> <time> <zone>", the zone read once the date is
     try:
-        when = dt.datetime.fromisoformat(stamp[:-1] + "+00:00" if stamp.endswith("Z") else stamp)
+        if not _DATE.match(stamp):  # isoparse reads a bare year or month too, which no one means by a time
+            raise ValueError(stamp)
+        when: dt.datetime = isoparse(stamp)
     except ValueError:
         raise TimestampError(
             f"{source} {raw!r} is not a date and time: expected e.g. '2026-03-01 23:59:00 UTC' "
@@ -181,49 +186,39 @@ class Policy:
         return text
 
 
-def make_policy(assignment: str, settings: Mapping[str, Any]) -> Policy:
-    """A :class:`Policy` from plain settings (the traits of :class:`~grading.course_config.LatePolicy`).
+def make_policy(assignment: str, given: Mapping[str, Any]) -> Policy:
+    """A :class:`Policy` from plain settings (the traits of :class:`~classgrader.settings.LatePolicy`).
 
     ``deadline`` (for this run) wins over ``deadlines[assignment]``.
     """
     known = LatePolicy.class_trait_names(config=True)
-    unknown = sorted(set(settings) - set(known))
+    unknown = sorted(set(given) - set(known))
     if unknown:
         raise LatePolicyError(f"unknown late-policy setting(s) {', '.join(unknown)}; known: {', '.join(known)}")
     try:
-        section = course_config.section(Config({"LatePolicy": dict(settings)}), LatePolicy)
+        section = settings.section(Config({"LatePolicy": dict(given)}), LatePolicy)
     except ConfigError as exc:
         raise LatePolicyError(str(exc)) from None
     return policy_of(section, assignment)
 
 
-def policy_of(settings: LatePolicy, assignment: str) -> Policy:
+def policy_of(section: LatePolicy, assignment: str) -> Policy:
     """The :class:`Policy` of ``assignment`` under the course's ``c.LatePolicy`` (read and checked)."""
-    text = settings.deadline or settings.deadlines.get(assignment)
+    text = section.deadline or section.deadlines.get(assignment)
     deadline = None
     if text:
         try:
-            deadline = parse_time(text, settings.timezone, source=f"the deadline of {assignment}")
+            deadline = parse_time(text, section.timezone, source=f"the deadline of {assignment}")
         except TimestampError as exc:
             raise LatePolicyError(str(exc)) from None
     return Policy(
         deadline=deadline,
-        timezone=settings.timezone,
-        penalty=settings.penalty,
-        period=settings.period,
-        grace_seconds=settings.grace,
-        cap=settings.cap,
+        timezone=section.timezone,
+        penalty=section.penalty,
+        period=section.period,
+        grace_seconds=section.grace,
+        cap=section.cap,
     )
-
-
-def policy_for(course: Path, assignment: str, overrides: Mapping[str, Any] | None = None) -> Policy:
-    """The course's policy (``c.LatePolicy`` in ``nbgrader_config.py``) with ``overrides`` on top."""
-    given = {k: v for k, v in (overrides or {}).items() if v is not None}
-    try:
-        section = course_config.read_section(course, LatePolicy, given)
-    except ConfigError as exc:
-        raise LatePolicyError(str(exc)) from None
-    return policy_of(section, assignment)
 
 
 def read_timestamps_file(path: Path) -> dict[str, str]:

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import nbformat
 
-from classgrader.assignments import plain
+from classgrader.assignments import plain_nbgrader
 from classgrader.assignments.errors import SetupError as SetupError
-from classgrader.stages import report
+from classgrader.settings import CourseSettings
+from classgrader.settings import read as read_course_settings
 from grading.check import Check
 from nbgrader_tools.cells import nbgrader_meta
 
@@ -34,7 +35,7 @@ class AssignmentInfo:
     secret: bytes = b""
     secret_source: str = ""
     book_url: str | None = None  # the published book, for the feedback's links to its chapters
-    plain: list[plain.PlainNotebook] = dataclasses.field(default_factory=list)  # a plain nbgrader assignment's
+    plain: list[plain_nbgrader.PlainNotebook] = dataclasses.field(default_factory=list)  # a plain nbgrader assignment's
     data_files: dict[str, Path] = dataclasses.field(default_factory=dict)  # the release's files beside them
 
     @property
@@ -42,17 +43,23 @@ class AssignmentInfo:
         return float(sum(self.grade_cells.values()))
 
 
-def load_assignment(course: Path, name: str) -> AssignmentInfo:
-    """Read the release, the instructor source and the checks of one assignment."""
+def load_assignment(course: Path, name: str, course_settings: CourseSettings | None = None) -> AssignmentInfo:
+    """Read the release, the instructor source and the checks of one assignment.
+
+    ``course_settings`` are the course's, as the run read them (read here when not given).
+    """
     import grading
     import lib
+
+    if course_settings is None:
+        course_settings = read_course_settings(course)
 
     release_dir = course / "exercises" / name
     source_dir = course / "solutions" / name
     if name not in known_assignments(course):
         raise SetupError(unknown_message(course, name))
-    if plain.is_plain(course, name):
-        return _load_plain(course, name)
+    if plain_nbgrader.is_plain(course, name):
+        return _load_plain(course, name, course_settings)
     for folder, what in ((release_dir, "release (student version)"), (source_dir, "instructor source")):
         if not folder.is_dir():
             raise SetupError(f"no {what} for {name!r}: {folder} does not exist")
@@ -73,7 +80,7 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
         meta = nbgrader_meta(cell)
         if meta.get("grade") and meta.get("grade_id"):
             grade_cells[meta["grade_id"]] = float(meta.get("points", 0) or 0)
-    secret, secret_source = _secret(course)
+    secret, secret_source = _secret(course, course_settings)
     return AssignmentInfo(
         name=name,
         notebook=nb_name,
@@ -86,26 +93,26 @@ def load_assignment(course: Path, name: str) -> AssignmentInfo:
         lib_dir=Path(lib.__file__).parent,
         secret=secret,
         secret_source=secret_source,
-        book_url=report.book_url(course),
+        book_url=course_settings.feedback.book_url,
     )
 
 
-def _secret(course: Path) -> tuple[bytes, str]:
+def _secret(course: Path, course_settings: CourseSettings) -> tuple[bytes, str]:
     """The course secret and where it came from."""
     from grading import seeds
 
     try:
-        return seeds.course_secret(course)
+        return seeds.course_secret(course, course_settings.grading.secret_file)
     except seeds.SecretMissing as exc:
         raise SetupError(str(exc)) from None
 
 
-def _load_plain(course: Path, name: str) -> AssignmentInfo:
-    """A plain nbgrader assignment (:mod:`classgrader.assignments.plain`): its notebooks and data files."""
+def _load_plain(course: Path, name: str, course_settings: CourseSettings) -> AssignmentInfo:
+    """A plain nbgrader assignment (:mod:`classgrader.assignments.plain_nbgrader`): its notebooks and data files."""
     import lib
 
-    notebooks = plain.read_notebooks(course, name)
-    secret, secret_source = _secret(course)
+    notebooks = plain_nbgrader.read_notebooks(course, name)
+    secret, secret_source = _secret(course, course_settings)
     first = notebooks[0]
     return AssignmentInfo(
         name=name,
@@ -119,20 +126,20 @@ def _load_plain(course: Path, name: str) -> AssignmentInfo:
         lib_dir=Path(lib.__file__).parent,
         secret=secret,
         secret_source=secret_source,
-        book_url=report.book_url(course),
+        book_url=course_settings.feedback.book_url,
         plain=notebooks,
-        data_files=plain.data_files(course, name),
+        data_files=plain_nbgrader.data_files(course, name),
     )
 
 
 def known_assignments(course: Path) -> list[str]:
     """The assignments this course can grade: a release in ``exercises/`` and either checks in ``grading``
-    or, for a plain nbgrader assignment (:mod:`classgrader.assignments.plain`), its instructor source
+    or, for a plain nbgrader assignment (:mod:`classgrader.assignments.plain_nbgrader`), its instructor source
     in ``solutions/``."""
     import grading
 
     released = {p.name for p in (course / "exercises").glob("*") if p.is_dir()}
-    return sorted((released & set(grading.ASSIGNMENTS)) | set(plain.plain_assignments(course)))
+    return sorted((released & set(grading.ASSIGNMENTS)) | set(plain_nbgrader.plain_assignments(course)))
 
 
 def unknown_message(course: Path, name: str) -> str:

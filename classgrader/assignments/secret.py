@@ -20,7 +20,7 @@ import os
 import re
 from pathlib import Path
 
-from grading import course_config, seeds
+from grading import seeds
 
 APP = "sdpa-course"
 FILE_NAME = "grading-secret"
@@ -33,13 +33,6 @@ def default_path(course_id: str) -> Path:
     root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".config"
     folder = re.sub(r"[^A-Za-z0-9._-]", "_", course_id).lstrip(".") or "default_course"
     return root / APP / folder / FILE_NAME
-
-
-def is_configured(course: Path) -> bool:
-    """Whether the environment or ``nbgrader_config.py`` names a secret (readable or not)."""
-    if os.environ.get(seeds.ENV_SECRET):
-        return True
-    return bool(course_config.read_section(Path(course), course_config.CourseGrading).secret_file)
 
 
 def _private_folder(folder: Path) -> list[Path]:
@@ -63,15 +56,17 @@ def config_value(path: Path) -> str:
         return str(path)
 
 
-def ensure_secret(course: Path, course_id: str) -> str | None:
+def ensure_secret(course: Path, course_id: str, named: str) -> tuple[str, str | None]:
     """Make, record and check the course secret if none is configured.
 
-    Returns what to tell the instructor, or ``None`` when a secret was already
-    configured (whose problems :func:`grading.seeds.course_secret` reports).
+    ``named`` is ``c.CourseGrading.secret_file`` as read. Returns the secret
+    file's name as now configured, and what to tell the instructor (``None``
+    when a secret was already configured, whose problems
+    :func:`grading.seeds.course_secret` reports).
     """
     course = Path(course)
-    if is_configured(course):
-        return None
+    if os.environ.get(seeds.ENV_SECRET) or named.strip():
+        return named, None
     path = default_path(course_id)
     if path.exists() or path.is_symlink():
         made = f"used the existing course secret file {path} (never overwritten)"
@@ -92,8 +87,8 @@ def ensure_secret(course: Path, course_id: str) -> str | None:
         f"{line}\n"
     )
     config.write_text(text)
-    seeds.course_secret(course)  # the recorded file must now be readable: raises SecretMissing if not
-    return (
+    seeds.course_secret(course, value)  # the recorded file must now be readable: raises SecretMissing if not
+    return value, (
         f"classgrader: no course secret was configured, so this grading {made}. It is recorded in {config} as "
         f"{line}, where nbgrader autograde's hidden test cells read it too. Keep it (a regrade needs the same "
         "secret) and never commit or release it. To grade on another machine, copy it there with mode 600 to "

@@ -34,8 +34,7 @@ from pathlib import Path
 
 from classgrader.after_deadline import late
 from classgrader.records import Result
-from grading import course_config
-from grading.course_config import LmsExport
+from classgrader.settings import LmsExport
 
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MAPPING_COLUMNS = ["student_id", "canvas_id", "name", "sis_user_id", "sis_login_id", "section", "email", "id_number"]
@@ -68,23 +67,9 @@ class LmsOptions:
     missing_as_zero: bool = False
 
 
-def options_for(
-    course: Path, assignment: str, *, roster: Path | None = None, missing_as_zero: bool | None = None
-) -> LmsOptions:
-    """The course's settings (``c.LmsExport`` in ``nbgrader_config.py``) with these on top (None: not given).
-
-    ``roster`` is relative to the current folder, as on the command line.
-    Raises :class:`~grading.course_config.ConfigError` or :class:`MappingError`.
-    """
-    given: dict[str, object] = {"missing_as_zero": missing_as_zero}
-    given["roster"] = None if roster is None else str(Path(roster).expanduser().absolute())
-    settings = course_config.read_section(course, LmsExport, {k: v for k, v in given.items() if v is not None})
-    return options_of(settings, course, assignment)
-
-
 def options_of(settings: LmsExport, course: Path, assignment: str) -> LmsOptions:
     """The LMS options of ``assignment`` from the course's ``LmsExport`` settings (declared in
-    :mod:`grading.course_config`): the roster mapping read (a relative path is in ``course``), the column's title."""
+    :mod:`classgrader.settings`): the roster mapping read (a relative path is in ``course``), the column's title."""
     path = Path(course) / settings.roster if settings.roster is not None else None
     return LmsOptions(
         mapping=read_mapping(path) if path is not None else None,

@@ -44,7 +44,7 @@ from typing import Any
 
 from classgrader import sandbox
 from classgrader.after_deadline import late
-from classgrader.assignments import plain
+from classgrader.assignments import plain_nbgrader
 from classgrader.assignments.course import (
     AssignmentInfo,
     SetupError,
@@ -59,18 +59,13 @@ from classgrader.pipeline.dask_cluster import Session
 from classgrader.pipeline.executors import Executor, LocalPool
 from classgrader.pipeline.outputs import Paths, put_back_feedback, save
 from classgrader.records import Result, read_result, write_json_atomic
+from classgrader.settings import CourseSettings
+from classgrader.settings import read as read_course_settings
 from classgrader.stages.grade import Settings
 
-__all__ = ["ClassSummary", "course_id_of", "grade_class"]
+__all__ = ["ClassSummary", "grade_class"]
 
 Log = Callable[[str], Any]
-
-
-def course_id_of(course: Path) -> str:
-    """nbgrader's ``CourseDirectory.course_id`` from the course's ``nbgrader_config.py``."""
-    from grading.course_config import course_id
-
-    return course_id(course)
 
 
 @dataclasses.dataclass
@@ -78,6 +73,7 @@ class ClassRun:
     """What every step of one class run shares."""
 
     course: Path
+    course_settings: CourseSettings  # nbgrader_config.py, read once for the whole run
     info: AssignmentInfo  # its key is the fingerprint's
     paths: Paths
     settings: Settings
@@ -153,6 +149,7 @@ def grade_class(
     analyse: bool = True,
     cluster: Any = None,
     lms: lms_export.LmsOptions | None = None,
+    course_settings: CourseSettings | None = None,
 ) -> ClassSummary:
     """Grade every submission of ``assignment`` found at ``submissions``; return the summary.
 
@@ -166,10 +163,14 @@ def grade_class(
     scheduler's address, or a connected ``distributed.Client``) grades on
     that cluster's workers instead of a local pool
     (:mod:`classgrader.pipeline.dask_cluster`); this process still writes
-    every output.
+    every output. ``course_settings`` are the course's ``nbgrader_config.py``
+    as read once for this run (:func:`classgrader.settings.read`; read here
+    when not given); every step takes what it needs from them.
     """
     started = time.monotonic()
-    run = prepare(course, assignment, out, db_url, settings or Settings(), late_policy, cluster, log)
+    if course_settings is None:
+        course_settings = read_course_settings(course)
+    run = prepare(course, assignment, out, db_url, settings or Settings(), late_policy, cluster, log, course_settings)
     workers = max(1, workers or os.cpu_count() or 1)
     with (
         tempfile.TemporaryDirectory(prefix="classgrader-intake-") as tmp,
@@ -203,11 +204,12 @@ def prepare(
     late_policy: late.Policy | None,
     cluster: Any,
     log: Log,
+    course_settings: CourseSettings,
 ) -> ClassRun:
     """Step 1: the assignment, where its outputs go, its gradebook entry and its fingerprint."""
     course = course.resolve()
     out = (out or course).resolve()
-    info = load_assignment(course, assignment)
+    info = load_assignment(course, assignment, course_settings)
     if info.plain and cluster is not None:
         raise SetupError(
             f"{assignment} is a plain nbgrader assignment: it is graded on this machine only (no --cluster)"
@@ -224,12 +226,12 @@ def prepare(
             )
     out.mkdir(parents=True, exist_ok=True)
     db_url = gradebook.normalise_url(db_url or gradebook.sqlite_url(out / "gradebook.db"))
-    cid = course_id_of(course)
+    cid = course_settings.course_id
     for notebook in [nb.name for nb in info.plain] or [info.notebook]:
         gradebook.ensure_assignment(db_url, cid, assignment, info.source_dir, notebook)
-    policy = late_policy if late_policy is not None else late.policy_for(course, assignment)
+    policy = late_policy if late_policy is not None else late.policy_of(course_settings.late, assignment)
     paths = Paths(out, assignment, Path(info.notebook).stem)
-    return ClassRun(course, info, paths, settings, policy, db_url, cid, inputs, log)
+    return ClassRun(course, course_settings, info, paths, settings, policy, db_url, cid, inputs, log)
 
 
 def take_in(
@@ -370,8 +372,8 @@ def write_books(
         workers=workers,
         policy=run.policy,
         sandbox=_sandbox_mode(run.settings, on_cluster, results),
-        lms=lms if lms is not None else lms_export.options_for(run.course, info.name),
-        threat_model=plain.THREAT_MODEL if info.plain else None,
+        lms=lms if lms is not None else lms_export.options_of(run.course_settings.lms, run.course, info.name),
+        threat_model=plain_nbgrader.THREAT_MODEL if info.plain else None,
     )
     if analyse:
         from classgrader.after_deadline import item_analysis

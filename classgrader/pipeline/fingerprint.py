@@ -32,7 +32,7 @@ from nbgrader_tools.content_hash import files_hash
 
 if TYPE_CHECKING:
     from classgrader.assignments.course import AssignmentInfo
-    from classgrader.stages.run import Settings
+    from classgrader.stages.sandbox_run import Settings
 
 #: The folder holding classgrader, lib, grading and nbgrader_tools as imported (a checkout or its copy).
 CHECKOUT = Path(__file__).resolve().parents[2]

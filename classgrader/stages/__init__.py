@@ -1,1 +1,1 @@
-"""Grading one submission, in five stages (match, run, compare, record, report), each a module of its name."""
+"""Grading one submission, in five stages (match, run, compare, record, report), each in its own module."""

@@ -1,11 +1,11 @@
-"""Grade one submission, in five stages, each in the module of its name.
+"""Grade one submission, in five stages, each in its own module.
 
 1. **match** (:mod:`classgrader.stages.match`): read the file and line its cells up
    with the release;
-2. **run** (:mod:`classgrader.stages.run`): run it in the sandbox, where grading's
+2. **run** (:mod:`classgrader.stages.sandbox_run`): run it in the sandbox, where grading's
    collector calls the learner's functions on the checks' inputs; then, for
    the record, run it as ``nbgrader autograde`` would;
-3. **compare** (:mod:`classgrader.stages.compare`): score each graded cell with
+3. **compare** (:mod:`classgrader.stages.scoring`): score each graded cell with
    :mod:`grading`'s comparison, here in the grader's process;
 4. **record** (:mod:`classgrader.stages.record`): the result (status, notes,
    scores, late penalty) and the autograded notebook;
@@ -28,13 +28,13 @@ from classgrader import sandbox
 from classgrader.after_deadline import late
 from classgrader.assignments.course import AssignmentInfo
 from classgrader.pipeline.intake import Submission
-from classgrader.stages import pictures, plain_grade
-from classgrader.stages.compare import compare as compare
+from classgrader.stages import feedback_pictures, plain_grade
 from classgrader.stages.graded import Graded
 from classgrader.stages.match import match as match
 from classgrader.stages.record import record as record
 from classgrader.stages.report import render as render
-from classgrader.stages.run import Settings, run
+from classgrader.stages.sandbox_run import Settings, run
+from classgrader.stages.scoring import compare as compare
 
 # The stages are imported as themselves (``x as x``), names of this module: the
 # profile benchmark (benchmarks/class_grading_profile.py) times each one here.
@@ -65,5 +65,5 @@ def grade(
         scores = compare(info, runs)
     result, notebook = record(info, sub, matched, runs, scores, settings.limits, policy)
     if notebook is not None and runs is not None and scores is not None:
-        pictures.attach(notebook, info, runs, scores)
+        feedback_pictures.attach(notebook, info, runs, scores)
     return Graded(result, notebook, render(result, notebook, base_url=info.book_url))

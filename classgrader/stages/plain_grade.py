@@ -1,4 +1,4 @@
-"""Grade one submission of a plain nbgrader assignment (:mod:`classgrader.assignments.plain`), each notebook in turn.
+"""Grade one submission of a plain nbgrader assignment (:mod:`classgrader.assignments.plain_nbgrader`), by notebook.
 
 Each notebook goes through the same stages as a course assignment's: its cells
 are lined up with the release (:func:`classgrader.stages.notebooks.match`: test cells
@@ -26,13 +26,13 @@ from nbgrader.utils import determine_grade
 
 from classgrader import sandbox
 from classgrader.after_deadline import late
-from classgrader.assignments.plain import MANUAL, PlainNotebook
+from classgrader.assignments.plain_nbgrader import MANUAL, PlainNotebook
 from classgrader.pipeline.intake import Submission
 from classgrader.records import STATUSES, CellEvent, CellResult, Job, JobCell, Result, Status, new_result
 from classgrader.stages import notebooks, report
 from classgrader.stages.graded import Graded
 from classgrader.stages.record import cell_timeout_text, comments, outputs, sandbox_summary, status_notes, status_of
-from classgrader.stages.run import Settings, _failure, job_cells, package_files
+from classgrader.stages.sandbox_run import Settings, _failure, job_cells, package_files
 from nbgrader_tools.cells import nbgrader_meta
 
 if TYPE_CHECKING:

@@ -30,9 +30,9 @@ from classgrader.records import (
     new_result,
 )
 from classgrader.stages import notebooks
-from classgrader.stages.compare import Scores, Verdict
 from classgrader.stages.match import Matched
-from classgrader.stages.run import Runs
+from classgrader.stages.sandbox_run import Runs
+from classgrader.stages.scoring import Scores, Verdict
 from nbgrader_tools.cells import SELF_CHECK_ID
 
 _NO_PLAN_MESSAGES = {"missing": "nothing submitted", "not_a_notebook": "the submission is not a notebook"}

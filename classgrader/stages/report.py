@@ -22,7 +22,6 @@ from __future__ import annotations
 import datetime as dt
 import html
 import re
-from pathlib import Path
 from xml.etree import ElementTree
 
 import nbformat
@@ -33,9 +32,7 @@ from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from classgrader.after_deadline import late
 from classgrader.records import STATUSES, CellResult, Result
-from classgrader.stages.pictures import figure_html
-from grading import course_config
-from grading.course_config import Feedback
+from classgrader.stages.feedback_pictures import figure_html
 from nbgrader_tools.cells import nbgrader_meta
 from nbgrader_tools.generated import START_HERE_ID
 
@@ -109,12 +106,6 @@ figure.mistake figcaption { font-size: .9rem; color: #444; }
 
 def _esc(text: str | None) -> str:
     return html.escape(text or "", quote=True)
-
-
-def book_url(course: Path) -> str | None:
-    """The published book's address (``c.Feedback.book_url`` in the course's ``nbgrader_config.py``), or None."""
-    url: str | None = course_config.read_section(course, Feedback).book_url  # raises ConfigError naming it
-    return url
 
 
 def _chapter_links(tokens: list[Token], base: str | None) -> None:
@@ -207,7 +198,7 @@ def _score_lines(result: Result) -> list[str]:
 def render(result: Result, nb: nbformat.NotebookNode | None, *, base_url: str | None = None) -> str:
     """The feedback page for one graded result and its autograded notebook.
 
-    ``base_url`` is the published book's address, for the links to its chapters (see :func:`book_url`).
+    ``base_url`` is the published book's address, for the links to its chapters (``c.Feedback.book_url``).
     """
     title = f"Feedback: {result['assignment']} for {result['student']}"
     parts = [

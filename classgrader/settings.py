@@ -1,7 +1,7 @@
-"""The course's grading settings: declared once, read from ``nbgrader_config.py`` by one reader.
+"""The class grader's settings: declared once, read from ``nbgrader_config.py`` once per run.
 
 nbgrader's plugins declare their settings as traitlets ``Configurable``
-classes, and so does the course: each class below is a section of the
+classes, and so does the grader: each class below is a section of the
 course's ``nbgrader_config.py`` (``c.LatePolicy.penalty = "10%"``), each
 trait one setting with its type, default and help. ``./course grade`` derives
 its command-line options from the traits tagged ``option=True``
@@ -9,11 +9,12 @@ its command-line options from the traits tagged ``option=True``
 
 =====================  ==========================================================
 ``CourseDirectory``    ``course_id``: the one setting of nbgrader's own class
-                       that the graders read (nbgrader declares the rest)
+                       that the grader reads (nbgrader declares the rest)
 ``CourseGrading``      ``secret_file``: the course secret of the hidden tests'
-                       seeds (:mod:`grading.seeds`), read by both graders
+                       seeds (:mod:`grading.seeds`, which the hidden test cells
+                       of ``nbgrader autograde`` read it with)
 ``ClassGrader``        ``timeout``, ``memory``, ``sandbox``: how ``./course grade``
-                       runs each submission
+                       runs each submission (defaults: :class:`~classgrader.sandbox.Limits`)
 ``LatePolicy``         ``deadlines``, ``deadline``, ``timezone``, ``penalty``,
                        ``period``, ``grace``, ``cap``
                        (:mod:`classgrader.after_deadline.late`)
@@ -24,14 +25,11 @@ its command-line options from the traits tagged ``option=True``
                        to its chapters (:mod:`classgrader.stages.report`)
 =====================  ==========================================================
 
-Each trait parses the text people write (``"2g"``, ``"15m"``, ``"10%"``,
-``"Europe/Berlin"``; the trait types are in :mod:`grading.config_values`)
-into the value the graders use, and a value it cannot read is an error
-(:class:`ConfigError`) that names the setting and where it was written.
-
-This module stays light: the hidden test cells of ``nbgrader autograde`` read
-the course secret through it inside the learner's kernel, so it imports only
-the standard library and traitlets (never nbconvert, nbgrader or numpy).
+:func:`read` reads the file once and checks every section; a grading run
+passes the :class:`CourseSettings` it returns to every step. A value that
+cannot be read is an error (:class:`ConfigError`) that names the setting and
+the file; the value types traitlets has no trait for are in
+:mod:`classgrader.setting_values`.
 """
 
 from __future__ import annotations
@@ -41,62 +39,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from traitlets import TraitError, Unicode, validate
+from traitlets import Bool, CFloat, TraitError, TraitType, Unicode, validate
 from traitlets.config import Config, Configurable
-from traitlets.config.loader import PyFileConfigLoader
+from traitlets.config.loader import LazyConfigValue
 
-from .config_values import (
-    Address,
-    Amount,
-    BadSetting,
-    Choice,
-    Duration,
-    File,
-    Flag,
-    PerAssignment,
-    Points,
-    Seconds,
-    Setting,
-    Size,
-    Text,
-    Zone,
-    bytes_of,
-    seconds_of,
-    zone,
-)
-from .seeds import CONFIG
-
-# The trait types and value readers above are part of this module's interface too.
-__all__ = [
-    "DEFAULT_COURSE_ID",
-    "PERIODS",
-    "SANDBOX_MODES",
-    "SECTIONS",
-    "Amount",
-    "BadSetting",
-    "ClassGrader",
-    "ConfigError",
-    "CourseDirectory",
-    "CourseGrading",
-    "CourseSettings",
-    "Feedback",
-    "Flag",
-    "LatePolicy",
-    "LmsExport",
-    "Setting",
-    "bytes_of",
-    "check",
-    "course_id",
-    "load",
-    "read",
-    "read_section",
-    "seconds_of",
-    "section",
-    "zone",
-]
+from classgrader.sandbox.limits import Limits
+from classgrader.sandbox.mode import MODES
+from classgrader.setting_values import Address, BadSetting, Choice, Duration, File, PerAssignment, Points, Size, Zone
+from grading.seeds import CONFIG, read_config
 
 PERIODS = {"hour": 3600, "day": 86400}
-SANDBOX_MODES = ("auto", "root", "userns")
+SANDBOX_MODES = ("auto", *MODES)
 #: nbgrader's gradebook calls a course with no ``course_id`` this.
 DEFAULT_COURSE_ID = "default_course"
 
@@ -111,7 +64,7 @@ class ConfigError(ValueError):
 
 
 class CourseDirectory(Configurable):
-    """The course id: the one setting of nbgrader's ``CourseDirectory`` that the graders read.
+    """The course id: the one setting of nbgrader's ``CourseDirectory`` that the grader reads.
 
     nbgrader's own class (``nbgrader.coursedir.CourseDirectory``) declares it
     alike, with its other settings; importing it would import nbgrader.
@@ -127,7 +80,7 @@ class CourseDirectory(Configurable):
 class CourseGrading(Configurable):
     """The course secret, read by ``./course grade`` and by ``nbgrader autograde``'s hidden test cells."""
 
-    secret_file = Text(
+    secret_file = Unicode(
         "",
         help="The file holding the course secret that seeds each learner's hidden tests (relative to the course "
         "folder, ~ allowed; never in the repository or a release). Made by the first ./course grade.",
@@ -137,14 +90,25 @@ class CourseGrading(Configurable):
 class ClassGrader(Configurable):
     """How ``./course grade`` runs each submission: its limits and its sandbox."""
 
-    timeout = Seconds(60.0, help="wall seconds per submission").tag(config=True, option=True)
-    memory = Size("2g", help="memory (address space) per submission, e.g. 1g, 512m").tag(config=True, option=True)
+    timeout = CFloat(Limits.wall_seconds, help="wall seconds per submission").tag(
+        config=True, option=True, metavar="SECONDS"
+    )
+    memory = Size(Limits.memory_bytes, help="memory (address space) per submission, e.g. 1g, 512m").tag(
+        config=True, option=True
+    )
     sandbox = Choice(
         SANDBOX_MODES,
         "auto",
         help="how each sandbox is built: root (as root, learner code as a spare uid), userns (bubblewrap's "
         "unprivileged mode, in a user namespace, for any user) or auto: root mode when run as root, else userns",
     ).tag(config=True, option=True)
+
+    @validate("timeout")
+    def _positive(self, proposal: dict[str, Any]) -> float:
+        seconds = float(proposal["value"])
+        if not 0 < seconds < float("inf"):
+            raise BadSetting("ClassGrader.timeout", f"must be a number of seconds above 0, not {proposal['value']!r}")
+        return seconds
 
 
 class LatePolicy(Configurable):
@@ -155,7 +119,7 @@ class LatePolicy(Configurable):
         "2026-03-01 23:59",
         help="each assignment's deadline, e.g. {'hw2_stable_softmax': '2026-03-01 23:59'}",
     ).tag(config=True)
-    deadline = Text(
+    deadline = Unicode(
         None,
         allow_none=True,
         help="this run's deadline, e.g. '2026-03-01 23:59' or '2026-03-01T23:59:00+01:00', instead of the "
@@ -194,7 +158,7 @@ class LmsExport(Configurable):
         help="each assignment's column title in the LMS files, e.g. {'hw2_stable_softmax': 'Homework 2'} "
         "(default: the assignment's name)",
     ).tag(config=True)
-    missing_as_zero = Flag(
+    missing_as_zero = Bool(
         False, help="in the LMS files, 0 for a student with no submission (default: an empty cell, no grade)"
     ).tag(config=True, option=True)
 
@@ -246,12 +210,21 @@ class CourseSettings:
         return self.directory.course_id or DEFAULT_COURSE_ID
 
 
-def load(course: Path) -> Config:
-    """What the course's ``nbgrader_config.py`` says, unchecked (empty when there is no file)."""
-    path = Path(course) / CONFIG
-    if not path.is_file():
-        return Config()
-    return PyFileConfigLoader(path.name, path=str(path.parent)).load_config()
+def problem(cls: type[Configurable], name: str, value: Any, exc: TraitError) -> str:
+    """What is wrong with ``value`` for ``cls.name``, naming the setting (``Class.trait must be ..., not ...``)."""
+    if isinstance(exc, BadSetting):
+        return str(exc)
+    trait: TraitType[Any, Any] = cls.class_traits()[name]
+    return f"{cls.__name__}.{name} must be {trait.info()}, not {value!r}"
+
+
+def _set(obj: Configurable, name: str, value: Any, where: str) -> None:
+    if isinstance(value, LazyConfigValue):  # c.LatePolicy.deadlines.update({...}) in the file
+        value = value.get_value(getattr(obj, name))
+    try:
+        setattr(obj, name, value)
+    except TraitError as exc:
+        raise ConfigError(f"{problem(type(obj), name, value, exc)}{' ' * bool(where)}{where}") from None
 
 
 def section(config: Config, cls: type[S], overrides: Mapping[str, Any] | None = None, *, where: str = "") -> S:
@@ -268,23 +241,15 @@ def section(config: Config, cls: type[S], overrides: Mapping[str, Any] | None = 
         raise ConfigError(
             f"unknown {name} setting(s) {', '.join(unknown)}{' ' * bool(where)}{where}; known: {', '.join(known)}"
         )
-    try:
-        obj = cls(config=Config({name: {k: v for k, v in given.items() if k in known}}))
-    except TraitError as exc:
-        raise ConfigError(f"{exc}{' ' * bool(where)}{where}") from None
+    obj = cls()
+    for trait in known:  # one by one, so that an error names the setting that is wrong
+        if trait in given:
+            _set(obj, trait, given[trait], where)
     for trait, value in (overrides or {}).items():
         if trait not in known:
             raise ConfigError(f"unknown {name} setting {trait}; known: {', '.join(known)}")
-        try:
-            setattr(obj, trait, value)
-        except TraitError as exc:
-            raise ConfigError(str(exc)) from None
+        _set(obj, trait, value, "")
     return obj
-
-
-def read_section(course: Path, cls: type[S], overrides: Mapping[str, Any] | None = None) -> S:
-    """One section of the course's ``nbgrader_config.py`` (see :func:`section`)."""
-    return section(load(course), cls, overrides, where=f"in {Path(course) / CONFIG}")
 
 
 def read(course: Path, overrides: Mapping[str, Any] | None = None) -> CourseSettings:
@@ -293,7 +258,7 @@ def read(course: Path, overrides: Mapping[str, Any] | None = None) -> CourseSett
     ``overrides`` maps ``"Class.trait"`` to a value (``None`` values are
     skipped: an option not given). Raises :class:`ConfigError`.
     """
-    config = load(course)
+    config = read_config(course)
     where = f"in {Path(course) / CONFIG}"
     mine: dict[str, dict[str, Any]] = {cls.__name__: {} for cls in SECTIONS}
     for key, value in (overrides or {}).items():
@@ -317,12 +282,7 @@ def read(course: Path, overrides: Mapping[str, Any] | None = None) -> CourseSett
 
 
 def check(cls: type[Configurable], trait: str, value: Any) -> Any:
-    """``value`` as the trait ``cls.trait`` reads it; raises :class:`BadSetting` naming what is wrong."""
+    """``value`` as the trait ``cls.trait`` reads it; raises :class:`ConfigError` naming what is wrong."""
     obj = cls()
-    setattr(obj, trait, value)
+    _set(obj, trait, value, "")
     return getattr(obj, trait)
-
-
-def course_id(course: Path) -> str:
-    """nbgrader's ``c.CourseDirectory.course_id`` of the course (``default_course`` when none is set)."""
-    return read_section(course, CourseDirectory).course_id or DEFAULT_COURSE_ID

@@ -24,8 +24,8 @@ from nbgrader_tools.cells import nbgrader_meta
 
 if TYPE_CHECKING:  # the report imports this module, and the assignment imports the report
     from classgrader.assignments.course import AssignmentInfo
-    from classgrader.stages.compare import Scores
-    from classgrader.stages.run import Runs
+    from classgrader.stages.sandbox_run import Runs
+    from classgrader.stages.scoring import Scores
 
 __all__ = ["attach", "figure_html"]
 

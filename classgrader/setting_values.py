@@ -1,13 +1,12 @@
-"""The values people write in the course's ``nbgrader_config.py``, and the traits that read them.
+"""The values of the course's settings that traitlets has no trait for, and the traits that read them.
 
-Each trait (a :class:`Setting`) parses text such as ``"2g"``, ``"15m"``,
-``"10%"`` or ``"Europe/Berlin"`` into the value the graders use; a value it
+traitlets reads the plain ones (text, numbers, flags, choices, dicts); the
+traits here read what people write for the rest: sizes (``"2g"``), durations
+(``"15m"``), points or percentages (``"10%"``), time zones
+(``"Europe/Berlin"``, ``"+01:00"``), files and web addresses. A value one
 cannot read raises :class:`BadSetting`, which names the setting
 (``Class.trait``). The settings themselves are declared in
-:mod:`grading.course_config`.
-
-Like that module, this one imports only the standard library and traitlets:
-the learner's kernel reads the course secret through them.
+:mod:`classgrader.settings`.
 """
 
 from __future__ import annotations
@@ -16,12 +15,15 @@ import dataclasses
 import datetime as dt
 import math
 import re
-from collections.abc import Mapping
 from pathlib import Path, PurePath
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from traitlets import TraitError, TraitType
+from dateutil.parser import isoparser
+from traitlets import CaselessStrEnum, Dict, TraitError, TraitType, Unicode
+
+_OFFSET = re.compile(r"^[+-]\d{2}(:?\d{2})?$")
+_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
 
 class BadSetting(TraitError):
@@ -37,8 +39,6 @@ class BadSetting(TraitError):
 # Reading the values people write
 # --------------------------------------------------------------------------
 
-_OFFSET = re.compile(r"^[+-]\d{2}:?\d{2}$")
-
 
 def zone(name: str) -> dt.tzinfo:
     """The time zone called ``name``: ``UTC``, ``GMT``, ``Z``, an offset like ``+01:00``, or an IANA name.
@@ -51,11 +51,10 @@ def zone(name: str) -> dt.tzinfo:
     text = (name or "").strip()
     if text.upper() in ("UTC", "GMT", "Z"):
         return dt.UTC
-    if _OFFSET.match(text):
-        sign = 1 if text[0] == "+" else -1
-        digits = text[1:].replace(":", "")
-        return dt.timezone(sign * dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
     try:
+        if _OFFSET.match(text):
+            offset: dt.tzinfo = isoparser().parse_tzstr(text)
+            return offset
         return ZoneInfo(text)
     except (ZoneInfoNotFoundError, ValueError):
         raise ValueError(
@@ -87,14 +86,19 @@ def bytes_of(text: str | int) -> int:
     >>> bytes_of("2g"), bytes_of("1.5k"), bytes_of(4096)
     (2147483648, 1536, 4096)
     """
-    units = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmg]?)b?\s*", str(text).lower())
     if isinstance(text, bool) or not m:
         raise ValueError(f"{text!r} is not a size: write e.g. 512m, 2g or a number of bytes")
-    size = int(float(m[1]) * units[m[2]])
+    size = int(float(m[1]) * _SIZE_UNITS[m[2]])
     if size <= 0:
         raise ValueError(f"must be more than 0 bytes, not {text!r}")
     return size
+
+
+def size_text(size: int) -> str:
+    """``size`` bytes as :func:`bytes_of` reads it, in the largest unit that divides it: ``2g``, ``512m``."""
+    unit = next(u for u in ("g", "m", "k", "") if size % _SIZE_UNITS[u] == 0)
+    return f"{size // _SIZE_UNITS[unit]}{unit}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,15 +140,18 @@ def _blank(value: object) -> bool:
 class Setting(TraitType[Any, Any]):
     """A setting read from text by :meth:`read`, whose errors name ``Class.trait``.
 
-    ``default_value`` is the text the help shows (e.g. ``"2g"``); a blank value
-    (``""``) means the default (``None`` when that is none).
+    A blank value (``""``) means the default (``None`` when that is none).
     """
 
-    #: what the help says the value is, e.g. "SECONDS"
+    #: what the help says the value is, e.g. "SIZE"
     metavar = "TEXT"
 
     def read(self, value: Any) -> Any:
         return value
+
+    def shown(self, value: Any) -> str:
+        """``value`` as people write it (the help's default)."""
+        return str(value)
 
     def command_line_value(self, text: str) -> Any:
         """What the command line's ``text`` stands for in this run (the text itself, unless a subclass says)."""
@@ -163,31 +170,14 @@ class Setting(TraitType[Any, Any]):
             raise BadSetting(f"{owner}.{self.name}", str(exc)) from None
 
 
-class Text(Setting):
-    def read(self, value: Any) -> str:
-        if not isinstance(value, str):
-            raise ValueError(f"must be text, not {value!r}")
-        return value
-
-
-class Seconds(Setting):
-    metavar = "SECONDS"
-
-    def read(self, value: Any) -> float:
-        try:
-            seconds = float(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"{value!r} is not a number of seconds") from None
-        if isinstance(value, bool) or not math.isfinite(seconds) or seconds <= 0:
-            raise ValueError(f"must be a number of seconds above 0, not {value!r}")
-        return seconds
-
-
 class Size(Setting):
     metavar = "SIZE"
 
     def read(self, value: Any) -> int:
         return bytes_of(value)
+
+    def shown(self, value: Any) -> str:
+        return size_text(bytes_of(value))
 
 
 class Duration(Setting):
@@ -209,49 +199,6 @@ class Zone(Setting):
 
     def read(self, value: Any) -> dt.tzinfo:
         return value if isinstance(value, dt.tzinfo) else zone(str(value))
-
-
-class Choice(Setting):
-    """One of ``values``; ``prefix`` (e.g. ``"per "``) may be written before it, in any case."""
-
-    def __init__(self, values: tuple[str, ...], default_value: str, *, prefix: str = "", **kwargs: Any) -> None:
-        super().__init__(default_value, **kwargs)
-        self.values = values
-        self.prefix = prefix
-
-    def read(self, value: Any) -> str:
-        word = str(value).strip().lower().removeprefix(self.prefix)
-        if word not in self.values:
-            *others, last = map(repr, self.values)
-            raise ValueError(f"must be {', '.join(others)} or {last}, not {value!r}")
-        return word
-
-
-class PerAssignment(Setting):
-    """A text for each assignment, ``{assignment: text}``; ``what`` and ``example`` (one value) say what in errors."""
-
-    def __init__(self, what: str, example: str, **kwargs: Any) -> None:
-        super().__init__({}, **kwargs)
-        self.what = what
-        self.example = example
-
-    def read(self, value: Any) -> dict[str, str]:
-        if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-            raise ValueError(
-                f"must map assignment names to {self.what}, e.g. {{'hw2_stable_softmax': {self.example!r}}}"
-            )
-        return {k: str(v) for k, v in value.items()}
-
-
-class Flag(Setting):
-    """True or False; its option (``--NAME``, no value) sets it to True for one run."""
-
-    metavar = ""
-
-    def read(self, value: Any) -> bool:
-        if not isinstance(value, bool):
-            raise ValueError(f"must be True or False, not {value!r}")
-        return value
 
 
 class File(Setting):
@@ -276,3 +223,33 @@ class Address(Setting):
         if not isinstance(value, str) or any(ch.isspace() for ch in value.strip()):
             raise ValueError(f"must be a web address such as https://example.org/attention-course/, not {value!r}")
         return value.strip().rstrip("/") + "/"
+
+
+class Choice(CaselessStrEnum[str]):
+    """traitlets' caseless choice, where ``prefix`` (e.g. ``"per "``) and spaces may surround the word."""
+
+    def __init__(self, values: tuple[str, ...], default_value: str, *, prefix: str = "", **kwargs: Any) -> None:
+        super().__init__(values, default_value, **kwargs)
+        self.prefix = prefix
+
+    def validate(self, obj: Any, value: Any) -> str:
+        if isinstance(value, str):
+            value = value.strip().lower().removeprefix(self.prefix)
+        chosen: str = super().validate(obj, value)
+        return chosen
+
+    def info(self) -> str:
+        *others, last = map(repr, self.values or ())
+        return f"{', '.join(others)} or {last}"
+
+
+class PerAssignment(Dict):
+    """traitlets' dict of a text for each assignment; ``what`` and ``example`` (one text) say what in errors."""
+
+    def __init__(self, what: str, example: str, **kwargs: Any) -> None:
+        super().__init__(key_trait=Unicode(), value_trait=Unicode(), **kwargs)
+        self.what = what
+        self.example = example
+
+    def info(self) -> str:
+        return f"a dict mapping assignment names to {self.what}, e.g. {{'hw2_stable_softmax': {self.example!r}}}"

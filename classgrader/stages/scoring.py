@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from classgrader.assignments.course import AssignmentInfo
 from classgrader.records import CellResult
-from classgrader.stages.run import Runs
+from classgrader.stages.sandbox_run import Runs
 from grading.check import Check
 from grading.compare import Verdict
 

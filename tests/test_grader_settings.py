@@ -1,9 +1,9 @@
-"""The course's grading settings: declared once (grading/course_config.py), read by one reader.
+"""The class grader's settings: declared once (classgrader/settings.py), read once per run.
 
-The reader stays light enough for the learner's kernel; the command-line
-options of ``./course grade`` come from the declarations and win over the
-file; a bad value, in the file or on the command line, is an error that
-names the setting.
+The learner's kernel reads only the secret file's name (grading/seeds.py);
+the command-line options of ``./course grade`` come from the declarations and
+win over the file; a bad value, in the file or on the command line, is an
+error that names the setting.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from classgrader import cli, sandbox
-from classgrader.sandbox import mode
-from grading import course_config
-from grading.course_config import Amount, ClassGrader, ConfigError, CourseGrading, LatePolicy
+from classgrader import cli, settings
+from classgrader.setting_values import Amount
+from classgrader.settings import ClassGrader, ConfigError, CourseGrading, LatePolicy
+from grading import seeds
 
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "hw2_stable_softmax"
@@ -32,28 +32,37 @@ def write_config(folder: Path, *lines: str) -> Path:
     return folder
 
 
-def test_reading_the_settings_and_the_secret_in_a_fresh_interpreter_imports_no_nbconvert_or_nbgrader(tmp_path):
+def test_the_learners_kernel_reads_the_secret_file_named_in_the_config_without_the_grader(tmp_path):
     (tmp_path / "secret.txt").write_text("s3cret\n")
     write_config(tmp_path, 'c.CourseGrading.secret_file = "secret.txt"', 'c.LatePolicy.penalty = "10%"')
     code = (
-        "import sys; from pathlib import Path; from grading import course_config, seeds; "
-        f"course = Path({str(tmp_path)!r}); "
-        "settings = course_config.read(course); "
-        "print(seeds.course_secret(course)[0].decode(), settings.late.penalty); "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('nbconvert', 'nbgrader', 'classgrader')))"
+        "import sys; from pathlib import Path; from grading import seeds; "
+        f"print(seeds.course_secret(Path({str(tmp_path)!r}))[0].decode()); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'nbconvert', 'nbgrader', 'classgrader'}))"
     )
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # no COURSE_GRADING_SECRET: the file is read
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    read, imported = done.stdout.splitlines()
-    assert read == "s3cret 10%"
-    assert imported == "[]"
+    assert done.stdout.splitlines() == ["s3cret", "[]"]
+    # The grader reads the same line, declared once in its settings, and passes it down.
+    assert (CourseGrading.__name__, CourseGrading.class_trait_names(config=True)) == (
+        seeds.SECTION,
+        [seeds.SECRET_FILE],
+    )
+    assert settings.read(tmp_path).grading.secret_file == "secret.txt"
 
 
-@pytest.mark.parametrize("module", ["course_config", "config_values", "seeds"])
-def test_the_reader_imports_only_the_standard_library_traitlets_and_itself(module):
-    # numpy, nbconvert and nbgrader stay out of the reader, whatever the grading package imports.
-    tree = ast.parse((REPO / "grading" / f"{module}.py").read_text())
+def test_a_secret_file_setting_that_is_not_a_name_is_an_error_naming_it_in_the_learners_kernel(tmp_path):
+    write_config(tmp_path, "c.CourseGrading.secret_file = 3")
+    with pytest.raises(seeds.SecretMissing, match=r"CourseGrading.secret_file in .*nbgrader_config.py .*not 3"):
+        seeds.secret_file_named(tmp_path)
+    with pytest.raises(ConfigError, match=r"CourseGrading.secret_file must be a unicode string, not 3 in "):
+        settings.read(tmp_path)
+
+
+def test_the_learners_reader_imports_only_the_standard_library_and_traitlets():
+    # numpy, nbconvert, nbgrader and the grader stay out of it, whatever the grading package imports.
+    tree = ast.parse((REPO / "grading" / "seeds.py").read_text())
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -61,27 +70,20 @@ def test_the_reader_imports_only_the_standard_library_traitlets_and_itself(modul
         elif isinstance(node, ast.ImportFrom):
             imported.add("." + (node.module or "") if node.level else (node.module or "").split(".")[0])
     outside = {name for name in imported if name not in sys.stdlib_module_names}
-    assert outside <= {"traitlets", ".seeds", ".course_config", ".config_values"}, outside
+    assert outside <= {"traitlets"}, outside
 
 
 def test_the_course_id_is_nbgraders_course_directory_setting(tmp_path):
     from nbgrader.coursedir import CourseDirectory as NbgraderCourseDirectory
 
-    ours = course_config.CourseDirectory.class_traits()["course_id"]
+    ours = settings.CourseDirectory.class_traits()["course_id"]
     theirs = NbgraderCourseDirectory.class_traits()["course_id"]
     assert type(ours) is type(theirs) and ours.default_value == theirs.default_value == ""
     write_config(tmp_path, 'c.CourseDirectory.course_id = " demo "', 'c.CourseDirectory.root = "."')
-    assert course_config.course_id(tmp_path) == NbgraderCourseDirectory(course_id=" demo ").course_id == "demo"
-    assert course_config.course_id(tmp_path / "nowhere") == "default_course"  # nbgrader's name for no id
-    assert course_config.course_id(REPO) == "sdpa-course"
-
-
-def test_the_grader_settings_default_to_the_sandbox_limits_and_modes():
-    defaults = ClassGrader()
-    assert defaults.timeout == sandbox.Limits().wall_seconds == 60
-    assert defaults.memory == sandbox.Limits().memory_bytes == 2 * GIB
-    assert course_config.SANDBOX_MODES == ("auto", *mode.MODES)
-    assert CourseGrading().secret_file == ""
+    course_id = NbgraderCourseDirectory(course_id=" demo ").course_id
+    assert settings.read(tmp_path).course_id == course_id == "demo"
+    assert settings.read(tmp_path / "nowhere").course_id == "default_course"  # nbgrader's name for no id
+    assert settings.read(REPO).course_id == "sdpa-course"
 
 
 def test_the_file_is_read_and_the_command_line_wins(tmp_path):
@@ -96,7 +98,7 @@ def test_the_file_is_read_and_the_command_line_wins(tmp_path):
         'c.LatePolicy.period = "per Hour"',
         'c.LatePolicy.grace = "15m"',
     )
-    from_file = course_config.read(tmp_path)
+    from_file = settings.read(tmp_path)
     assert (from_file.grader.timeout, from_file.grader.memory, from_file.grader.sandbox) == (5.0, GIB, "userns")
     late = from_file.late
     assert late.deadlines == {ASSIGNMENT: "2026-03-01 23:59"} and late.deadline is None and late.cap is None
@@ -107,12 +109,12 @@ def test_the_file_is_read_and_the_command_line_wins(tmp_path):
     )
     given = cli.overrides(args)
     assert given == {
-        "ClassGrader.timeout": "7",
+        "ClassGrader.timeout": 7.0,
         "ClassGrader.memory": "512m",
         "LatePolicy.penalty": "2",
         "LatePolicy.cap": "50%",
     }
-    both = course_config.read(tmp_path, given)
+    both = settings.read(tmp_path, given)
     assert (both.grader.timeout, both.grader.memory, both.grader.sandbox) == (7.0, 512 * 1024 * 1024, "userns")
     assert (both.late.penalty, both.late.cap, both.late.grace) == (Amount(2, False), Amount(50, True), 900.0)
 
@@ -142,10 +144,10 @@ def test_a_bad_value_in_the_file_names_the_setting_and_the_file(tmp_path, capsys
     assert all(named in err for named in ("ClassGrader.memory", "'lots'", str(tmp_path / "nbgrader_config.py"))), err
     write_config(tmp_path, 'c.LatePolicy.cap = "half"')
     with pytest.raises(ConfigError, match=r"LatePolicy.cap 'half' is not a number of points or a percentage"):
-        course_config.read(tmp_path)
+        settings.read(tmp_path)
     write_config(tmp_path, "c.ClassGrader.timout = 5")
     with pytest.raises(ConfigError, match=r"unknown ClassGrader setting\(s\) timout .*known: memory, sandbox, timeout"):
-        course_config.read(tmp_path)
+        settings.read(tmp_path)
 
 
 def test_a_bad_value_on_the_command_line_names_the_option(tmp_path, capsys):
@@ -153,7 +155,7 @@ def test_a_bad_value_on_the_command_line_names_the_option(tmp_path, capsys):
         cli.main([ASSIGNMENT, str(tmp_path), "--course", str(REPO), "--timeout", "0"])
     assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert "argument --timeout:" in err and "not '0'" in err, err
+    assert "argument --timeout:" in err and "above 0, not 0.0" in err, err
     with pytest.raises(SystemExit) as exit_:
         cli.main([ASSIGNMENT, str(tmp_path), "--course", str(REPO), "--grace", "a while"])
     assert exit_.value.code == 2
@@ -182,17 +184,18 @@ def test_the_grading_run_gets_the_files_settings_under_the_command_lines(tmp_pat
         'c.LatePolicy.penalty = "1"',
     )
     assert cli.main([ASSIGNMENT, str(tmp_path), "--course", str(tmp_path), "--memory", "1g", "--quiet"]) == 0
-    settings, policy = seen["settings"], seen["late_policy"]
-    assert (settings.limits.wall_seconds, settings.limits.memory_bytes, settings.sandbox_mode) == (5.0, GIB, "userns")
-    assert settings.sandboxed and settings.kernel_record
+    run, policy = seen["settings"], seen["late_policy"]
+    assert (run.limits.wall_seconds, run.limits.memory_bytes, run.sandbox_mode) == (5.0, GIB, "userns")
+    assert run.sandboxed and run.kernel_record
     assert policy.deadline == dt.datetime(2026, 3, 1, 23, 59, tzinfo=dt.UTC) and policy.penalty == Amount(1, False)
+    assert seen["course_settings"].grader.timeout == 5.0  # what was read is passed down, not read again
 
 
 def test_the_guides_lines_for_the_class_grader_are_read_as_it_says(tmp_path):
     text = (REPO / "solution_book" / "guide_grader.md").read_text(encoding="utf-8")
     lines = re.findall(r"`(c\.ClassGrader\.\w+ = [^`]+)`", text)
     assert len(lines) == 3, lines
-    grader = course_config.read(write_config(tmp_path, *lines)).grader
+    grader = settings.read(write_config(tmp_path, *lines)).grader
     assert (grader.timeout, grader.memory, grader.sandbox) == (120.0, 4 * GIB, "userns")
 
 
@@ -202,8 +205,8 @@ LMS_MAPPING = 'student_id,canvas_id,name\nada,1001,"Lovelace, Ada"\n'
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ('c.LmsExport.missing_as_zero = "yes"', "LmsExport.missing_as_zero must be True or False, not 'yes'"),
-        ('c.LmsExport.titles = ["Homework 2"]', "LmsExport.titles must map assignment names to column titles"),
+        ('c.LmsExport.missing_as_zero = "yes"', "LmsExport.missing_as_zero must be a boolean, not 'yes'"),
+        ('c.LmsExport.titles = ["Homework 2"]', "LmsExport.titles must be a dict mapping assignment names to column"),
         ("c.LmsExport.roster = 3", "LmsExport.roster must be a file's path, not 3"),
         ("c.Feedback.book_url = 3", "Feedback.book_url must be a web address"),
         ('c.Feedback.book_url = "my book"', "Feedback.book_url must be a web address .* not 'my book'"),
@@ -213,14 +216,12 @@ LMS_MAPPING = 'student_id,canvas_id,name\nada,1001,"Lovelace, Ada"\n'
 def test_a_bad_lms_or_feedback_value_in_the_file_names_the_setting_and_the_file(tmp_path, line, message):
     write_config(tmp_path, line)
     with pytest.raises(ConfigError, match=message) as raised:
-        course_config.read(tmp_path)
+        settings.read(tmp_path)
     assert str(tmp_path / "nbgrader_config.py") in str(raised.value)
 
 
-def test_a_bad_lms_or_feedback_value_stops_the_run_and_the_feedback_before_grading(tmp_path, capsys, monkeypatch):
-    from classgrader.books import lms_export
+def test_a_bad_lms_or_feedback_value_stops_the_run_before_grading(tmp_path, capsys, monkeypatch):
     from classgrader.pipeline import class_run
-    from classgrader.stages import report
 
     monkeypatch.setattr(cli, "known_assignments", lambda course: [ASSIGNMENT])
     monkeypatch.setattr(class_run, "grade_class", lambda *a, **k: pytest.fail("graded despite a bad setting"))
@@ -229,14 +230,10 @@ def test_a_bad_lms_or_feedback_value_stops_the_run_and_the_feedback_before_gradi
     config = str(tmp_path / "nbgrader_config.py")
     err = capsys.readouterr().err
     assert "LmsExport.titles" in err and config in err, err
-    with pytest.raises(ConfigError, match="LmsExport.titles"):
-        lms_export.options_for(tmp_path, ASSIGNMENT)
     write_config(tmp_path, "c.Feedback.book_url = ['https://example.org/b']")
     assert cli.main([ASSIGNMENT, str(tmp_path), "--course", str(tmp_path), "--no-sandbox"]) == 2
     err = capsys.readouterr().err
     assert all(named in err for named in ("Feedback.book_url", "['https://example.org/b']", config)), err
-    with pytest.raises(ConfigError, match="Feedback.book_url"):
-        report.book_url(tmp_path)
 
 
 def test_the_lms_options_keep_their_names_and_show_their_settings():
@@ -285,7 +282,7 @@ def test_the_guides_lines_for_the_lms_files_and_the_feedback_are_read_as_it_says
     lines = re.findall(r"^(c\.(?:LmsExport|Feedback)\.\w+ = .+?)(?:\s+#.*)?$", text, flags=re.M)
     assert len(lines) == 4, lines
     (tmp_path / "lms_roster.csv").write_text(LMS_MAPPING)
-    settings = course_config.read(write_config(tmp_path, *lines))
-    assert settings.feedback.book_url == "https://example.org/attention-course/"
-    assert settings.lms.titles == {ASSIGNMENT: "Homework 2"} and settings.lms.missing_as_zero is False
-    assert (tmp_path / settings.lms.roster).read_text() == LMS_MAPPING
+    read = settings.read(write_config(tmp_path, *lines))
+    assert read.feedback.book_url == "https://example.org/attention-course/"
+    assert read.lms.titles == {ASSIGNMENT: "Homework 2"} and read.lms.missing_as_zero is False
+    assert (tmp_path / read.lms.roster).read_text() == LMS_MAPPING
