@@ -93,7 +93,7 @@ def head_weights(inp: dict, head: int) -> list[list[float]]:
     )[1]
 
 
-def test_each_head_uses_the_scale_of_its_own_width(chapter_inputs, page):
+def test_each_head_uses_the_scale_of_its_own_width(chapter_inputs):
     inp = chapter_inputs
     out = lib.multi_head_attention(inp["x"], inp["w_q"], inp["w_k"], inp["w_v"], inp["w_o"], n_heads=3)
     heads = []
@@ -145,7 +145,7 @@ def test_three_heads_of_width_4_have_as_many_projection_entries_as_one_of_width_
     assert 3 * (12 * 4) == 12 * 12
 
 
-def test_causal_heads_give_the_future_exactly_zero(chapter_inputs, page):
+def test_causal_heads_give_the_future_exactly_zero(chapter_inputs):
     x = chapter_inputs["x"]
     for head in range(3):
         cols = slice(4 * head, 4 * head + 4)
