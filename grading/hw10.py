@@ -269,7 +269,7 @@ def _ln_hidden(seed: int) -> list[Case]:
         x = normal(gen, (*lead, n, d), np.float64, spread) + spread * gen.uniform(-2, 2)
         x.reshape(-1, d)[0] = normal(gen, (d,), np.float64, 10.0 ** gen.uniform(-3.5, -2.5))  # variance below eps
         gain, bias = _gain_bias(gen, d, dtype)
-        kwargs = {"eps": float((1e-3, 1e-6)[i % 2])} if i % 4 == 3 else {}
+        kwargs = {"eps": float((1e-3, 1e-6)[(i // 4) % 2])} if i % 4 == 3 else {}
         out.append(_ln_case(x.astype(dtype), gain, bias, "a row of variance below eps", **kwargs))
     return out
 
