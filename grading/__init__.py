@@ -30,7 +30,7 @@ part runs in:
 ``grading/check.py``
     :class:`~grading.check.Check` (one graded test cell) and
     :class:`~grading.check.Assignment` (the checks of one notebook).
-``grading/hw1.py`` ... ``grading/hw9.py``
+``grading/hw1.py`` ... ``grading/hw10.py``
     One module per assignment, named after its number; ``hwN.A`` is its
     ``Assignment`` (``hw1.A.name == "hw1_dot_product_scores"``) and its
     ``check_*`` functions; ``grading/online_softmax_mistakes.py`` computes
@@ -120,9 +120,9 @@ at all: importing ``grading`` does not import ``lib``; only making cases and
 comparing do, through :func:`grading.compare.reference`, on the grader's
 side.
 
-Adding an assignment (e.g. hw10)
+Adding an assignment (hwN)
 --------------------------------
-1. ``grading/hw10.py``: ``A = Assignment("hw10_<name>", chapter="chapters/...")``;
+1. ``grading/hwN.py``: ``A = Assignment("hwN_<name>", chapter="chapters/...")``;
    for each graded cell a ``cases(seed)`` function built with
    :func:`~grading.plain.make_case` (and :mod:`grading.authoring`'s inputs) and a
    ``judge(cases, results)`` that calls
@@ -140,19 +140,19 @@ Adding an assignment (e.g. hw10)
    only inside judges and cases, via :func:`~grading.compare.reference`. Partial credit per case, the
    dtype, edge and in-place shares, seeds and the check-before-you-submit
    report then apply by themselves.
-2. Add ``"hw10"`` to :data:`~grading.registry.MODULES`.
-3. ``solutions/hw10_<name>/hw10_<name>.ipynb``: copy an existing notebook's
+2. Add ``"hwN"`` to :data:`~grading.registry.MODULES`.
+3. ``solutions/hwN_<name>/hwN_<name>.ipynb``: copy an existing notebook's
    structure (see ``solution_book/instructors.md``): a locked task statement that
    links its chapter, a locked setup cell (imports), answer cells with
    ``### BEGIN SOLUTION`` / ``### END SOLUTION``, and one locked test cell per
    check whose ``grade_id`` is the check id and whose points are the check's
    points; a hidden check's call sits between ``### BEGIN HIDDEN TESTS`` and
    ``### END HIDDEN TESTS``; the notebook ends with
-   ``nbgrader_tools.cells.self_check_cells("hw10")`` (the "check before
+   ``nbgrader_tools.cells.self_check_cells("hwN")`` (the "check before
    you submit" text and cell). ``nbgrader_tools.cells`` writes such cells.
 4. Generate ``exercises/`` (``python -m nbgrader_tools release
-   hw10_<name>``), add the learners' corpus under
-   ``tests/fixtures/homework/hw10_<name>/``: three correct-but-different
+   hwN_<name>``), add the learners' corpus under
+   ``tests/fixtures/homework/hwN_<name>/``: three correct-but-different
    submissions and at least three usual mistakes, each with the points and
    message words it must get (see the README there), plus
    ``calls_reference.py``, which earns nothing; add the mistakes to the

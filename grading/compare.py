@@ -152,7 +152,7 @@ def compare_arrays(
     expected: np.ndarray,
     *,
     what: str,
-    scale: float | None = None,
+    scale: float | np.ndarray | None = None,
     rtol: float | None = None,
     check_dtype: bool = True,
 ) -> None:
@@ -163,7 +163,8 @@ def compare_arrays(
     expected, and else the largest difference, where it is, and the two values.
     Values match when ``|got - expected| <= rtol * (|expected| + scale)``, with
     ``rtol`` from :data:`RTOL` for the expected dtype and ``scale`` (the size
-    of the numbers that went into each entry) defaulting to ``max(1, max|expected|)``.
+    of the numbers that went into each entry; one number, or an array that broadcasts
+    against ``expected`` for a bound entry by entry) defaulting to ``max(1, max|expected|)``.
     """
     expected = np.asarray(expected)
     check_form(got, expected, what=what, check_dtype=check_dtype)
