@@ -87,8 +87,11 @@ document.addEventListener('click', function (event) {
   box.id = 'ID';
   box.setAttribute('role', 'alertdialog');
   box.setAttribute('aria-labelledby', 'ID-title');
-  box.style.cssText = 'position:fixed;z-index:10000;left:50%;top:5rem;transform:translateX(-50%);' +
-    'max-width:42rem;padding:1rem 1.25rem;background:var(--pst-color-background,#fff);' +
+  // Centred between 1rem margins, never wider than the screen nor taller: on a
+  // phone the whole message and its Close button stay in reach.
+  box.style.cssText = 'position:fixed;z-index:10000;left:1rem;right:1rem;top:5rem;margin:0 auto;' +
+    'max-width:42rem;max-height:calc(100vh - 6rem);overflow:auto;box-sizing:border-box;' +
+    'padding:1rem 1.25rem;background:var(--pst-color-background,#fff);' +
     'color:var(--pst-color-text-base,#222);border:2px solid var(--pst-color-primary,#0a4d8c);' +
     'border-radius:.5rem;box-shadow:0 .5rem 2rem rgba(0,0,0,.3)';
   var title = document.createElement('p');
@@ -102,7 +105,11 @@ document.addEventListener('click', function (event) {
   code.textContent = 'COMMAND'.replace('{folder}', folder);
   var then = document.createElement('p');
   then.textContent = 'then open http://127.0.0.1:8000/' + page + ' and click Run in the browser again. ' +
-    '(In the course folder, ./course serve does the same.) The pages themselves work from files.';
+    'The pages themselves work from files.';
+  // A long folder or address breaks anywhere rather than run past the box.
+  code.style.whiteSpace = 'pre-wrap';
+  code.style.overflowWrap = 'anywhere';
+  then.style.overflowWrap = 'anywhere';
   var close = document.createElement('button');
   close.type = 'button';
   close.textContent = 'Close';
