@@ -193,6 +193,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="test runs per clone; the median of their pytest parts")
     parser.add_argument("--fast", action="store_true", help="time ./course test --fast")
     parser.add_argument("--burners", type=int, default=0, help="CPU-bound processes running beside the tests")
+    parser.add_argument("--label", default="measured", help="the run's name on the benchmark page")
+    parser.add_argument(
+        "--append", action="store_true", help="keep the runs already in --out (one of the same label is replaced)"
+    )
     args = parser.parse_args(argv)
     for name in ("rebuilds", "burners"):
         if getattr(args, name) < 0:
@@ -208,7 +212,12 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     if args.baseline:
         runs.append(measure(args.baseline, "baseline", args.out, args, command))
-    runs.append(measure(args.commit, "measured", args.out, args, command))
+    runs.append(measure(args.commit, args.label, args.out, args, command))
+    if args.append and args.out.exists():
+        kept = json.loads(args.out.read_text(encoding="utf-8"))
+        labels = {run["label"] for run in runs}
+        runs = [run for run in kept["runs"] if run["label"] not in labels] + runs
+        args.note = args.note or kept.get("note", "")
     result = {
         "note": args.note,
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),

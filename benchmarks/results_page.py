@@ -348,12 +348,20 @@ def course_test_time(data: dict[str, Any]) -> str:
     def minutes(seconds: float | None) -> str:
         return "" if seconds is None else f"{int(seconds // 60)} min {seconds % 60:04.1f} s"
 
+    def pytest_runs(run: dict[str, Any]) -> str:
+        each = run.get("pytest_s") or [sum(session["seconds"] for session in run["pytest_sessions"])]
+        median = run.get("pytest_median_s", each[0])
+        return ", ".join(minutes(t) for t in each) + (f" (median {minutes(median)})" if len(each) > 1 else "")
+
     rows = [
         [
             run["label"],
             f"`{run['commit'][:12]}`",
+            f"`{run.get('command', './course test')}`",
+            str(run.get("burners", 0)),
             *(minutes(run["phases_s"].get(phase)) for phase in ("setup", "lint_and_build", "tests")),
             f"**{minutes(run['total_s'])}**",
+            pytest_runs(run),
             "; ".join(session["counts"] for session in run["pytest_sessions"]) or f"exit code {run['exit_code']}",
             ", ".join(f"{s:.2f}" for s in run["rebuilds_s"]),
         ]
@@ -373,10 +381,13 @@ def course_test_time(data: dict[str, Any]) -> str:
                 [
                     "run",
                     "commit",
+                    "command",
+                    "CPU-bound processes beside it",
                     "setup",
                     "lint and build",
                     "tests",
-                    "`./course test` in all",
+                    "the command in all (first run)",
+                    "pytest, each run in the clone",
                     "pytest's summary (one per pytest session)",
                     "rebuilds with nothing changed, s",
                 ],

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-# The assignments an environment beyond the in-process grader takes by default:
-# hw5 draws its own random data from a seed derived from the course secret (the
-# secret must reach the kernel), and hw9 runs the longest cells (a backward pass
-# checked with finite differences, the nearest to a cell's time limit). No
+# The assignments an environment beyond the in-process grader takes by default,
+# for the risks they carry: in hw5 the learner's functions draw from a random
+# generator the checks hand them and are judged on statistics, not values; hw9
+# is one of the heaviest (a backward pass checked with finite differences). No
 # assignment plots.
 ENVIRONMENT_ASSIGNMENTS = ("hw5_sqrt_dk_experiment", "hw9_attention_backward")
 
