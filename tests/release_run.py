@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import nbformat
@@ -45,3 +46,15 @@ def execute_as_learner(nb: nbformat.NotebookNode, folder: Path, **env: str) -> n
         os.environ.clear()
         os.environ.update(old)
     return nb
+
+
+BEFORE_SUBMIT = re.compile(
+    r"^Check before you submit \((?P<name>\w+)\): (?P<got>[\d.]+) of (?P<total>[\d.]+) points", re.M
+)
+
+
+def before_submit_points(text: str) -> tuple[str, float, float]:
+    """(assignment, points got, points in all) from what "check before you submit" printed."""
+    found = BEFORE_SUBMIT.search(text)
+    assert found, f"no summary line of the check before you submit in: {text[-2000:]}"
+    return found["name"], float(found["got"]), float(found["total"])

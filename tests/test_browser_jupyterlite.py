@@ -29,7 +29,7 @@ import nbformat
 import pytest
 from browser import HTML, KERNEL_IDLE_JS, PANEL, ROOT, SESSION, PageLog
 from lite.markdown import notebook_path
-from release_run import execute_as_learner
+from release_run import before_submit_points, execute_as_learner
 
 import grading
 from nbgrader_tools.cells import nbgrader_meta
@@ -324,9 +324,7 @@ def test_homework_visible_tests_fail_blank_and_pass_with_the_solution_in_the_bro
         assert got == expected[grade_id], f"{assignment}, {grade_id}: browser {got} != desktop {expected[grade_id]}"
     assert not errors(cells), f"{assignment}: Run All stopped at an error: {errors(cells)}"
     total = sum(c.points for c in grading.checks_for(assignment))
-    assert cell_report(cells[-1]["outputs"])[0].startswith(
-        f"Check before you submit ({assignment}): 0 of {total:g} points"
-    ), cell_report(cells[-1]["outputs"])
+    assert before_submit_points(cell_report(cells[-1]["outputs"])[0]) == (assignment, 0.0, total)
 
     answers = solution_answers(assignment)
     pasted = 0
@@ -345,7 +343,7 @@ def test_homework_visible_tests_fail_blank_and_pass_with_the_solution_in_the_bro
     # the check before submitting, the last cell, runs in the browser too and gives full marks
     report = "".join(o.get("text", "") for o in cells[-1]["outputs"] if o.get("output_type") == "stream")
     total = sum(c.points for c in grading.checks_for(assignment))
-    assert f"Check before you submit ({assignment}): {total:g} of {total:g} points" in report, report
+    assert before_submit_points(report) == (assignment, total, total), report
     assert_stayed_home(log)
 
 

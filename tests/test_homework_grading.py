@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fixtures.homework import submissions as subs
+from release_run import before_submit_points
 
 import grading
 import grading.notebook
@@ -581,7 +582,6 @@ def test_the_variance_checks_catch_a_wrong_scale_and_an_ignored_generator():
 
 # ---------------------------------------------------------------- check before you submit
 
-_SUMMARY = re.compile(r"^Check before you submit \((?P<name>\w+)\): (?P<got>[\d.]+) of (?P<total>[\d.]+) points", re.M)
 _ROW = re.compile(
     r"^- (?P<id>\w+) \((?P<points>[\d.]+) points?, (?P<kind>visible|hidden kind, fresh inputs)\): "
     r"(?P<outcome>passed|FAILED|partly right|not answered yet|NOT RUN)(?:, (?P<score>[\d.]+) of [\d.]+)?"
@@ -593,8 +593,7 @@ _ROW = re.compile(
 def _before_submit(out: str) -> tuple[dict, dict[str, dict]]:
     """What "check before you submit" printed: its summary line, and one row per check
     (points, kind, outcome, the score of a partly right one, and the rest of its text)."""
-    summary = _SUMMARY.search(out)
-    assert summary, out
+    name, got, total = before_submit_points(out)
     rows = {
         m["id"]: {
             "points": float(m["points"]),
@@ -605,7 +604,7 @@ def _before_submit(out: str) -> tuple[dict, dict[str, dict]]:
         }
         for m in _ROW.finditer(out)
     }
-    return {"name": summary["name"], "got": float(summary["got"]), "total": float(summary["total"])}, rows
+    return {"name": name, "got": got, "total": total}, rows
 
 
 def test_check_before_submit_says_what_passed_and_what_each_failure_means(capsys):

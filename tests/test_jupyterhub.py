@@ -50,6 +50,7 @@ from typing import Any
 
 import pytest
 from browser import SCREENSHOTS, BookBrowser, find_chromium
+from release_run import before_submit_points
 from test_class_grading import needs_sandbox
 from test_exchange_round_trip import ASSIGNMENT, REPO, Term
 
@@ -438,7 +439,7 @@ def test_a_learner_on_the_hub_fetches_answers_submits_and_reads_the_courses_feed
             _shot(page, "2-not-checked")
             raise AssertionError(f"the check before submitting printed nothing: {exc}\n{hub.tail()}") from exc
         _shot(page, "2-checked")
-        assert f"Check before you submit ({ASSIGNMENT}): 10 of 10 points" in report.inner_text()
+        assert before_submit_points(report.inner_text()) == (ASSIGNMENT, 10.0, 10.0)
         _save(page, home / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", hub)
         hub.timed("answer, run every cell (the check before submitting), save", started)
 
