@@ -792,3 +792,17 @@ def test_a_hidden_cell_under_nbgrader_autograde_uses_the_students_seed(tmp_path,
     monkeypatch.chdir(tmp_path)
     assert seeds.autograde_location() is None  # a learner practising: a fresh seed each time
     assert len({seeds.hidden_seed("hw2_stable_softmax") for _ in range(5)}) > 1
+
+
+def test_homework_10_states_the_share_a_block_keeps_for_a_carried_mistake():
+    """The rule that costs a block half its points for a mistake of layer_norm or feed_forward is
+    written in the learner's notebook with the share the checks use."""
+    import grading.hw10
+
+    words = {0.5: "half", 0.25: "a quarter"}
+    statement = " ".join(
+        " ".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        for c in subs.release_notebook("hw10_transformer_block")["cells"]
+        if c["cell_type"] == "markdown"
+    )
+    assert f"earns {words[grading.hw10.CARRIED_SHARE]} of each case" in " ".join(statement.split())
