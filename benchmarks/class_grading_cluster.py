@@ -97,7 +97,7 @@ def _task_stream(records: list[dict], wall: float, threads: int) -> dict[str, fl
 
 def _client_cost(assignment: str, out: Path, scratch: Path) -> float:
     """Seconds per submission that the client spends saving one result: files, then one gradebook transaction."""
-    from classgrader.books import gradebook
+    from classgrader.books import gradebook, nbgrader_record
     from classgrader.records import read_result, write_json_atomic, write_text_atomic
 
     results = [r for p in sorted((out / "reports" / assignment / "results").glob("*.json")) if (r := read_result(p))]
@@ -110,7 +110,7 @@ def _client_cost(assignment: str, out: Path, scratch: Path) -> float:
     course_settings = settings.read(REPO)
     cid = course_settings.course_id
     info = load_assignment(REPO, assignment, course_settings)
-    gradebook.ensure_assignment(url, cid, assignment, info.source_dir, info.notebook)
+    nbgrader_record.ensure(REPO, assignment, [info.notebook], url, cid, course_settings.nbgrader, refresh=False)
     with gradebook.Writer(url, cid) as writer:
         start = time.perf_counter()
         for r in results:

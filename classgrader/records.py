@@ -108,6 +108,7 @@ class Job(TypedDict):
     cells: list[JobCell]
     checks: list[JobCheck]
     hidden_seed: NotRequired[int]
+    keep_files: NotRequired[bool]  # send back the files the cells wrote (a plain assignment's side effects)
     wall: NotRequired[float]  # seconds for the whole run
     cell_share: NotRequired[float]  # the share of ``wall`` the notebook's own cells may use
     cell_output_chars: NotRequired[int]  # output kept per stream and cell
@@ -170,6 +171,15 @@ class ProblemEvent(TypedDict):
     too_large: NotRequired[int]
 
 
+class FilesEvent(TypedDict):
+    """The files the cells wrote into the working folder (top level, regular files), as ``nbgrader
+    autograde`` keeps them beside the autograded notebook; ``left_out`` names those over the size cap."""
+
+    event: Literal["files"]
+    files: dict[str, str]  # name -> content, base64
+    left_out: list[str]
+
+
 class ExitEvent(TypedDict):
     """How one job's process ended, written by the serving driver on its control pipe (which no job's
     process holds, so learner code cannot forge it): ``exitcode`` as :func:`os.waitstatus_to_exitcode`
@@ -180,7 +190,7 @@ class ExitEvent(TypedDict):
     exitcode: int
 
 
-Event = StartEvent | CellStartEvent | CellEvent | CheckEvent | DoneEvent | ProblemEvent | ExitEvent
+Event = StartEvent | CellStartEvent | CellEvent | CheckEvent | DoneEvent | ProblemEvent | FilesEvent | ExitEvent
 
 # --------------------------------------------------------------------------
 # The result of one submission
@@ -342,6 +352,12 @@ def write_json_atomic(path: Path, data: Any) -> None:
         json.dump(data, fh, indent=1, sort_keys=True, default=str)
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """``data`` in place of ``path``."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -204,6 +204,8 @@ class CourseSettings:
     late: LatePolicy
     lms: LmsExport
     feedback: Feedback
+    #: The whole file as traitlets read it, for nbgrader's own apps (``generate_assignment``) to read their sections.
+    nbgrader: Config = dataclasses.field(default_factory=Config)
 
     @property
     def course_id(self) -> str:
@@ -278,6 +280,7 @@ def read(course: Path, overrides: Mapping[str, Any] | None = None) -> CourseSett
         part(LatePolicy),
         part(LmsExport),
         part(Feedback),
+        config,
     )
 
 

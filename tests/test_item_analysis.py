@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from classgrader import settings
 from classgrader.after_deadline import item_analysis
-from classgrader.books import gradebook
+from classgrader.books import gradebook, nbgrader_record
 from classgrader.records import write_json_atomic
 
 REPO = Path(__file__).resolve().parent.parent
@@ -42,7 +43,8 @@ MESSAGES = {
 def analysed(tmp_path_factory):
     root = tmp_path_factory.mktemp("items")
     url = gradebook.sqlite_url(root / "gradebook.db")
-    gradebook.ensure_assignment(url, "sdpa-course", ASSIGNMENT, REPO / "solutions", f"{ASSIGNMENT}.ipynb")
+    config = settings.read(REPO).nbgrader
+    nbgrader_record.ensure(REPO, ASSIGNMENT, [f"{ASSIGNMENT}.ipynb"], url, "sdpa-course", config, refresh=False)
     reports = root / "reports" / ASSIGNMENT
     with gradebook.Writer(url, "sdpa-course") as w:
         for student, cells in SCORES.items():

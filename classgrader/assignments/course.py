@@ -121,7 +121,7 @@ def _load_plain(course: Path, name: str, course_settings: CourseSettings) -> Ass
         source=first.source,
         source_dir=course / "solutions",
         checks=[],
-        grade_cells={gid: pts for nb in notebooks for gid, pts in nb.grade_cells.items()},
+        grade_cells={nb.key(gid): pts for nb in notebooks for gid, pts in nb.grade_cells.items()},
         grading_dir=Path(lib.__file__).parent.parent / "grading",
         lib_dir=Path(lib.__file__).parent,
         secret=secret,

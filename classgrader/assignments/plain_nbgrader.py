@@ -51,11 +51,20 @@ class PlainNotebook:
     source: nbformat.NotebookNode
     grade_cells: dict[str, float]  # grade_id -> points, in notebook order
     manual: list[str]  # grade_ids of manually graded answers (solution and grade)
-    tests: dict[str, str]  # test cell grade_id -> the instructor's source, hidden tests included
+    #: test cell grade_id -> the cell as nbgrader recorded it (autotests expanded, hidden tests included);
+    #: filled by :func:`with_recorded_tests` once the run's gradebook holds the record
+    tests: dict[str, str]
+    #: grade ids that another notebook of the assignment uses too (nbgrader keeps grade ids per notebook)
+    shared: frozenset[str] = frozenset()
 
     @property
     def stem(self) -> str:
         return Path(self.name).stem
+
+    def key(self, gid: str) -> str:
+        """The cell's name in the assignment's result: its grade id, or ``<notebook stem>/<grade id>`` for
+        an id that another notebook uses too."""
+        return f"{self.stem}/{gid}" if gid in self.shared else gid
 
 
 def is_plain(course: Path, name: str) -> bool:
@@ -82,7 +91,7 @@ def read_notebooks(course: Path, name: str) -> list[PlainNotebook]:
     if not names:
         raise SetupError(f"{release_dir} holds no notebook: run ./course release {name}")
     out: list[PlainNotebook] = []
-    owner: dict[str, str] = {}
+    owner: dict[str, list[str]] = {}  # grade id -> the notebooks that use it
     for nb_name in names:
         if not (source_dir / nb_name).is_file():
             raise SetupError(f"{source_dir / nb_name} is missing (the instructor source of {nb_name})")
@@ -90,33 +99,41 @@ def read_notebooks(course: Path, name: str) -> list[PlainNotebook]:
         source = nbformat.read(source_dir / nb_name, as_version=4)
         grade_cells: dict[str, float] = {}
         manual: list[str] = []
-        tests: dict[str, str] = {}
         for cell in release.cells:
             meta = nbgrader_meta(cell)
             gid = meta.get("grade_id")
             if not meta.get("grade") or not gid:
                 continue
-            if gid in owner:
-                where = f"twice in {nb_name}" if owner[gid] == nb_name else f"in both {owner[gid]} and {nb_name}"
+            if gid in grade_cells:  # nbgrader refuses it too (CheckCellMetadata)
                 raise SetupError(
-                    f"grade_id {gid!r} is {where}: give each graded cell of {name} an ID of its own "
+                    f"grade_id {gid!r} is twice in {nb_name}: give each graded cell of {name} an ID of its own "
                     "(nbgrader's Create Assignment toolbar, 'ID')"
                 )
-            owner[gid] = nb_name
+            owner.setdefault(gid, []).append(nb_name)
             grade_cells[gid] = float(meta.get("points", 0) or 0)
             if meta.get("solution"):
                 manual.append(gid)
-        for cell in source.cells:
-            meta = nbgrader_meta(cell)
-            if meta.get("grade") and not meta.get("solution") and meta.get("grade_id") in grade_cells:
-                tests[meta["grade_id"]] = cell.source
-        missing = [g for g in grade_cells if g not in manual and g not in tests]
+        out.append(PlainNotebook(nb_name, release, source, grade_cells, manual, {}))
+    shared = frozenset(gid for gid, names in owner.items() if len(names) > 1)
+    return [dataclasses.replace(nb, shared=shared) for nb in out]
+
+
+def with_recorded_tests(notebooks: list[PlainNotebook], name: str, db_url: str, course_id: str) -> list[PlainNotebook]:
+    """``notebooks`` with their test cells as nbgrader's ``generate_assignment`` recorded them in the
+    gradebook (:mod:`classgrader.books.nbgrader_record`); a clear error for a test cell it did not record."""
+    from classgrader.books import nbgrader_record
+
+    out = []
+    for nb in notebooks:
+        recorded = nbgrader_record.test_cells(db_url, course_id, name, nb.stem)
+        tests = {gid: recorded[gid] for gid in nb.grade_cells if gid in recorded and gid not in nb.manual}
+        missing = [g for g in nb.grade_cells if g not in nb.manual and g not in tests]
         if missing:
             raise SetupError(
-                f"{source_dir / nb_name} has no test cell {', '.join(map(repr, missing))} that its release has: "
+                f"solutions/{name}/{nb.name} has no test cell {', '.join(map(repr, missing))} that its release has: "
                 f"release it again (./course release {name})"
             )
-        out.append(PlainNotebook(nb_name, release, source, grade_cells, manual, tests))
+        out.append(dataclasses.replace(nb, tests=tests))
     return out
 
 

@@ -104,43 +104,6 @@ def cell_scores(
     return out
 
 
-def ensure_assignment(db_url: str, course_id: str, assignment: str, source_dir: Path, notebook: str) -> None:
-    """Make sure the gradebook knows the assignment, its notebook and its graded cells.
-
-    If it does not (``nbgrader generate_assignment`` was never run against
-    this database), run the steps of nbgrader's generate_assignment that
-    record the assignment (its preprocessors up to ``SaveCells``) on the
-    instructor source, writing nothing but the database.
-    """
-    with open_gradebook(db_url, course_id) as gb:
-        try:
-            nb = gb.find_notebook(Path(notebook).stem, assignment)
-            if nb.grade_cells:
-                return
-        except api.MissingEntry:
-            pass
-    # nbgrader's own generate_assignment steps up to SaveCells, in this process.
-    import nbformat
-    from nbgrader.preprocessors import (
-        CheckCellMetadata,
-        ClearOutput,
-        ClearSolutions,
-        ComputeChecksums,
-        LockCells,
-        SaveCells,
-    )
-
-    with open_gradebook(db_url, course_id) as gb:
-        gb.update_or_create_assignment(assignment)
-    nb = nbformat.read(source_dir / assignment / notebook, as_version=4)
-    resources = {
-        "nbgrader": {"db_url": db_url, "assignment": assignment, "notebook": Path(notebook).stem},
-        "metadata": {"path": str(source_dir / assignment)},
-    }
-    for pp in (LockCells, ClearSolutions, ClearOutput, CheckCellMetadata, ComputeChecksums, SaveCells):
-        nb, resources = pp().preprocess(nb, resources)
-
-
 class Writer:
     """One open gradebook; :meth:`write` stores one submission's result."""
 
@@ -205,7 +168,9 @@ class Writer:
                     grade = grades.get(cell.id) or Grade(cell_id=cell.id, notebook=snb)
                     if cell.id not in grades:
                         db.add(grade)
-                    cell_result = result["cells"].get(cell.name) if nb_row.name in covered else None
+                    # a grade id that two notebooks share is named <notebook>/<grade id> in the result
+                    key = f"{nb_row.name}/{cell.name}" if f"{nb_row.name}/{cell.name}" in result["cells"] else cell.name
+                    cell_result = result["cells"].get(key) if nb_row.name in covered else None
                     score = None if cell_result is None else cell_result.get("score")
                     grade.auto_score = score
                     grade.needs_manual_grade = score is None or grade.manual_score is not None
@@ -215,7 +180,8 @@ class Writer:
                     if cell.id not in comments:
                         db.add(comment)
                     if nb_row.name in covered:
-                        comment.auto_comment = result.get("comments", {}).get(cell.name)
+                        said = result.get("comments", {})
+                        comment.auto_comment = said.get(f"{nb_row.name}/{cell.name}", said.get(cell.name))
                 for cell in nb_row.task_cells:
                     if cell.id not in grades:
                         db.add(Grade(cell_id=cell.id, notebook=snb))

@@ -53,7 +53,7 @@ from classgrader.assignments.course import (
     submission_key,
     submitted_bytes,
 )
-from classgrader.books import class_reports, gradebook, lms_export
+from classgrader.books import class_reports, gradebook, lms_export, nbgrader_record
 from classgrader.pipeline import fingerprint, intake
 from classgrader.pipeline.dask_cluster import Session
 from classgrader.pipeline.executors import Executor, LocalPool
@@ -214,9 +214,7 @@ def prepare(
         raise SetupError(
             f"{assignment} is a plain nbgrader assignment: it is graded on this machine only (no --cluster)"
         )
-    # The key follows the sandbox mode as asked for, so a local and a cluster run share it.
-    inputs = fingerprint.of(course, info, settings)
-    info = dataclasses.replace(info, key=inputs.key)
+    asked = settings
     if settings.sandboxed and cluster is None:  # on a cluster, each worker checks its own
         settings = dataclasses.replace(settings, sandbox_mode=sandbox.check_available(settings.sandbox_mode))
         if settings.sandbox_mode == "userns" and os.geteuid() == 0:
@@ -227,8 +225,15 @@ def prepare(
     out.mkdir(parents=True, exist_ok=True)
     db_url = gradebook.normalise_url(db_url or gradebook.sqlite_url(out / "gradebook.db"))
     cid = course_settings.course_id
-    for notebook in [nb.name for nb in info.plain] or [info.notebook]:
-        gradebook.ensure_assignment(db_url, cid, assignment, info.source_dir, notebook)
+    notebooks = [nb.name for nb in info.plain] or [info.notebook]
+    nbgrader_record.ensure(
+        course, assignment, notebooks, db_url, cid, course_settings.nbgrader, refresh=bool(info.plain)
+    )
+    if info.plain:  # its test cells as nbgrader recorded them, which the fingerprint covers
+        info = dataclasses.replace(info, plain=plain_nbgrader.with_recorded_tests(info.plain, assignment, db_url, cid))
+    # The key follows the sandbox mode as asked for, so a local and a cluster run share it.
+    inputs = fingerprint.of(course, info, asked)
+    info = dataclasses.replace(info, key=inputs.key)
     policy = late_policy if late_policy is not None else late.policy_of(course_settings.late, assignment)
     paths = Paths(out, assignment, Path(info.notebook).stem)
     return ClassRun(course, course_settings, info, paths, settings, policy, db_url, cid, inputs, log)

@@ -15,7 +15,7 @@ import nbformat
 from classgrader.assignments.course import AssignmentInfo
 from classgrader.books import gradebook
 from classgrader.pipeline import intake
-from classgrader.records import Result
+from classgrader.records import Result, write_bytes_atomic
 from classgrader.records import write_json_atomic as write_json_atomic
 from classgrader.records import write_text_atomic as write_text_atomic
 from classgrader.stages import report
@@ -64,6 +64,8 @@ def save(paths: Paths, graded: Graded, sub: intake.Submission) -> None:
             write_text_atomic(paths.autograded(student, stem), nbformat.writes(notebook))
         if result["status"] != "missing":
             write_text_atomic(paths.feedback(student, stem), page)
+    for name, data in graded.files.items():  # what the notebooks wrote, beside them (as nbgrader keeps it)
+        write_bytes_atomic(paths.autograded(student).parent / name, data)
     if result["status"] != "missing":
         hand_over(paths, sub)
     result["graded_at"] = gradebook.utcnow()

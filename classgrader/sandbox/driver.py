@@ -69,6 +69,7 @@ if TYPE_CHECKING:  # not at run time: the driver runs alone, with the standard l
         DoneEvent,
         Event,
         ExitEvent,
+        FilesEvent,
         Job,
         JobCell,
         JobCheck,
@@ -202,8 +203,10 @@ def serve(jobs: str, control_fd: int, pid_namespace: bool) -> int:
     import numpy  # noqa: F401  (every notebook's setup cell imports it)
     from IPython.core.interactiveshell import InteractiveShell  # noqa: F401
 
+    global SUBMITTED
     control = Reporter(control_fd)
     submitted = set(os.listdir("."))  # the scratch folder holds the submission's own files, and nothing else yet
+    SUBMITTED = frozenset(submitted)
     for line in sys.stdin:
         name = os.path.basename(line.strip())
         if not name:
@@ -230,6 +233,36 @@ def serve(jobs: str, control_fd: int, pid_namespace: bool) -> int:
         control.emit(ended)
         _clear_scratch(submitted)  # the next job starts from the folder as it was handed in
     return 0
+
+
+#: The working folder's files as handed in (set by :func:`serve` before any job runs).
+SUBMITTED: frozenset[str] = frozenset()
+#: At most this much of the files the cells wrote is sent back (the event stream has its own cap).
+FILES_CAP = 1024**2
+
+
+def _written_files() -> FilesEvent:
+    """The regular files at the top of the working folder that the cells wrote, up to :data:`FILES_CAP` bytes."""
+    import base64
+
+    event: FilesEvent = {"event": "files", "files": {}, "left_out": []}
+    room = FILES_CAP
+    for entry in sorted(os.scandir("."), key=lambda e: e.name):
+        if entry.name in SUBMITTED or not entry.is_file(follow_symlinks=False):
+            continue
+        size = entry.stat(follow_symlinks=False).st_size
+        if size > room:
+            event["left_out"].append(entry.name)
+            continue
+        try:
+            with open(entry.path, "rb") as fh:
+                data = fh.read(size)
+        except OSError:
+            event["left_out"].append(entry.name)
+            continue
+        room -= len(data)
+        event["files"][entry.name] = base64.b64encode(data).decode("ascii")
+    return event
 
 
 def _clear_scratch(keep: set[str]) -> None:
@@ -280,6 +313,8 @@ def main(job_path: str) -> int:
     cells = CellRunner(out, cell_cap, record_mode=job.get("mode") == "record")
     if job.get("mode") == "record":
         _record_run(job, cells, deadline)
+        if job.get("keep_files"):
+            out.emit(_written_files())
     else:
         _score_run(job, cells, cells_deadline, deadline)
     out.emit(_done(started))

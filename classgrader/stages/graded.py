@@ -18,3 +18,6 @@ class Graded:
     feedback: str
     #: For an assignment of several notebooks: each one's stem -> (autograded notebook, feedback page).
     pages: dict[str, tuple[nbformat.NotebookNode | None, str]] = dataclasses.field(default_factory=dict)
+    #: Files the notebooks wrote as they ran (name -> content), kept beside the autograded notebooks as
+    #: ``nbgrader autograde`` keeps them (a plain assignment's; never written into the submission).
+    files: dict[str, bytes] = dataclasses.field(default_factory=dict)

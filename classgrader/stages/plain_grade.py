@@ -17,6 +17,7 @@ notebooks; each notebook gets its autograded copy and its feedback page.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -28,7 +29,18 @@ from classgrader import sandbox
 from classgrader.after_deadline import late
 from classgrader.assignments.plain_nbgrader import MANUAL, PlainNotebook
 from classgrader.pipeline.intake import Submission
-from classgrader.records import STATUSES, CellEvent, CellResult, Job, JobCell, Result, Status, new_result
+from classgrader.records import (
+    STATUSES,
+    CellEvent,
+    CellResult,
+    FilesEvent,
+    Job,
+    JobCell,
+    Result,
+    Status,
+    new_result,
+)
+from classgrader.sandbox.driver import FILES_CAP
 from classgrader.stages import notebooks, report
 from classgrader.stages.graded import Graded
 from classgrader.stages.record import cell_timeout_text, comments, outputs, sandbox_summary, status_notes, status_of
@@ -51,6 +63,8 @@ class Notebook:
     outcome: sandbox.RunOutcome | None = None
     status: Status = "graded"
     cells: dict[str, CellResult] = dataclasses.field(default_factory=dict)
+    written: dict[str, bytes] = dataclasses.field(default_factory=dict)  # the files its cells wrote
+    left_out: list[str] = dataclasses.field(default_factory=list)  # written, but over the size kept
 
 
 def submitted_notebooks(info: AssignmentInfo, sub: Submission) -> dict[str, Path | None]:
@@ -103,9 +117,11 @@ def grade(
                 if pc.role == "test" and pc.grade_id in part.cells:
                     outs.setdefault(n, []).append(notebooks.stream_output("stdout", _verdict(part, pc.grade_id, n)))
             nb = notebooks.autograded_notebook(part.plan, part.spec.release, outs)
-        pages[part.spec.stem] = (nb, report.render(result, nb, base_url=info.book_url))
+        pages[part.spec.stem] = (nb, report.render(result, nb, base_url=info.book_url, stem=part.spec.stem))
     first_nb, first_page = pages[info.plain[0].stem]
-    return Graded(result, first_nb, first_page, pages=pages)
+    kept = {name for name in info.data_files} | {p.spec.name for p in parts}
+    written = {name: data for part in parts for name, data in part.written.items() if name not in kept}
+    return Graded(result, first_nb, first_page, pages=pages, files=written)
 
 
 def _match(part: Notebook) -> None:
@@ -149,11 +165,16 @@ def _run(
             registry=registry,
             mode=settings.sandbox_mode,
         ) as session:
-            part.outcome = session.run(Job(mode="record", cells=cells, checks=[]))
+            part.outcome = session.run(Job(mode="record", cells=cells, checks=[], keep_files=True))
         start = next((e for e in part.outcome.events if e.get("event") == "start"), None)
         if settings.sandboxed and start is not None and start.get("uid") == 0:
             raise sandbox.SandboxUnavailable("a sandbox ran as root; refusing to grade with it")
         part.events = {e.get("n"): cast(CellEvent, e) for e in part.outcome.events if e.get("event") == "cell"}
+        for e in part.outcome.events:
+            if e.get("event") == "files":
+                files = cast(FilesEvent, e)
+                part.written = {name: base64.b64decode(data) for name, data in files["files"].items()}
+                part.left_out = list(files["left_out"])
 
 
 def _score(part: Notebook, limits: sandbox.Limits, *, renamed: bool | None) -> None:
@@ -263,11 +284,12 @@ def _result(info: AssignmentInfo, sub: Submission, parts: list[Notebook], key: s
     )
     result["notebooks"] = [p.spec.stem for p in parts]
     for part in parts:
-        result["cells"].update(part.cells)
+        result["cells"].update({part.spec.key(gid): cell for gid, cell in part.cells.items()})
         if part.plan is not None:
             for kind, details in part.plan.repairs.items():
                 result["repairs"].setdefault(kind, []).extend(f"{part.spec.name}: {d}" for d in details)
-            result["comments"].update(comments(dataclasses.replace(info, release=part.spec.release), part.plan))
+            said = comments(dataclasses.replace(info, release=part.spec.release), part.plan)
+            result["comments"].update({part.spec.key(gid): text for gid, text in said.items()})
             if part.outcome is not None:
                 result["sandbox"] = sandbox_summary(part.outcome)
         result["notes"].extend(_notes(part, len(parts) > 1, limits))
@@ -289,6 +311,8 @@ def _notes(part: Notebook, several: bool, limits: sandbox.Limits) -> list[str]:
     if part.plan is not None and part.outcome is not None:  # where the run failed, what the matching repaired
         said = status_notes(part.status, part.plan, part.outcome, part.events, {}, limits)
         notes.extend(where + note for note in said)
+    if part.left_out:
+        notes.append(where + f"not kept (over {FILES_CAP // 1024**2} MB in all): {', '.join(part.left_out)}")
     manual = [gid for gid, c in part.cells.items() if c.get("score") is None]
     if manual:
         notes.append(where + f"{', '.join(manual)}: {MANUAL}")

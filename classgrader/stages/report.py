@@ -195,10 +195,14 @@ def _score_lines(result: Result) -> list[str]:
     return lines
 
 
-def render(result: Result, nb: nbformat.NotebookNode | None, *, base_url: str | None = None) -> str:
+def render(
+    result: Result, nb: nbformat.NotebookNode | None, *, base_url: str | None = None, stem: str | None = None
+) -> str:
     """The feedback page for one graded result and its autograded notebook.
 
-    ``base_url`` is the published book's address, for the links to its chapters (``c.Feedback.book_url``).
+    ``base_url`` is the published book's address, for the links to its chapters (``c.Feedback.book_url``);
+    ``stem`` the notebook's, when the assignment has several (a grade id two of them use is
+    ``<stem>/<grade id>`` in the result).
     """
     title = f"Feedback: {result['assignment']} for {result['student']}"
     parts = [
@@ -240,6 +244,8 @@ def render(result: Result, nb: nbformat.NotebookNode | None, *, base_url: str | 
                     parts.append(figure)
         if cell.cell_type in ("code", "markdown"):  # a graded cell's points (a written answer's too)
             gid = meta.get("grade_id")
+            if stem is not None and f"{stem}/{gid}" in result["cells"]:
+                gid = f"{stem}/{gid}"
             if meta.get("grade") and gid in result["cells"]:
                 c = result["cells"][gid]
                 full = c.get("score") is not None and float(c["score"] or 0) >= float(c.get("points") or 0)
