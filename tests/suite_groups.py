@@ -42,6 +42,7 @@ START_FIRST = (
     "test_class_grading.py",
     "test_homework_nbgrader.py",
     "test_class_grading_cluster.py",
+    "test_nbgrader_scenarios.py",
     "test_plain_nbgrader_assignment.py",
     "test_fingerprint.py",
     "test_pdf.py",

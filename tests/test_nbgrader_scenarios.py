@@ -18,11 +18,15 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import nbformat
 import nbgrader
 import pytest
 from test_class_grading import needs_sandbox
 
-from classgrader.books import gradebook
+from classgrader import settings
+from classgrader.assignments.errors import SetupError
+from classgrader.books import gradebook, nbgrader_record
+from nbgrader_tools.cells import nbgrader_meta
 from nbgrader_tools.scratch_course import REPO, nbgrader_env, run_nbgrader_batch
 
 FILES = Path(nbgrader.__file__).parent / "tests" / "apps" / "files"
@@ -44,12 +48,19 @@ class Scenario:
 
 
 P1 = "p1.ipynb"
+#: Files made here from nbgrader's: name -> (nbgrader's file, {grade id: the cell type the learner gave it}).
+#: nbgrader's OverwriteCells gives a graded, solution or locked cell its recorded type back.
+DERIVED = {"cell-types-changed.ipynb": ("submitted-changed.ipynb", {"set_a": "markdown", "bar": "markdown"})}
 SCENARIOS = {
     "grade": Scenario(
         "test_grade",
         {P1: "submitted-unchanged.ipynb"},
-        {"foo": {P1: "submitted-unchanged.ipynb"}, "bar": {P1: "submitted-changed.ipynb"}},
-        {"foo": 1, "bar": 2},
+        {
+            "foo": {P1: "submitted-unchanged.ipynb"},
+            "bar": {P1: "submitted-changed.ipynb"},
+            "qux": {P1: "cell-types-changed.ipynb"},  # not in nbgrader's test: bar's answers, two cells retyped
+        },
+        {"foo": 1, "bar": 2, "qux": 2},
     ),
     "autotest_simple": Scenario(
         "test_grade_autotest",
@@ -132,6 +143,19 @@ SCENARIOS = {
 }
 
 
+def derive(folder: Path) -> Path:
+    """:data:`DERIVED`'s files in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, (file, retyped) in DERIVED.items():
+        nb = nbformat.read(FILES / file, as_version=4)
+        for cell in nb.cells:
+            new_type = retyped.get(nbgrader_meta(cell).get("grade_id"))
+            if new_type == "markdown" and cell.cell_type == "code":
+                nb.cells[nb.cells.index(cell)] = nbformat.v4.new_markdown_cell(cell.source, metadata=cell.metadata)
+        nbformat.write(nb, folder / name)
+    return folder
+
+
 def scenario_course(root: Path, name: str, scenario: Scenario) -> Path:
     """A course holding the scenario as assignment ``name``, released by nbgrader, its submissions in place."""
     course = root / name
@@ -146,7 +170,7 @@ def scenario_course(root: Path, name: str, scenario: Scenario) -> Path:
         folder = course / "submitted" / student / name
         folder.mkdir(parents=True)
         for submitted, file in files.items():
-            shutil.copy(FILES / file, folder / submitted)
+            shutil.copy(FILES / file if (FILES / file).is_file() else root / "derived" / file, folder / submitted)
     return course
 
 
@@ -182,6 +206,7 @@ def total(view: dict[str, tuple[dict, bool]]) -> float:
 def graded(tmp_path_factory) -> dict[str, dict]:
     """Every scenario graded by nbgrader (its gradebook, in the course) and by ./course grade."""
     root = tmp_path_factory.mktemp("scenarios")
+    derive(root / "derived")
     courses = {name: scenario_course(root, name, s) for name, s in SCENARIOS.items()}
     for name, course in courses.items():
         run_nbgrader_batch([["generate_assignment", name, "--force"], ["autograde", name, "--force"]], cwd=course)
@@ -216,3 +241,22 @@ def test_the_autograded_folder_holds_what_nbgrader_keeps(graded, name):
 def files_of_each(autograded: Path, name: str) -> dict[str, list[str]]:
     """``{student: the file names in autograded/<student>/<name>/}``."""
     return {s.name: sorted(f.name for f in (s / name).iterdir()) for s in sorted(autograded.iterdir())}
+
+
+@pytest.mark.parametrize(
+    ("autotests", "named"),
+    [
+        (None, "autotests.yml"),  # no autotests.yml anywhere
+        ("python3: {}\n", "'templates'"),  # one without the templates an AUTOTEST directive expands into
+    ],
+)
+def test_a_source_nbgrader_refuses_gets_nbgraders_reason(tmp_path, autotests, named):
+    course = scenario_course(tmp_path, "refused", dataclasses.replace(SCENARIOS["autotest_simple"], students={}))
+    if autotests is None:
+        (course / "autotests.yml").unlink()
+    else:
+        (course / "autotests.yml").write_text(autotests)
+    url = gradebook.sqlite_url(tmp_path / "gradebook.db")
+    with pytest.raises(SetupError, match="solutions/refused") as caught:
+        nbgrader_record.record(course, "refused", url, "sdpa-course", settings.read(course).nbgrader)
+    assert named in str(caught.value)

@@ -18,8 +18,10 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import re
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from nbgrader import api
 from nbgrader.converters import GenerateAssignment
@@ -72,14 +74,19 @@ def record(course: Path, assignment: str, db_url: str, course_id: str, config: C
         with contextlib.chdir(course):
             outcome = capture_log(app)
     if not outcome["success"]:
-        said = "\n".join(
-            line for line in (outcome.get("log") or "").splitlines() if line.startswith(("[ERROR]", "[CRITICAL]"))
-        )
-        error = (outcome.get("error") or "").strip().splitlines()
-        raise SetupError(
-            f"nbgrader generate_assignment refused solutions/{assignment}: "
-            + (said or (error[-1] if error else "no reason given"))
-        )
+        raise SetupError(f"nbgrader generate_assignment refused solutions/{assignment}: {_reason(outcome)}")
+
+
+def _reason(outcome: dict[str, Any]) -> str:
+    """What nbgrader's log says went wrong: the exception its traceback ends with, and the step that raised it
+    (nbgrader's own summary lines only say to read the traceback)."""
+    log = outcome.get("log") or ""
+    raised = re.findall(r"^\s*((?:\w+\.)*\w*(?:Error|Exception)\b.*)$", log, re.M)
+    steps = re.findall(r"nbgrader/preprocessors/(\w+)\.py", log)
+    if raised:
+        return str(raised[-1]).strip() + (f" (in nbgrader's {steps[-1]} step)" if steps else "")
+    said = [line for line in log.splitlines() if line.startswith(("[ERROR]", "[CRITICAL]"))]
+    return "\n".join(said) or "no reason given"
 
 
 def knows(db_url: str, course_id: str, assignment: str, notebook: str) -> bool:

@@ -200,11 +200,10 @@ class _Matching:
 
 
 def _release_cell_of(cell: nbformat.NotebookNode, rel: _Release, seen: set[int]) -> int | None:
-    """The release cell ``cell`` is: by its grade_id (same cell type), else a test or locked cell by its source."""
+    """The release cell ``cell`` is: by its grade_id (whatever its cell type: nbgrader's OverwriteCells gives
+    the cell its recorded type back), else a test or locked cell by its source."""
     gid = nbgrader_meta(cell).get("grade_id")
     r = rel.by_id.get(gid) if gid else None
-    if r is not None and rel.cells[r].cell_type != cell.cell_type:
-        r = None
     if r is None and cell.cell_type in ("code", "markdown") and normalise_source(cell.source):
         same = rel.by_source.get((cell.cell_type, normalise_source(cell.source)), [])
         hits = [i for i in same if i not in seen]
@@ -221,6 +220,12 @@ def _match_known(cells: list[Any], rel: _Release, found: _Matching) -> None:
         r = _release_cell_of(cell, rel, found.seen)
         if r is None:
             continue
+        if cell.cell_type != rel.cells[r].cell_type and r not in found.seen:
+            found.note(
+                "retyped",
+                f"cell {_label(rel.cells[r])} was made a {cell.cell_type} cell; it is run as the release's "
+                f"{rel.cells[r].cell_type} cell",
+            )
         if r in rel.owned:
             if r in found.seen:
                 found.dropped.add(j)

@@ -5,7 +5,8 @@ are lined up with the release (:func:`classgrader.stages.notebooks.match`: test 
 edited, duplicated or deleted are reported and replaced), it runs in a
 sandbox of its own (:class:`classgrader.sandbox.session.Session`, as nbgrader gives
 each notebook a kernel of its own) with every test
-cell in the instructor's source version (hidden tests back in place) and the
+cell as nbgrader's ``generate_assignment`` recorded it in the gradebook
+(:mod:`classgrader.books.nbgrader_record`: hidden tests back in place, autotests expanded) and the
 release's data files beside it. Each test cell is then scored by nbgrader's
 own :func:`nbgrader.utils.determine_grade` on the outputs the cell produced,
 so the score is ``nbgrader autograde``'s: 0 when the cell raised or wrote to
