@@ -27,7 +27,7 @@ from classgrader.after_deadline import late
 from classgrader.assignments.course import SetupError, known_assignments, unknown_message
 from classgrader.books import lms_export
 from classgrader.books.class_reports import summary_text
-from classgrader.pipeline import intake
+from classgrader.pipeline import intake, preview
 from classgrader.records import STATUSES
 from classgrader.setting_values import Setting
 from classgrader.settings import ClassGrader, ConfigError, CourseGrading, CourseSettings, LatePolicy, LmsExport
@@ -109,6 +109,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "guide (./course solutions: Grading on a cluster) says how to provision workers",
     )
     p.add_argument("--regrade", action="store_true", help="grade again even unchanged, already graded submissions")
+    p.add_argument(
+        "--preview",
+        action="store_true",
+        help="grade again into a scratch folder and print whose grade a --regrade would change, and why; "
+        "writes nothing",
+    )
     p.add_argument(
         "--no-kernel-record",
         action="store_true",
@@ -248,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         return _analyse_only(args)
     if args.submissions is None:
         p.error("the submissions folder or zip is required (unless --analyse-only)")
+    if args.preview and args.regrade:
+        p.error("--preview shows what --regrade would do: give one or the other")
     try:
         prepared = _prepare(args)
     except _Refused as exc:
@@ -299,24 +307,32 @@ def _grade(args: argparse.Namespace, prepared: _Prepared) -> int:
         print(
             "classgrader: WARNING: --no-sandbox runs learner code with your rights, next to your files", file=sys.stderr
         )
+    options: dict[str, Any] = {
+        "workers": args.workers,
+        "settings": run_settings,
+        "course_settings": prepared.settings,
+        "roster": read_roster(args.roster) if args.roster else None,
+        "progress": False if args.quiet else None,
+        "log": lambda msg: print(msg, file=sys.stderr),
+        "late_policy": prepared.policy,
+        "timestamps": prepared.timestamps,
+        "cluster": args.cluster,
+        "lms": prepared.lms,
+    }
     try:
+        if args.preview:
+            out = (args.out or args.course).resolve()
+            shown = preview.preview(args.course, args.assignment, args.submissions, out, analyse=False, **options)
+            print(preview.text(shown))
+            return 0
         summary = grade_class(
             args.course,
             args.assignment,
             args.submissions,
             out=args.out,
             db_url=args.db_url,
-            workers=args.workers,
-            settings=run_settings,
-            course_settings=prepared.settings,
-            roster=read_roster(args.roster) if args.roster else None,
             regrade=args.regrade,
-            progress=False if args.quiet else None,
-            log=lambda msg: print(msg, file=sys.stderr),
-            late_policy=prepared.policy,
-            timestamps=prepared.timestamps,
-            cluster=args.cluster,
-            lms=prepared.lms,
+            **options,
         )
     except KeyboardInterrupt:
         return 130

@@ -202,6 +202,10 @@ def test_the_terms_commands_run_in_order_with_a_small_class(tmp_path, course_cla
             assert rows["alice"]["late_penalty"] == "5" and rows["alice"]["score"] == "5", rows["alice"]
             assert rows["carol"]["score"] == "5" and rows["bob"]["score"] == "0"
             checked.append("late")
+        elif "--preview" in code:
+            rows = course_class.scores()  # shown, not applied: the late run's scores stand
+            assert rows["alice"]["score"] == "5" and rows["carol"]["score"] == "5", rows["alice"]
+            checked.append("preview")
         elif "--regrade" in code:
             rows = course_class.scores()  # the options above held for one run: no penalty configured
             assert rows["alice"]["score"] == "10" and rows["alice"]["late_penalty"] == "0", rows["alice"]
@@ -227,6 +231,7 @@ def test_the_terms_commands_run_in_order_with_a_small_class(tmp_path, course_cla
         "feedback",
         "lms",
         "late",
+        "preview",
         "regrade",
         "after the deadline",
     ]

@@ -238,6 +238,7 @@ def stale_message(fingerprint: Fingerprint, stale_keys: list[str], folder: Path,
         what.append(f"for {_results(unrecorded)}, what graded them is not recorded in {folder / RECORD}")
     return (
         f"what decides the scores of {assignment} changed since it was graded: {'; '.join(what)}. "
-        f"{_results(len(stale_keys))} would be regraded. Nothing was graded: run again with --regrade to "
-        "regrade them, or undo the change to keep them."
+        f"{_results(len(stale_keys))} would be regraded. Nothing was graded: run again with --preview to see "
+        "whose grades would change (nothing written), with --regrade to regrade them, or undo the change to "
+        "keep them."
     )
