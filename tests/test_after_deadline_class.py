@@ -222,6 +222,79 @@ def test_moving_the_deadline_reprices_without_regrading(graded):
     assert gradebook_rows(root)["two_days"]["penalty"] == 2
 
 
+def grant(root: Path, student: str, days: int) -> None:
+    """nbgrader's own API for one learner's extension (``days=0`` removes it), as the instructors' guide shows."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", course_id="sdpa-course") as gb:
+        gb.grant_extension(ASSIGNMENT, student, days=days)
+
+
+def read_rows(reports: Path, name: str) -> dict[str, list[str]]:
+    lines = list(csv.reader(io.StringIO((reports / name).read_text())))
+    return {",".join(r): r for r in lines}
+
+
+@needs_sandbox
+def test_one_learners_extension_reprices_that_learner_alone(graded):
+    """two_days handed in at 2026-03-03 12:00 UTC; with nbgrader's 2-day extension the deadline is
+    2026-03-03 22:59 UTC: on time. Graded from a folder that holds only that learner, the others' rows stay."""
+    root, reports = graded["root"], graded["reports"]
+    before = {name: read_rows(reports, name) for name in ("student_scores.csv", "moodle_import.csv")}
+    alone = root / "alone"
+    shutil.copytree(root / "submitted" / "two_days", alone / "two_days")
+    grant(root, "two_days", days=2)
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", course_id="sdpa-course") as gb:
+        gb.update_or_create_student("two_days", first_name="Ada", last_name="Lovelace")
+    try:
+        again = grade_class(
+            REPO,
+            ASSIGNMENT,
+            alone,
+            out=root,
+            workers=2,
+            settings=graded["settings"],
+            progress=False,
+            log=quiet,
+            late_policy=late.make_policy(ASSIGNMENT, POLICY),
+            analyse=False,
+        )
+        assert (again.reused, again.graded) == (len(CLASS), 0)  # re-priced only
+        rows = {r["student_id"]: r for r in csv.DictReader(io.StringIO((reports / "student_scores.csv").read_text()))}
+        assert set(rows) == set(CLASS)
+        assert (rows["two_days"]["late_penalty"], rows["two_days"]["score"], rows["two_days"]["late"]) == (
+            "0",
+            "10",
+            "on time",
+        )
+        assert rows["two_days"]["name"] == "Ada Lovelace"  # the name the gradebook holds
+        for name, old in before.items():  # every other row exactly as the full run wrote it
+            now = read_rows(reports, name)
+            assert {k for k in old if "two_days" not in k} == {k for k in now if "two_days" not in k}, name
+        assert json.loads((reports / "summary.json").read_text())["extensions"] == {"two_days": 2 * 86400}
+        assert not gradebook_rows(root)["two_days"]["penalty"] and gradebook_rows(root)["capped"]["penalty"] == 3
+        page = (root / "feedback" / "two_days" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+        assert "Score: 10 / 10" in page and "late penalty" not in page
+        assert "2026-03-03 23:59" in page  # the extended deadline, in the policy's zone (Berlin)
+    finally:
+        grant(root, "two_days", days=0)
+        grade_class(
+            REPO,
+            ASSIGNMENT,
+            root / "submitted",
+            out=root,
+            workers=2,
+            settings=graded["settings"],
+            progress=False,
+            log=quiet,
+            late_policy=late.make_policy(ASSIGNMENT, POLICY),
+            analyse=False,
+        )
+    assert gradebook_rows(root)["two_days"]["penalty"] == 2
+
+
 @needs_sandbox
 def test_item_analysis_matches_the_fixtures_known_scores(graded, capsys):
     """Every fixture but the blank release earns full marks on every cell; the blank earns none."""

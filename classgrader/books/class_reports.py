@@ -32,6 +32,7 @@ CSV_COLUMNS = [
     "late_penalty",
     "submitted_at",
     "late",
+    "extension",
     "notes",
 ]
 LATE_WORDS = {
@@ -78,6 +79,7 @@ def scores_csv(results: list[Result]) -> str:
                 f"{late.penalty_of(r):g}",
                 lt.get("submitted_at") or "",
                 LATE_WORDS.get(lt.get("status", ""), lt.get("status", "")),
+                late.human(float(lt["extension"])) if lt.get("extension") else "",
                 " | ".join(notes)[:500],
             ]
         )
@@ -120,6 +122,7 @@ def summary(
         "late_policy": policy.describe() if policy is not None else None,
         "late": sorted(r["student"] for r in lates),
         "late_penalty_total": round(sum(late.penalty_of(r) for r in lates), 6),
+        "extensions": {r["student"]: lt["extension"] for r in results if (lt := late.late_of(r)).get("extension")},
         "in_grace": sorted(unknown.get("in_grace", [])),
         "time_unknown": sorted(unknown.get("no_time", [])),
         "time_unreadable": {
@@ -150,6 +153,11 @@ def summary_text(s: Mapping[str, Any]) -> str:
             f"  late ({len(s['late'])}, {s['late_penalty_total']:g} points of penalties): " + ", ".join(s["late"])
         )
         lines.append(f"  mean final score {s['mean_final_score']:g} / {s['max_score']:g}{_over(s)}")
+    if s.get("extensions"):
+        lines.append(
+            "  extensions (nbgrader's gradebook): "
+            + ", ".join(f"{student} {late.human(seconds)}" for student, seconds in sorted(s["extensions"].items()))
+        )
     if s.get("in_grace"):
         lines.append("  late within the grace period, no penalty: " + ", ".join(s["in_grace"]))
     if s.get("time_unknown"):

@@ -104,6 +104,26 @@ def cell_scores(
     return out
 
 
+def extensions(gb: Gradebook, assignment: str) -> dict[str, float]:
+    """``{student: seconds}``: nbgrader's per-student extensions (``SubmittedAssignment.extension``) of
+    ``assignment``, for the students who have one."""
+    try:
+        subs = gb.assignment_submissions(assignment)
+    except api.MissingEntry:
+        return {}
+    return {s.student_id: s.extension.total_seconds() for s in subs if s.extension}
+
+
+def names(gb: Gradebook) -> dict[str, str]:
+    """``{student: "First Last"}`` for the gradebook's students that have a name."""
+    out = {}
+    for s in gb.students:
+        name = " ".join(part for part in (s.first_name, s.last_name) if part)
+        if name:
+            out[s.id] = name
+    return out
+
+
 def ensure_assignment(db_url: str, course_id: str, assignment: str, source_dir: Path, notebook: str) -> None:
     """Make sure the gradebook knows the assignment, its notebook and its graded cells.
 
