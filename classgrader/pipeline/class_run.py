@@ -419,7 +419,6 @@ def write_books(
                 run.course_id,
                 info.name,
                 run.paths.reports,
-                notebook=run.paths.stem,
                 order=list(info.grade_cells),
             )
         except item_analysis.AnalysisError as exc:
