@@ -170,11 +170,18 @@ def summary_text(s: Mapping[str, Any]) -> str:
             f"  needs manual grading in nbgrader's formgrader ({len(waiting)} submissions): "
             + "; ".join(f"{student} ({', '.join(cells)})" for student, cells in waiting.items())
         )
-    if s.get("canvas_unmatched"):
+    if s.get("canvas_written") is False:
         lines.append(
-            f"  {CANVAS_CSV}: no Canvas or SIS id for {len(s['canvas_unmatched'])} student(s) "
-            "(give a roster mapping with --lms-roster): " + ", ".join(s["canvas_unmatched"][:10])
+            f"  {CANVAS_CSV} not written: no student has a Canvas or SIS id (give a roster mapping with "
+            "--lms-roster, or grade a Canvas export, whose ids are Canvas's)"
         )
+    for lms, students in (s.get("lms_left_out") or {}).items():
+        if students and (lms != "canvas" or s.get("canvas_written")):
+            file = CANVAS_CSV if lms == "canvas" else MOODLE_CSV
+            lines.append(
+                f"  {file}: left out {len(students)} student(s) the roster mapping cannot place "
+                "(add them to --lms-roster): " + ", ".join(students[:10])
+            )
     return "\n".join(lines)
 
 
@@ -233,10 +240,16 @@ def write_all(
     write_text_atomic(out / SCORES_CSV, scores_csv(results))
     lms = lms or lms_export.LmsOptions()
     title, zero = lms.title or assignment, lms.missing_as_zero
-    write_text_atomic(out / CANVAS_CSV, lms_export.canvas_csv(results, title, lms.mapping, missing_as_zero=zero))
+    canvas = lms_export.canvas_csv(results, title, lms.mapping, missing_as_zero=zero)
+    if canvas is not None:
+        write_text_atomic(out / CANVAS_CSV, canvas)
+    else:  # a file Canvas could match nobody in is worse than none; an earlier one is out of date
+        (out / CANVAS_CSV).unlink(missing_ok=True)
     write_text_atomic(out / MOODLE_CSV, lms_export.moodle_csv(results, title, lms.mapping, missing_as_zero=zero))
     s = summary(results, assignment=assignment, seconds=seconds, workers=workers, policy=policy, sandbox=sandbox)
     s["canvas_unmatched"] = lms_export.unmatched(results, lms.mapping)
+    s["canvas_written"] = canvas is not None
+    s["lms_left_out"] = lms_export.left_out(results, lms.mapping)
     if threat_model:
         s["threat_model"] = threat_model
         s["needs_manual_grading"] = {r["student"]: r["manual"] for r in results if r.get("manual")}
