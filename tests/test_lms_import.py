@@ -200,3 +200,15 @@ def test_course_settings_name_the_mapping_and_the_title(tmp_path):
     assert opts.title == "Homework 2" and opts.missing_as_zero is True
     assert opts.mapping is not None and opts.mapping["cyd"].canvas_id == "1003"
     assert lms_export.options_of(settings.read(course).lms, course, "hw9").title is None
+
+
+def test_the_class_histograms_title_stays_inside_the_figure(tmp_path):
+    """A long assignment name with missing students: the title wraps rather than running off the image."""
+    results = [*CLASS, result("eli", "missing", 0.0)]
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    name = "hw10_transformer_block_with_a_much_longer_name_than_usual"
+    fig = class_reports.histogram(results, tmp_path / "h.png", assignment=name)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    box, frame = fig.axes[0].title.get_window_extent(renderer), fig.bbox
+    assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and box.y1 <= frame.y1, (box, frame)

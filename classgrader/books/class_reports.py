@@ -194,8 +194,9 @@ def _over(s: Mapping[str, Any]) -> str:
     return text
 
 
-def histogram(results: list[Result], path: Path, *, assignment: str) -> None:
-    """Histogram of the scores of everyone who submitted something, as PNG."""
+def histogram(results: list[Result], path: Path, *, assignment: str) -> Any:
+    """Histogram of the scores of everyone who submitted something, as PNG; returns the figure (for checks),
+    closed."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -213,7 +214,9 @@ def histogram(results: list[Result], path: Path, *, assignment: str) -> None:
     if missing:
         title += f" ({missing} missing)"
         description += f"; {missing} student{'s' * (missing != 1)} with no submission not counted, as in the mean"
-    ax.set_title(title)
+    import textwrap
+
+    ax.set_title("\n".join(textwrap.wrap(title, 56)), fontsize=11)  # a long assignment name wraps, not clipped
     ax.set_xlabel(f"score (points out of {mx:g})" + ("; students with no submission not counted" if missing else ""))
     ax.set_ylabel("number of students")
     ax.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # an AutoLocator
@@ -221,6 +224,7 @@ def histogram(results: list[Result], path: Path, *, assignment: str) -> None:
     with atomic_path(path) as tmp:
         fig.savefig(tmp, metadata={"Title": title, "Description": description})
     plt.close(fig)
+    return fig
 
 
 def write_all(
