@@ -163,6 +163,7 @@ def test_the_gradebook_holds_the_same_penalty_and_nbgrader_export_agrees(graded)
     import datetime as dt
 
     root = graded["root"]
+    assert (root / "gradebook.db").stat().st_mode & 0o777 == 0o600  # learners' grades: the instructor's alone
     rows = gradebook_rows(root)
     assert set(rows) == set(CLASS)
     for student, (_, _, raw, penalty, _) in CLASS.items():

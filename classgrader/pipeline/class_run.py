@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from classgrader import sandbox
+from classgrader import privacy, sandbox
 from classgrader.after_deadline import late
 from classgrader.assignments import plain_nbgrader
 from classgrader.assignments.course import (
@@ -235,6 +235,8 @@ def prepare(
     cid = course_settings.course_id
     for notebook in [nb.name for nb in info.plain] or [info.notebook]:
         gradebook.ensure_assignment(db_url, cid, assignment, info.source_dir, notebook)
+    if db_url.startswith("sqlite:///"):  # learners' grades: the instructor's alone (classgrader.privacy)
+        privacy.owner_only(Path(db_url[len("sqlite:///") :]))
     policy = late_policy if late_policy is not None else late.policy_of(course_settings.late, assignment)
     paths = Paths(out, assignment, Path(info.notebook).stem)
     return ClassRun(course, course_settings, info, paths, settings, policy, db_url, cid, inputs, log)
