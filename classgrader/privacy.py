@@ -4,8 +4,8 @@ The course folder holds the solutions, the gradebook, every learner's
 submission and feedback, the reports, the LMS roster mapping and the course
 secret. With Debian's defaults (umask 022, ``useradd --create-home`` making
 0755 homes) every other account can read all of it. What ``./course grade``
-checks: that no other account can enter the course folder or the output
-folder; when one can, it says so and names the command that fixes it
+checks: that no other account can reach the course folder or the output
+folder (through every folder above it); when one can, it says so and names the command that fixes it
 (``chmod 700 FOLDER``: the folder alone suffices, since nothing inside can be
 reached without entering it). The gradebook (SQLite) and the secret are made
 owner-only when they are created, in case the folder is opened later.
@@ -20,13 +20,14 @@ from pathlib import Path
 
 
 def open_folders(*folders: Path) -> list[Path]:
-    """The given folders (resolved, each once) that other accounts may enter (others' or the group's x bit)."""
+    """The given folders (resolved, each once) that other accounts can reach: the folder and every folder
+    above it let others through (their x bit for others). A closed home above a course keeps it private."""
     out: list[Path] = []
     for folder in folders:
         path = Path(folder).resolve()
         if path in out or not path.is_dir():
             continue
-        if os.stat(path).st_mode & (stat.S_IXOTH | stat.S_IXGRP):
+        if all(os.stat(p).st_mode & stat.S_IXOTH for p in (path, *path.parents)):
             out.append(path)
     return out
 
