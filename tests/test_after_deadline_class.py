@@ -297,6 +297,41 @@ def test_one_learners_extension_reprices_that_learner_alone(graded):
 
 
 @needs_sandbox
+def test_a_learner_absent_from_the_folder_is_repriced_from_the_time_saved(graded):
+    """Graded from a folder holding only on_time, with the deadline moved to the end of March: capped (kept
+    from the full run, 19 days late before) is on time now, in the scores and on its page; nothing regraded."""
+    root, reports = graded["root"], graded["reports"]
+    alone = root / "alone_on_time"
+    shutil.copytree(root / "submitted" / "on_time", alone / "on_time")
+
+    def run(folder: Path, policy: dict) -> object:
+        return grade_class(
+            REPO,
+            ASSIGNMENT,
+            folder,
+            out=root,
+            workers=2,
+            settings=graded["settings"],
+            progress=False,
+            log=quiet,
+            late_policy=late.make_policy(ASSIGNMENT, policy),
+            analyse=False,
+        )
+
+    try:
+        again = run(alone, dict(POLICY, deadline="2026-03-31 23:59"))
+        assert (again.reused, again.graded) == (len(CLASS), 0)
+        rows = {r["student_id"]: r for r in csv.DictReader(io.StringIO((reports / "student_scores.csv").read_text()))}
+        assert (rows["capped"]["late_penalty"], rows["capped"]["late"]) == ("0", "on time")
+        assert not gradebook_rows(root)["capped"]["penalty"]
+        page = (root / "feedback" / "capped" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+        assert "Score: 10 / 10" in page and "late penalty" not in page
+    finally:
+        run(root / "submitted", POLICY)
+    assert gradebook_rows(root)["capped"]["penalty"] == 3
+
+
+@needs_sandbox
 def test_item_analysis_matches_the_fixtures_known_scores(graded, capsys):
     """Every fixture but the blank release earns full marks on every cell; the blank earns none."""
     reports = graded["reports"]

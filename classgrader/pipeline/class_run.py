@@ -340,6 +340,7 @@ def keep(run: ClassRun, kept: list[tuple[intake.Submission, Result]], writer: gr
         if late.reprice_saved(prev, run.policy, sub.extension):
             write_json_atomic(run.paths.result(sub.student), prev)
             writer.write(prev)
+            put_back_feedback(run.paths, run.info, sub, prev)  # the page says the new price
     return [prev for _, prev in kept]
 
 
