@@ -114,6 +114,7 @@ def summary(
         # Means over the submissions, as the histogram: a missing student has no score to average.
         "submissions": len(handed_in),
         "missing": len(results) - len(handed_in),
+        "missing_students": sorted(r["student"] for r in results if r["status"] == "missing"),
         "mean_score": round(sum(r.get("score") or 0 for r in handed_in) / len(handed_in), 3) if handed_in else None,
         "max_score": max((r.get("max_score") or 0 for r in results), default=0),
         "mean_final_score": (
@@ -142,6 +143,8 @@ def summary_text(s: Mapping[str, Any]) -> str:
         lines.append(f"  threat model: {s['threat_model']}")
     for status, n in s["statuses"].items():
         lines.append(f"  {n:4d}  {STATUSES[status]}")
+    if s.get("missing_students"):
+        lines.append("  no submission: " + ", ".join(s["missing_students"]))
     if s["flagged"]:
         lines.append("  flagged (in-kernel tests passed, outside comparison failed): " + ", ".join(s["flagged"]))
     if s["mean_score"] is not None:
