@@ -263,6 +263,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if prepared.made_secret:
         print(prepared.made_secret, file=sys.stderr)
+    from classgrader import privacy
+
+    opened = privacy.warning(args.course, args.out or args.course)
+    if opened:
+        print(opened, file=sys.stderr)
     return _grade(args, prepared)
 
 

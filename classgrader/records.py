@@ -233,6 +233,7 @@ class Late(TypedDict):
     status: str  # on_time, in_grace, late, late_no_time, no_time, unreadable, no_deadline, missing
     note: str
     timezone: NotRequired[str]  # the policy's zone, in which the feedback page shows the times
+    extension: NotRequired[float]  # seconds: nbgrader's per-student extension, added to the deadline
 
 
 class Result(TypedDict):

@@ -163,6 +163,7 @@ def test_the_gradebook_holds_the_same_penalty_and_nbgrader_export_agrees(graded)
     import datetime as dt
 
     root = graded["root"]
+    assert (root / "gradebook.db").stat().st_mode & 0o777 == 0o600  # learners' grades: the instructor's alone
     rows = gradebook_rows(root)
     assert set(rows) == set(CLASS)
     for student, (_, _, raw, penalty, _) in CLASS.items():
@@ -220,6 +221,114 @@ def test_moving_the_deadline_reprices_without_regrading(graded):
         analyse=False,
     )
     assert gradebook_rows(root)["two_days"]["penalty"] == 2
+
+
+def grant(root: Path, student: str, days: int) -> None:
+    """nbgrader's own API for one learner's extension (``days=0`` removes it), as the instructors' guide shows."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", course_id="sdpa-course") as gb:
+        gb.grant_extension(ASSIGNMENT, student, days=days)
+
+
+def read_rows(reports: Path, name: str) -> dict[str, list[str]]:
+    lines = list(csv.reader(io.StringIO((reports / name).read_text())))
+    return {",".join(r): r for r in lines}
+
+
+@needs_sandbox
+def test_one_learners_extension_reprices_that_learner_alone(graded):
+    """two_days handed in at 2026-03-03 12:00 UTC; with nbgrader's 2-day extension the deadline is
+    2026-03-03 22:59 UTC: on time. Graded from a folder that holds only that learner, the others' rows stay."""
+    root, reports = graded["root"], graded["reports"]
+    before = {name: read_rows(reports, name) for name in ("student_scores.csv", "moodle_import.csv")}
+    alone = root / "alone"
+    shutil.copytree(root / "submitted" / "two_days", alone / "two_days")
+    grant(root, "two_days", days=2)
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", course_id="sdpa-course") as gb:
+        gb.update_or_create_student("two_days", first_name="Ada", last_name="Lovelace")
+    try:
+        again = grade_class(
+            REPO,
+            ASSIGNMENT,
+            alone,
+            out=root,
+            workers=2,
+            settings=graded["settings"],
+            progress=False,
+            log=quiet,
+            late_policy=late.make_policy(ASSIGNMENT, POLICY),
+            analyse=False,
+        )
+        assert (again.reused, again.graded) == (len(CLASS), 0)  # re-priced only
+        rows = {r["student_id"]: r for r in csv.DictReader(io.StringIO((reports / "student_scores.csv").read_text()))}
+        assert set(rows) == set(CLASS)
+        assert (rows["two_days"]["late_penalty"], rows["two_days"]["score"], rows["two_days"]["late"]) == (
+            "0",
+            "10",
+            "on time",
+        )
+        assert rows["two_days"]["name"] == "Ada Lovelace"  # the name the gradebook holds
+        for name, old in before.items():  # every other row exactly as the full run wrote it
+            now = read_rows(reports, name)
+            assert {k for k in old if "two_days" not in k} == {k for k in now if "two_days" not in k}, name
+        assert json.loads((reports / "summary.json").read_text())["extensions"] == {"two_days": 2 * 86400}
+        assert not gradebook_rows(root)["two_days"]["penalty"] and gradebook_rows(root)["capped"]["penalty"] == 3
+        page = (root / "feedback" / "two_days" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+        assert "Score: 10 / 10" in page and "late penalty" not in page
+        assert "2026-03-03 23:59" in page  # the extended deadline, in the policy's zone (Berlin)
+    finally:
+        grant(root, "two_days", days=0)
+        grade_class(
+            REPO,
+            ASSIGNMENT,
+            root / "submitted",
+            out=root,
+            workers=2,
+            settings=graded["settings"],
+            progress=False,
+            log=quiet,
+            late_policy=late.make_policy(ASSIGNMENT, POLICY),
+            analyse=False,
+        )
+    assert gradebook_rows(root)["two_days"]["penalty"] == 2
+
+
+@needs_sandbox
+def test_a_learner_absent_from_the_folder_is_repriced_from_the_time_saved(graded):
+    """Graded from a folder holding only on_time, with the deadline moved to the end of March: capped (kept
+    from the full run, 19 days late before) is on time now, in the scores and on its page; nothing regraded."""
+    root, reports = graded["root"], graded["reports"]
+    alone = root / "alone_on_time"
+    shutil.copytree(root / "submitted" / "on_time", alone / "on_time")
+
+    def run(folder: Path, policy: dict) -> object:
+        return grade_class(
+            REPO,
+            ASSIGNMENT,
+            folder,
+            out=root,
+            workers=2,
+            settings=graded["settings"],
+            progress=False,
+            log=quiet,
+            late_policy=late.make_policy(ASSIGNMENT, policy),
+            analyse=False,
+        )
+
+    try:
+        again = run(alone, dict(POLICY, deadline="2026-03-31 23:59"))
+        assert (again.reused, again.graded) == (len(CLASS), 0)
+        rows = {r["student_id"]: r for r in csv.DictReader(io.StringIO((reports / "student_scores.csv").read_text()))}
+        assert (rows["capped"]["late_penalty"], rows["capped"]["late"]) == ("0", "on time")
+        assert not gradebook_rows(root)["capped"]["penalty"]
+        page = (root / "feedback" / "capped" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+        assert "Score: 10 / 10" in page and "late penalty" not in page
+    finally:
+        run(root / "submitted", POLICY)
+    assert gradebook_rows(root)["capped"]["penalty"] == 3
 
 
 @needs_sandbox

@@ -244,7 +244,7 @@ def test_reports_csv_summary_and_histogram(graded):
     reports = graded["root"] / "reports" / ASSIGNMENT
     rows = (reports / "student_scores.csv").read_text().splitlines()
     assert rows[0] == (
-        "student_id,name,score,max_score,percent,status,flagged,raw_score,late_penalty,submitted_at,late,notes"
+        "student_id,name,score,max_score,percent,status,flagged,raw_score,late_penalty,submitted_at,late,extension,notes"
     )
     by_id = {r.split(",")[0]: r.split(",") for r in rows[1:]}
     assert set(by_id) == set(graded["results"])
@@ -267,6 +267,7 @@ def test_running_again_changes_nothing(graded):
         url = f"sqlite:///{graded['root'] / 'gradebook.db'}"
         before = gradebook_scores(url)
         stamps = {n: r.get("graded_at") for n, r in graded["results"].items()}
+        said: list[str] = []
         again = grade_class(
             REPO,
             ASSIGNMENT,
@@ -276,11 +277,14 @@ def test_running_again_changes_nothing(graded):
             settings=Settings(limits=LIMITS),
             roster=["absent_student"],
             progress=False,
-            log=quiet,
+            log=said.append,
         )
         submitted = [n for n, r in graded["results"].items() if r["status"] != "missing"]
         # every submission reused; only the roster's absent student is recorded again (missing)
         assert (again.reused, again.graded) == (len(submitted), len(graded["results"]) - len(submitted)), again
+        counted = [re.findall(r"\d+", m)[:3] for m in said if "already graded" in m]
+        # the absent student is not counted among those to grade
+        assert counted == [[str(len(submitted)), str(len(submitted)), "0"]], said
         assert gradebook_scores(url) == before
         results = graded["root"] / "reports" / ASSIGNMENT / "results"
         after = {p.stem: json.loads(p.read_text()).get("graded_at") for p in results.glob("*.json")}

@@ -67,3 +67,24 @@ def test_publish_copies_the_site_and_refuses_a_folder_that_is_not_empty(tmp_path
     assert not (dest / "solutions").exists() and "solutions" not in {p.split("/")[0] for p in copied}
     again = subprocess.run([str(ROOT / "course"), "publish", str(dest)], capture_output=True, text=True)
     assert again.returncode == 2 and "exists and is not empty" in again.stderr
+
+
+def test_publish_warns_when_a_source_is_newer_than_the_build(tmp_path):
+    """The command alone, on a stand-in site: a chapter changed after the build is named in a warning."""
+    import os
+    import shutil
+
+    course = tmp_path / "course"
+    (course / "_build" / "html" / "kit").mkdir(parents=True)
+    (course / "chapters").mkdir()
+    shutil.copy(ROOT / "course", course / "course")
+    (course / "chapters" / "one.md").write_text("# One\n")
+    (course / "_build" / "html" / "index.html").write_text("<html></html>\n")
+    (course / "_build" / "html" / "kit" / ".kit-inputs").write_text("x\n")
+    os.utime(course / "chapters" / "one.md", (1, 1))  # older than the build
+    fresh = subprocess.run([str(course / "course"), "publish", str(tmp_path / "a")], capture_output=True, text=True)
+    assert fresh.returncode == 0 and "WARNING" not in fresh.stderr, fresh.stderr
+    build = (course / "_build" / "html" / "index.html").stat().st_mtime
+    os.utime(course / "chapters" / "one.md", (build + 60, build + 60))  # edited after the build
+    stale = subprocess.run([str(course / "course"), "publish", str(tmp_path / "b")], capture_output=True, text=True)
+    assert stale.returncode == 0 and "chapters/one.md" in stale.stderr, stale.stderr

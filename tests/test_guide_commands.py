@@ -193,8 +193,9 @@ def test_the_terms_commands_run_in_order_with_a_small_class(tmp_path, course_cla
         elif "--lms-roster" in code:
             canvas = list(csv.reader(io.StringIO((reports / "canvas_import.csv").read_text())))
             assert canvas[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
-            by_id = {row[1]: row for row in canvas[1:]}
-            assert by_id["1000"][-1] == "10" and by_id["1001"][-1] == "0" and by_id["1003"][-1] == ""
+            assert canvas[1][0] == "Points Possible" and canvas[1][-1] == "10"
+            by_id = {row[1]: row for row in canvas[2:]}
+            assert by_id["1000"][-1] == "10" and by_id["1001"][-1] == "0" and "1003" not in by_id  # 1003: nothing sent
             checked.append("lms")
         elif "--deadline" in code:
             # months after 2026-03-01 23:59 Berlin: capped at 50% of 10

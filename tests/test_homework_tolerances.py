@@ -589,3 +589,15 @@ def test_the_reproduced_logsumexp_softmax_now_earns_full_marks():
     assert abs(float(w.astype(np.float64).sum(axis=-1)[0]) - 1) > 1e-4  # off by more than a fixed 1e-4 allows
     check = grading.get_check("hw2_stable_softmax", "softmax_large")
     assert check.grade({"softmax_rows": softmax_logsumexp}).passed
+
+
+def test_a_row_just_off_one_is_never_reported_as_summing_to_1():
+    """A float64 row 2e-7 short of 1 fails the row-sum check; the message shows digits enough to differ from 1."""
+    from grading.authoring.weights import check_weight_rows
+    from grading.compare import Mismatch
+
+    got = np.array([[0.5, 0.5 - 2e-7]])
+    with pytest.raises(Mismatch) as caught:
+        check_weight_rows(got, np.ones_like(got, dtype=bool), what="weights")
+    shown = str(caught.value).split("sums to ", 1)[1].split(",")[0]
+    assert float(shown) != 1.0 and float(shown) == pytest.approx(1 - 2e-7, abs=1e-12), caught.value

@@ -126,8 +126,8 @@ def test_the_report_page_csv_and_histograms(analysed):
     for png in sorted((reports / "item_analysis").glob("*.png")):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     rows = (reports / "item_analysis.csv").read_text().splitlines()
-    assert rows[0].startswith("cell,points,students,pass_rate,full,partial,zero,mean")
-    assert rows[2].startswith("softmax_large,2,5,0.4000,2,0,3,0.8000,")
+    assert rows[0].startswith("notebook,cell,points,students,pass_rate,full,partial,zero,mean")
+    assert rows[2].startswith(f"{ASSIGNMENT},softmax_large,2,5,0.4000,2,0,3,0.8000,")
     assert json.loads((reports / "item_analysis.json").read_text())["students"] == 5
 
 
@@ -155,3 +155,47 @@ def test_histogram_colours_are_the_colour_blind_safe_blue():
 
     coloured = collections.Counter(tuple(p) for p in pixels if max(p) - min(p) > 30)  # not grey
     assert coloured.most_common(1)[0][0] == (0x00, 0x72, 0xB2)  # Okabe & Ito's blue fills the bars
+
+
+def test_every_notebook_of_a_plain_assignment_with_its_hand_graded_cell(tmp_path):
+    """The template (two notebooks; part2's ``warmest_day`` is graded by hand): every cell is analysed under
+    its notebook's name; the hand-graded cell counts the submissions graded on it in the formgrader."""
+    from nbgrader.api import Gradebook
+
+    name, notebooks = "hw_template_plain", ["part1_read_data", "part2_summary"]
+    url = gradebook.sqlite_url(tmp_path / "gradebook.db")
+    config = settings.read(REPO).nbgrader
+    nbgrader_record.ensure(REPO, name, [f"{nb}.ipynb" for nb in notebooks], url, "sdpa-course", config, refresh=False)
+    auto = {"ann": (1, 2, 1), "bob": (1, 0, 0), "cid": (0, 2, 1)}  # test_read_celsius, test_fahrenheit, test_mean
+    with gradebook.Writer(url, "sdpa-course") as w:
+        for student, (read, fahrenheit, mean) in auto.items():
+            cells = {"test_read_celsius": read, "test_fahrenheit": fahrenheit, "test_mean": mean}
+            w.write(
+                {  # type: ignore[typeddict-item]  # the keys the gradebook writer reads
+                    "student": student,
+                    "assignment": name,
+                    "notebook": notebooks[0],
+                    "notebooks": notebooks,
+                    "comments": {},
+                    "cells": {gid: {"score": float(v)} for gid, v in cells.items()},
+                }
+            )
+    hand = {"ann": 2.0, "bob": 1.0}  # cid's answer is not graded yet
+    with Gradebook(url, course_id="sdpa-course") as gb:
+        for student, score in hand.items():
+            gb.find_grade("warmest_day", notebooks[1], name, student).manual_score = score
+        gb.db.commit()
+    analysis = item_analysis.write(
+        url, "sdpa-course", name, tmp_path / "reports", order=item_analysis.release_order(REPO, name)
+    )
+    cells = {it["cell"]: it for it in analysis["cells"]}
+    assert [(it["notebook"], it["cell"]) for it in analysis["cells"]] == [
+        ("part1_read_data", "test_read_celsius"),
+        ("part1_read_data", "test_fahrenheit"),
+        ("part2_summary", "test_mean"),
+        ("part2_summary", "warmest_day"),
+    ]
+    assert cells["test_mean"]["students"] == 3 and cells["test_mean"]["mean"] == pytest.approx(2 / 3)
+    hand_graded = cells["warmest_day"]
+    assert (hand_graded["students"], hand_graded["not_graded_yet"], hand_graded["full"]) == (2, 1, 1)
+    assert hand_graded["mean"] == pytest.approx(sum(hand.values()) / len(hand))

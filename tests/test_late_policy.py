@@ -150,6 +150,26 @@ def test_without_a_deadline_nothing_is_late():
     assert out["status"] == "no_deadline" and out["penalty"] == 0 and out["note"] == ""
 
 
+def test_an_extension_moves_one_learners_deadline_as_nbgrader_counts_it():
+    """nbgrader's SubmittedAssignment adds its ``extension`` to the assignment's due date
+    (``duedate``, ``total_seconds_late``); the policy counts the same seconds late."""
+    from nbgrader.api import Assignment, SubmittedAssignment
+
+    p = policy(penalty="1", period="day")  # deadline 2026-03-01 23:59 UTC
+    stamp, days = "2026-03-04 12:00:00 UTC", 2  # 2 d 12 h 1 min late; 12 h 1 min after the extended deadline
+    theirs = SubmittedAssignment(
+        assignment=Assignment(name="hw2_stable_softmax", duedate=dt.datetime(2026, 3, 1, 23, 59)),
+        timestamp=dt.datetime(2026, 3, 4, 12, 0),
+        extension=dt.timedelta(days=days),
+    )
+    extended = cost(p, stamp, extension=days * 86400.0)
+    assert extended["seconds_late"] == theirs.total_seconds_late
+    assert extended["periods"] == 1 and extended["penalty"] == 1 and cost(p, stamp)["penalty"] == 3
+    assert extended["extension"] == days * 86400 and extended["deadline"] == "2026-03-01T23:59:00+00:00"
+    on_time = cost(p, "2026-03-03 23:00:00 UTC", extension=days * 86400.0)
+    assert on_time["status"] == "on_time" and on_time["penalty"] == 0 and on_time["note"]  # the note names it
+
+
 def test_nbgraders_own_due_date_is_the_deadline_when_none_is_configured():
     from_gradebook = late.with_gradebook_duedate(late.make_policy("hw2", {"penalty": "1"}), dt.datetime(2026, 3, 1, 12))
     assert from_gradebook.deadline == dt.datetime(2026, 3, 1, 12, tzinfo=UTC)  # naive UTC, as nbgrader stores it

@@ -1,6 +1,7 @@
 """Item analysis of one graded assignment: how the class did on each check.
 
-For every graded cell (one check of :mod:`grading`) of the assignment:
+For every graded cell (one check of :mod:`grading`, or a cell graded by hand)
+of every notebook of the assignment, each under its notebook's name:
 
 - **pass rate**: the share of submissions with full marks on that cell;
   also how many had part of the points and how many none, and the mean;
@@ -14,7 +15,8 @@ For every graded cell (one check of :mod:`grading`) of the assignment:
 The scores come from nbgrader's gradebook (SQLite or PostgreSQL), so manual
 grades entered there count: a cell's score is nbgrader's (the manual score if
 set, else the automatic one). Only submissions in the gradebook count;
-missing ones are not in it. The report is ``item_analysis.html`` (the table
+missing ones are not in it. A hand-graded cell counts the submissions
+graded on it so far; the others are reported as not graded yet. The report is ``item_analysis.html`` (the table
 and the histograms), ``item_analysis.json`` and ``item_analysis.csv`` in
 ``reports/<assignment>/``; ``./course grade`` writes it after grading and
 ``./course grade ASSIGNMENT --analyse-only`` on its own.
@@ -60,8 +62,13 @@ def normalise_message(message: str) -> str:
 
 def scores_from_gradebook(
     db_url: str, course_id: str, assignment: str, notebook: str | None = None
-) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """(``{cell: points}``, ``{student: {cell: score}}``) for one notebook of an assignment."""
+) -> tuple[dict[str, float], dict[str, dict[str, float]], dict[str, str]]:
+    """(``{cell: points}``, ``{student: {cell: score}}``, ``{cell: notebook}``) for every notebook of an
+    assignment (or the one named ``notebook``), notebooks in name order.
+
+    A cell without a score (a hand-graded cell not graded yet in the formgrader) is left out of that
+    student's scores until it has one.
+    """
     from nbgrader import api
 
     from classgrader.books.gradebook import cell_scores, open_gradebook
@@ -74,25 +81,27 @@ def scores_from_gradebook(
         notebooks = {nb.name: nb for nb in row.notebooks}
         if not notebooks:
             raise AnalysisError(f"the gradebook's assignment {assignment!r} has no notebook")
-        name = notebook or (assignment if assignment in notebooks else sorted(notebooks)[0])
-        if name not in notebooks:
-            raise AnalysisError(f"assignment {assignment!r} has no notebook {name!r}; it has {sorted(notebooks)}")
-        points = {c.name: float(c.max_score) for c in notebooks[name].grade_cells}
-        per_student = {
-            student: {cell: float(score or 0.0) for cell, score in cells.items() if cell in points}
-            for student, cells in cell_scores(gb, assignment, notebook=name).items()
-        }
-    return points, per_student
+        if notebook is not None and notebook not in notebooks:
+            raise AnalysisError(f"assignment {assignment!r} has no notebook {notebook!r}; it has {sorted(notebooks)}")
+        names = [notebook] if notebook is not None else sorted(notebooks)
+        points = {c.name: float(c.max_score) for name in names for c in notebooks[name].grade_cells}
+        where = {c.name: name for name in names for c in notebooks[name].grade_cells}
+        per_student: dict[str, dict[str, float]] = {}
+        for name in names:
+            for student, cells in cell_scores(gb, assignment, notebook=name).items():
+                got = {cell: float(score) for cell, score in cells.items() if cell in points and score is not None}
+                per_student.setdefault(student, {}).update(got)
+    return points, per_student, where
 
 
 def release_order(course: Path, assignment: str) -> list[str]:
-    """The graded cells' ids in the order of the release notebook (``exercises/<assignment>/``)."""
+    """The graded cells' ids in the order of the release notebooks (``exercises/<assignment>/``, by name)."""
     import nbformat
 
     from nbgrader_tools.cells import nbgrader_meta
 
     order = []
-    for path in sorted((course / "exercises" / assignment).glob("*.ipynb"))[:1]:
+    for path in sorted((course / "exercises" / assignment).glob("*.ipynb")):
         for cell in nbformat.read(path, as_version=4).cells:
             meta = nbgrader_meta(cell)
             if meta.get("grade") and meta.get("grade_id"):
@@ -121,19 +130,24 @@ def analyse(
     order: list[str] | None = None,
     *,
     assignment: str = "",
+    notebooks: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The item analysis as plain data (see the module docstring); a pure function."""
+    """The item analysis as plain data (see the module docstring); a pure function.
+
+    ``notebooks`` names each cell's notebook; a cell counts the submissions that have a score on it.
+    """
     cells = [c for c in (order or []) if c in points] + [c for c in points if c not in (order or [])]
     students = sorted(scores)
     items = []
     for cell in cells:
         pts = points[cell]
-        got = [scores[s].get(cell, 0.0) for s in students]
+        scored = [s for s in students if cell in scores[s]]
+        got = [scores[s][cell] for s in scored]
         full = sum(1 for v in got if v >= pts)
         zero = sum(1 for v in got if v <= 0 and pts > 0)
         counter: collections.Counter[str] = collections.Counter()
         example: dict[str, str] = {}
-        for s, v in zip(students, got):
+        for s, v in zip(scored, got):
             if v >= pts:
                 continue
             msg = messages.get(s, {}).get(cell)
@@ -145,6 +159,7 @@ def analyse(
         items.append(
             {
                 "cell": cell,
+                "notebook": (notebooks or {}).get(cell, ""),
                 "points": pts,
                 "students": len(got),
                 "full": full,
@@ -152,6 +167,7 @@ def analyse(
                 "zero": zero,
                 "pass_rate": (full / len(got)) if got else None,
                 "mean": (sum(got) / len(got)) if got else None,
+                "not_graded_yet": len(students) - len(scored),
                 "scores": got,
                 "messages": [
                     {"message": key, "count": n, "example": example[key]}
@@ -168,7 +184,11 @@ def table_text(analysis: dict[str, Any]) -> str:
         f"{analysis['assignment']}: item analysis of {analysis['students']} graded submissions",
         f"  {'graded cell':<28}{'points':>7}{'pass rate':>11}{'full':>6}{'partial':>9}{'zero':>6}{'mean':>7}",
     ]
+    shown = None
     for it in analysis["cells"]:
+        if it.get("notebook") and it["notebook"] != shown:
+            shown = it["notebook"]
+            lines.append(f"  notebook {shown}:")
         rate = "-" if it["pass_rate"] is None else f"{100 * it['pass_rate']:.0f}%"
         mean = "-" if it["mean"] is None else f"{it['mean']:.2f}"
         lines.append(
@@ -221,7 +241,11 @@ def report_html(analysis: dict[str, Any], images: dict[str, str]) -> str:
     """A self-contained page (images beside it): the table, then each cell's messages and histogram."""
     title = f"Item analysis: {analysis['assignment']}"
     rows = []
+    shown = None
     for it in analysis["cells"]:
+        if it.get("notebook") and it["notebook"] != shown:
+            shown = it["notebook"]
+            rows.append(f'<tr><th colspan="7" scope="rowgroup">notebook <code>{_esc(shown)}</code></th></tr>')
         rate = "–" if it["pass_rate"] is None else f"{100 * it['pass_rate']:.0f}%"
         mean = "–" if it["mean"] is None else f"{it['mean']:.2f}"
         rows.append(
@@ -247,7 +271,10 @@ def report_html(analysis: dict[str, Any], images: dict[str, str]) -> str:
         "</tbody></table>",
     ]
     for it in analysis["cells"]:
-        parts.append(f'<h2 id="{_esc(it["cell"])}"><code>{_esc(it["cell"])}</code></h2>')
+        where = f" in <code>{_esc(it['notebook'])}</code>" if it.get("notebook") else ""
+        parts.append(f'<h2 id="{_esc(it["cell"])}"><code>{_esc(it["cell"])}</code>{where}</h2>')
+        if it.get("not_graded_yet"):
+            parts.append(f"<p>{it['not_graded_yet']} submission(s) not graded on this cell yet: not counted.</p>")
         if it["messages"]:
             parts.append("<ol>")
             for m in it["messages"]:
@@ -272,6 +299,7 @@ def csv_text(analysis: dict[str, Any]) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(
         [
+            "notebook",
             "cell",
             "points",
             "students",
@@ -288,6 +316,7 @@ def csv_text(analysis: dict[str, Any]) -> str:
         top = it["messages"][0] if it["messages"] else {"message": "", "count": 0}
         w.writerow(
             [
+                it.get("notebook", ""),
                 it["cell"],
                 f"{it['points']:g}",
                 it["students"],
@@ -316,11 +345,11 @@ def write(
 
     ``order`` lists the graded cells in notebook order (see :func:`release_order`).
     """
-    points, scores = scores_from_gradebook(db_url, course_id, assignment, notebook)
+    points, scores, where = scores_from_gradebook(db_url, course_id, assignment, notebook)
     if not scores:
         raise AnalysisError(f"the gradebook holds no submission of {assignment!r}: nothing to analyse")
     messages = messages_from_results(reports_dir / "results")
-    analysis = analyse(points, scores, messages, order, assignment=assignment)
+    analysis = analyse(points, scores, messages, order, assignment=assignment, notebooks=where)
     images = {}
     for i, it in enumerate(analysis["cells"]):
         name = f"item_{i + 1:02d}_{re.sub(r'[^A-Za-z0-9_-]+', '_', it['cell'])}.png"

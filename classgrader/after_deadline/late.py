@@ -46,6 +46,18 @@ Configuration, in ``nbgrader_config.py`` beside nbgrader's own settings::
     c.LatePolicy.grace = "15m"                # free lateness: "0", "90s", "15m", "2h", "1d"
     c.LatePolicy.cap = "50%"                  # the most a late submission can lose
 
+One learner's extension (nbgrader's)
+------------------------------------
+nbgrader keeps a per-student extension in its gradebook,
+``SubmittedAssignment.extension`` (an interval added to the assignment's due
+date; nbgrader's ``SubmittedAssignment.duedate`` and ``total_seconds_late``
+include it). The class run reads it for each submission
+(:attr:`classgrader.pipeline.intake.Submission.extension`), and that learner's
+deadline is the assignment's deadline plus the extension; the late record
+keeps the assignment's ``deadline`` and the ``extension`` in seconds, and the
+note names the extension. Granting or changing one re-prices the saved
+results on the next run; nothing is graded again.
+
 The settings are declared, and read from the file, in
 :class:`classgrader.settings.LatePolicy`; ``./course grade``'s options
 ``--deadline``, ``--penalty``, ``--period``, ``--grace``, ``--cap``,
@@ -180,7 +192,7 @@ class Policy:
             return "no deadline set: no late penalty"
         text = f"deadline {self.deadline.isoformat()}; {self.penalty} per started {self.period} late"
         if self.grace_seconds:
-            text += f" after a grace period of {_human(self.grace_seconds)}"
+            text += f" after a grace period of {human(self.grace_seconds)}"
         if self.cap is not None:
             text += f", at most {self.cap}"
         return text
@@ -253,6 +265,7 @@ def assess(
     timestamp_source: str = "timestamp.txt",
     lms_late: bool | None = None,
     submitted: bool = True,
+    extension: float = 0.0,
 ) -> Late:
     """What lateness costs one submission, stored in its result as ``late``.
 
@@ -262,7 +275,9 @@ def assess(
     periods charged), ``penalty`` (points), ``raw_score``, ``final_score``,
     ``status`` (``on_time``, ``in_grace``, ``late``, ``late_no_time``,
     ``no_time``, ``unreadable``, ``no_deadline``, ``missing``) and ``note`` (a
-    sentence for the CSV, the summary and the feedback page).
+    sentence for the CSV, the summary and the feedback page). With an
+    ``extension`` (seconds, nbgrader's per-student extension) the learner's
+    deadline is ``deadline`` plus it, and the record keeps it as ``extension``.
     """
     out: Late = {
         "submitted_at": None,
@@ -277,6 +292,8 @@ def assess(
         "note": "",
         "timezone": zone_name(policy.timezone),
     }
+    if extension:
+        out["extension"] = float(extension)
     if not submitted:
         out.update({"status": "missing", "source": None})
         return out
@@ -293,9 +310,16 @@ def assess(
     if policy.deadline is None:
         out["status"] = "no_deadline"
         return out
-    charged = _lateness(policy, policy.deadline, when, lms_late, out)
+    deadline = policy.deadline + dt.timedelta(seconds=extension)
+    charged = _lateness(policy, deadline, when, lms_late, out)
     if charged is not None:
         _charge(policy, out, *charged, raw_score=raw_score, max_score=max_score)
+    if extension:
+        granted = (
+            f"an extension of {human(extension)} was granted (deadline for this submission "
+            f"{deadline.astimezone(policy.timezone).strftime('%Y-%m-%d %H:%M %Z')})"
+        )
+        out["note"] = f"{granted}; {out['note']}" if out["note"] else granted
     return out
 
 
@@ -322,8 +346,8 @@ def _lateness(
     out["seconds_late"] = seconds
     if seconds <= policy.grace_seconds:
         note = (
-            f"submitted {_human(seconds)} after the deadline, within the grace period "
-            f"of {_human(policy.grace_seconds)}: no penalty"
+            f"submitted {human(seconds)} after the deadline, within the grace period "
+            f"of {human(policy.grace_seconds)}: no penalty"
         )
         out.update({"status": "in_grace", "note": note})
         return None
@@ -331,7 +355,7 @@ def _lateness(
     out["status"] = "late"
     return (
         periods,
-        f"submitted {_human(seconds)} after the deadline ({periods} started {policy.period}{'s' * (periods != 1)})",
+        f"submitted {human(seconds)} after the deadline ({periods} started {policy.period}{'s' * (periods != 1)})",
     )
 
 
@@ -354,7 +378,7 @@ def _charge(policy: Policy, out: Late, periods: int, why: str, *, raw_score: flo
     )
 
 
-def _human(seconds: float) -> str:
+def human(seconds: float) -> str:
     """``90 -> '1 min 30 s'``, ``93784 -> '1 d 2 h 3 min'`` (seconds only below an hour)."""
     s = int(round(seconds))
     d, s = divmod(s, 86400)
@@ -390,6 +414,26 @@ def annotate(result: Result, sub: Any, policy: Policy) -> bool:
         timestamp_source=sub.timestamp_source or "timestamp.txt",
         lms_late=sub.lms_late,
         submitted=sub.path is not None,
+        extension=getattr(sub, "extension", 0.0),
+    )
+    return result["late"] != old
+
+
+def reprice_saved(result: Result, policy: Policy, extension: float = 0.0) -> bool:
+    """Re-price a saved result whose submission is not in this run's folder, from the time its late record
+    keeps (or the LMS's word it recorded); True when it changed. Its raw score is kept."""
+    old = late_of(result)
+    if not old or old.get("status") in ("missing", "unreadable"):  # nothing to price, or a time to check by hand
+        return False
+    status, source = old.get("status"), old.get("source")
+    result["late"] = assess(
+        policy,
+        raw_score=float(result.get("score") or 0.0),
+        max_score=float(result.get("max_score") or 0.0),
+        timestamp=old.get("submitted_at"),
+        timestamp_source=str(source or "timestamp.txt"),
+        lms_late=True if status == "late_no_time" else (False if source == "LMS" else None),
+        extension=extension,
     )
     return result["late"] != old
 

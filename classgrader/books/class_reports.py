@@ -32,6 +32,7 @@ CSV_COLUMNS = [
     "late_penalty",
     "submitted_at",
     "late",
+    "extension",
     "notes",
 ]
 LATE_WORDS = {
@@ -78,6 +79,7 @@ def scores_csv(results: list[Result]) -> str:
                 f"{late.penalty_of(r):g}",
                 lt.get("submitted_at") or "",
                 LATE_WORDS.get(lt.get("status", ""), lt.get("status", "")),
+                late.human(float(lt["extension"])) if lt.get("extension") else "",
                 " | ".join(notes)[:500],
             ]
         )
@@ -112,6 +114,7 @@ def summary(
         # Means over the submissions, as the histogram: a missing student has no score to average.
         "submissions": len(handed_in),
         "missing": len(results) - len(handed_in),
+        "missing_students": sorted(r["student"] for r in results if r["status"] == "missing"),
         "mean_score": round(sum(r.get("score") or 0 for r in handed_in) / len(handed_in), 3) if handed_in else None,
         "max_score": max((r.get("max_score") or 0 for r in results), default=0),
         "mean_final_score": (
@@ -120,6 +123,7 @@ def summary(
         "late_policy": policy.describe() if policy is not None else None,
         "late": sorted(r["student"] for r in lates),
         "late_penalty_total": round(sum(late.penalty_of(r) for r in lates), 6),
+        "extensions": {r["student"]: lt["extension"] for r in results if (lt := late.late_of(r)).get("extension")},
         "in_grace": sorted(unknown.get("in_grace", [])),
         "time_unknown": sorted(unknown.get("no_time", [])),
         "time_unreadable": {
@@ -139,6 +143,8 @@ def summary_text(s: Mapping[str, Any]) -> str:
         lines.append(f"  threat model: {s['threat_model']}")
     for status, n in s["statuses"].items():
         lines.append(f"  {n:4d}  {STATUSES[status]}")
+    if s.get("missing_students"):
+        lines.append("  no submission: " + ", ".join(s["missing_students"]))
     if s["flagged"]:
         lines.append("  flagged (in-kernel tests passed, outside comparison failed): " + ", ".join(s["flagged"]))
     if s["mean_score"] is not None:
@@ -150,6 +156,11 @@ def summary_text(s: Mapping[str, Any]) -> str:
             f"  late ({len(s['late'])}, {s['late_penalty_total']:g} points of penalties): " + ", ".join(s["late"])
         )
         lines.append(f"  mean final score {s['mean_final_score']:g} / {s['max_score']:g}{_over(s)}")
+    if s.get("extensions"):
+        lines.append(
+            "  extensions (nbgrader's gradebook): "
+            + ", ".join(f"{student} {late.human(seconds)}" for student, seconds in sorted(s["extensions"].items()))
+        )
     if s.get("in_grace"):
         lines.append("  late within the grace period, no penalty: " + ", ".join(s["in_grace"]))
     if s.get("time_unknown"):
@@ -162,11 +173,18 @@ def summary_text(s: Mapping[str, Any]) -> str:
             f"  needs manual grading in nbgrader's formgrader ({len(waiting)} submissions): "
             + "; ".join(f"{student} ({', '.join(cells)})" for student, cells in waiting.items())
         )
-    if s.get("canvas_unmatched"):
+    if s.get("canvas_written") is False:
         lines.append(
-            f"  {CANVAS_CSV}: no Canvas or SIS id for {len(s['canvas_unmatched'])} student(s) "
-            "(give a roster mapping with --lms-roster): " + ", ".join(s["canvas_unmatched"][:10])
+            f"  {CANVAS_CSV} not written: no student has a Canvas or SIS id (give a roster mapping with "
+            "--lms-roster, or grade a Canvas export, whose ids are Canvas's)"
         )
+    for lms, students in (s.get("lms_left_out") or {}).items():
+        if students and (lms != "canvas" or s.get("canvas_written")):
+            file = CANVAS_CSV if lms == "canvas" else MOODLE_CSV
+            lines.append(
+                f"  {file}: left out {len(students)} student(s) the roster mapping cannot place "
+                "(add them to --lms-roster): " + ", ".join(students[:10])
+            )
     return "\n".join(lines)
 
 
@@ -179,8 +197,9 @@ def _over(s: Mapping[str, Any]) -> str:
     return text
 
 
-def histogram(results: list[Result], path: Path, *, assignment: str) -> None:
-    """Histogram of the scores of everyone who submitted something, as PNG."""
+def histogram(results: list[Result], path: Path, *, assignment: str) -> Any:
+    """Histogram of the scores of everyone who submitted something, as PNG; returns the figure (for checks),
+    closed."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -198,7 +217,9 @@ def histogram(results: list[Result], path: Path, *, assignment: str) -> None:
     if missing:
         title += f" ({missing} missing)"
         description += f"; {missing} student{'s' * (missing != 1)} with no submission not counted, as in the mean"
-    ax.set_title(title)
+    import textwrap
+
+    ax.set_title("\n".join(textwrap.wrap(title, 56)), fontsize=11)  # a long assignment name wraps, not clipped
     ax.set_xlabel(f"score (points out of {mx:g})" + ("; students with no submission not counted" if missing else ""))
     ax.set_ylabel("number of students")
     ax.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # an AutoLocator
@@ -206,6 +227,7 @@ def histogram(results: list[Result], path: Path, *, assignment: str) -> None:
     with atomic_path(path) as tmp:
         fig.savefig(tmp, metadata={"Title": title, "Description": description})
     plt.close(fig)
+    return fig
 
 
 def write_all(
@@ -225,10 +247,16 @@ def write_all(
     write_text_atomic(out / SCORES_CSV, scores_csv(results))
     lms = lms or lms_export.LmsOptions()
     title, zero = lms.title or assignment, lms.missing_as_zero
-    write_text_atomic(out / CANVAS_CSV, lms_export.canvas_csv(results, title, lms.mapping, missing_as_zero=zero))
+    canvas = lms_export.canvas_csv(results, title, lms.mapping, missing_as_zero=zero)
+    if canvas is not None:
+        write_text_atomic(out / CANVAS_CSV, canvas)
+    else:  # a file Canvas could match nobody in is worse than none; an earlier one is out of date
+        (out / CANVAS_CSV).unlink(missing_ok=True)
     write_text_atomic(out / MOODLE_CSV, lms_export.moodle_csv(results, title, lms.mapping, missing_as_zero=zero))
     s = summary(results, assignment=assignment, seconds=seconds, workers=workers, policy=policy, sandbox=sandbox)
     s["canvas_unmatched"] = lms_export.unmatched(results, lms.mapping)
+    s["canvas_written"] = canvas is not None
+    s["lms_left_out"] = lms_export.left_out(results, lms.mapping)
     if threat_model:
         s["threat_model"] = threat_model
         s["needs_manual_grading"] = {r["student"]: r["manual"] for r in results if r.get("manual")}

@@ -84,7 +84,7 @@ def cell_scores(
 
     A cell's score is nbgrader's (the instructor's manual score if set, else
     the automatic one), or with ``auto`` the automatic score alone; None
-    where nothing is stored. ``student`` reads one student only (``{}`` when
+    where nothing is stored (a hand-graded cell not graded yet). ``student`` reads one student only (``{}`` when
     they have no submission); ``notebook`` reads that notebook only, and
     leaves out submissions without it; otherwise every notebook's cells.
     """
@@ -100,7 +100,34 @@ def cell_scores(
         nbs = [nb for nb in sub.notebooks if notebook is None or nb.name == notebook]
         if notebook is not None and not nbs:
             continue
-        out[sub.student_id] = {g.cell.name: (g.auto_score if auto else g.score) for nb in nbs for g in nb.grades}
+        out[sub.student_id] = {g.cell.name: _score(g, auto) for nb in nbs for g in nb.grades}
+    return out
+
+
+def _score(grade: Grade, auto: bool) -> float | None:
+    """nbgrader's score of a cell (its ``Grade.score`` reads 0 for a cell graded neither automatically nor
+    by hand: here None), or with ``auto`` the automatic score alone."""
+    value = grade.auto_score if auto or (grade.manual_score is None and grade.auto_score is None) else grade.score
+    return None if value is None else float(value)
+
+
+def extensions(gb: Gradebook, assignment: str) -> dict[str, float]:
+    """``{student: seconds}``: nbgrader's per-student extensions (``SubmittedAssignment.extension``) of
+    ``assignment``, for the students who have one."""
+    try:
+        subs = gb.assignment_submissions(assignment)
+    except api.MissingEntry:
+        return {}
+    return {s.student_id: s.extension.total_seconds() for s in subs if s.extension}
+
+
+def names(gb: Gradebook) -> dict[str, str]:
+    """``{student: "First Last"}`` for the gradebook's students that have a name."""
+    out = {}
+    for s in gb.students:
+        name = " ".join(part for part in (s.first_name, s.last_name) if part)
+        if name:
+            out[s.id] = name
     return out
 
 

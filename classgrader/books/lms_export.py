@@ -1,28 +1,36 @@
 """Grade import files for learning-management systems: Canvas and Moodle.
 
 Both hold the **final** score (after the late penalty, as ``student_scores.csv``'s
-``score``), one row per student of the roster (every student graded or
-reported missing). A student with no submission gets an empty cell, which
-both LMSs read as "no grade" (nothing is overwritten), unless the course
-asks for 0 (``c.LmsExport.missing_as_zero = True`` or ``--missing-as-zero``).
+``score``). A student with no submission is **left out** of both files, so an
+import overwrites nobody's grade with "no grade"; with
+``c.LmsExport.missing_as_zero = True`` (or ``--missing-as-zero``) they are in it
+with 0. A student the roster mapping cannot place is left out too, and the
+summary names them (:func:`left_out`): one row the LMS cannot match would stop
+a Moodle import.
 
 - **Canvas** (``canvas_import.csv``), the columns of Canvas's own gradebook
-  import: ``Student,ID,SIS User ID,SIS Login ID,Section,<assignment title>``.
-  Canvas matches a row by ``ID`` (its user id) or the SIS ids; the assignment
-  column's title creates the assignment, or names an existing one.
-- **Moodle** (``moodle_import.csv``): an identifier column, ``Email address``
-  when the roster mapping gives every student's e-mail, else ``ID number``,
-  then one column per assignment. In Moodle's *Import, CSV file*, map that
-  column to the user field of the same name and the assignment column to the
-  grade item.
+  export: ``Student,ID,SIS User ID,SIS Login ID,Section,<assignment>``, then a
+  ``Points Possible`` row with the assignment's maximum, then one row per
+  student that has a Canvas ``ID`` or an SIS id. The assignment column's
+  title is the one Canvas's export gives an existing assignment,
+  ``Name (id)``, when ``c.LmsExport.titles`` gives it so; a bare name matches
+  an assignment of that exact name, or creates one. When no student can be
+  matched (no roster mapping, and ids that are not Canvas's) the file is not
+  written, and the summary says why.
+- **Moodle** (``moodle_import.csv``): an identifier column, then one column for
+  the assignment. The identifier is ``Email address`` when the roster mapping
+  gives every placed student's e-mail, else ``ID number`` when it gives ID
+  numbers, else (no mapping) ``Username``, filled with the grader's ids
+  (nbgrader's, which on a hub are the accounts' names). In Moodle's *Import,
+  CSV file*, map that column to the user field its header names and the
+  assignment column to the grade item.
 
 The ids come from a **roster mapping**, a CSV the instructor keeps
 (``--lms-roster FILE`` or ``c.LmsExport.roster``), with a header row and the
 columns ``student_id`` (the id the grader uses) and any of ``canvas_id``,
 ``name`` (as Canvas shows it: ``Last, First``), ``sis_user_id``,
 ``sis_login_id``, ``section``, ``email``, ``id_number``. Without it, a student
-id that came from a Canvas export is Canvas's user id and fills ``ID``; a
-Moodle row names the student by the grader's id, as ``ID number``.
+id that came from a Canvas export is Canvas's user id and fills ``ID``.
 """
 
 from __future__ import annotations
@@ -106,9 +114,10 @@ def read_mapping(path: Path) -> dict[str, Person]:
     return people
 
 
-def _score_cell(result: Result, missing_as_zero: bool) -> str:
+def _score_cell(result: Result, missing_as_zero: bool) -> str | None:
+    """The LMS cell: the final score; for a missing student 0 or None (the row is left out)."""
     if result["status"] == "missing":
-        return "0" if missing_as_zero else ""
+        return "0" if missing_as_zero else None
     return f"{late.final_score(result):g}"
 
 
@@ -118,40 +127,62 @@ def _write(rows: list[list[str]]) -> str:
     return buf.getvalue()
 
 
+def _canvas_person(result: Result, mapping: dict[str, Person] | None) -> Person | None:
+    """The student as Canvas knows them, or None when Canvas cannot match them (no Canvas id, no SIS id)."""
+    p = (mapping or {}).get(result["student"]) or Person(result["student"])
+    if not p.canvas_id and result.get("layout") == "canvas":
+        p = dataclasses.replace(p, canvas_id=result["student"])
+    return p if (p.canvas_id or p.sis_user_id or p.sis_login_id) else None
+
+
 def canvas_csv(
     results: list[Result], title: str, mapping: dict[str, Person] | None = None, *, missing_as_zero: bool = False
-) -> str:
-    """Canvas's gradebook import file for one assignment, one row per student."""
-    mapping = mapping or {}
-    rows = [[*CANVAS_FIXED, title]]
+) -> str | None:
+    """Canvas's gradebook import file for one assignment; None when no student can be matched."""
+    mx = max((float(r.get("max_score") or 0) for r in results), default=0.0)
+    rows = [[*CANVAS_FIXED, title], ["Points Possible", "", "", "", "", f"{mx:g}"]]
     for r in sorted(results, key=lambda r: r["student"]):
-        p = mapping.get(r["student"]) or Person(r["student"])
-        canvas_id = p.canvas_id or (r["student"] if r.get("layout") == "canvas" else "")
+        p, cell = _canvas_person(r, mapping), _score_cell(r, missing_as_zero)
+        if p is None or cell is None:
+            continue
         name = p.name or r.get("display_name") or ""
-        rows.append([name, canvas_id, p.sis_user_id, p.sis_login_id, p.section, _score_cell(r, missing_as_zero)])
-    return _write(rows)
+        rows.append([name, p.canvas_id, p.sis_user_id, p.sis_login_id, p.section, cell])
+    return _write(rows) if len(rows) > 2 else None
+
+
+def _moodle_column(results: list[Result], mapping: dict[str, Person] | None) -> tuple[str, dict[str, str]]:
+    """The identifier column's header and ``{student: identifier}`` for the students it can place."""
+    if mapping is None:
+        return "Username", {r["student"]: r["student"] for r in results}
+    people = [mapping[r["student"]] for r in results if r["student"] in mapping]
+    if people and all(p.email for p in people):
+        return "Email address", {p.student_id: p.email for p in people}
+    return "ID number", {p.student_id: p.id_number for p in people if p.id_number}
 
 
 def moodle_csv(
     results: list[Result], title: str, mapping: dict[str, Person] | None = None, *, missing_as_zero: bool = False
 ) -> str:
     """Moodle's grade import file for one assignment: the identifier column, then the assignment's."""
-    mapping = mapping or {}
-    ordered = sorted(results, key=lambda r: r["student"])
-    people = [mapping.get(r["student"]) or Person(r["student"]) for r in ordered]
-    by_email = bool(people) and all(p.email for p in people)
-    rows = [["Email address" if by_email else "ID number", title]]
-    for r, p in zip(ordered, people, strict=True):
-        ident = p.email if by_email else (p.id_number or p.student_id)
-        rows.append([ident, _score_cell(r, missing_as_zero)])
+    header, ids = _moodle_column(results, mapping)
+    rows = [[header, title]]
+    for r in sorted(results, key=lambda r: r["student"]):
+        cell = _score_cell(r, missing_as_zero)
+        if cell is not None and r["student"] in ids:
+            rows.append([ids[r["student"]], cell])
     return _write(rows)
+
+
+def left_out(results: list[Result], mapping: dict[str, Person] | None) -> dict[str, list[str]]:
+    """``{"canvas": [...], "moodle": [...]}``: students with a grade to import whom that file cannot place."""
+    graded = [r for r in results if r["status"] != "missing"]
+    _, ids = _moodle_column(graded, mapping)
+    return {
+        "canvas": sorted(r["student"] for r in graded if _canvas_person(r, mapping) is None),
+        "moodle": sorted(r["student"] for r in graded if r["student"] not in ids),
+    }
 
 
 def unmatched(results: list[Result], mapping: dict[str, Person] | None) -> list[str]:
     """Students whose Canvas row names no Canvas id and no SIS id: Canvas cannot match them."""
-    out = []
-    for r in results:
-        p = (mapping or {}).get(r["student"]) or Person(r["student"])
-        if not (p.canvas_id or p.sis_user_id or p.sis_login_id or r.get("layout") == "canvas"):
-            out.append(r["student"])
-    return sorted(out)
+    return sorted(r["student"] for r in results if _canvas_person(r, mapping) is None)

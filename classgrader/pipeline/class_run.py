@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from classgrader import sandbox
+from classgrader import privacy, sandbox
 from classgrader.after_deadline import late
 from classgrader.assignments import plain_nbgrader
 from classgrader.assignments.course import (
@@ -92,6 +92,9 @@ class Sorted:
     reusable: list[tuple[intake.Submission, Result]]  # saved results that still hold
     todo: list[intake.Submission]  # to grade
     stale: list[str]  # fingerprint keys of saved results graded under other inputs (their files unchanged)
+    # graded earlier from a folder that held them, not in this one (e.g. one learner graded alone): kept,
+    # re-priced only
+    kept: list[tuple[intake.Submission, Result]] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -179,7 +182,7 @@ def grade_class(
     ):
         subs = take_in(run, submissions, Path(tmp), writer, list(roster or []), timestamps or {})
         plan = sort_out(run, subs, regrade)
-        reused = reuse(run, plan.reusable, writer)
+        reused = reuse(run, plan.reusable, writer) + keep(run, plan.kept, writer)
         done = NewlyGraded([], [], workers)
         try:
             grade_rest(run, plan.todo, executor, writer, progress, done)
@@ -189,8 +192,11 @@ def grade_class(
                 "graded and saved. Run the same command again to grade the rest."
             )
             raise
+        names = gradebook.names(writer.gb)
     by_student = {r["student"]: r for r in [*reused, *done.results]}
     ordered = [by_student[s.student] for s in subs if s.student in by_student]
+    for r in ordered:  # the reports name each learner as the gradebook does (nbgrader db student add --first-name)
+        r["display_name"] = names.get(r["student"]) or r.get("display_name") or ""
     report = write_books(run, ordered, time.monotonic() - started, done.workers, cluster is not None, lms, analyse)
     return ClassSummary(run.paths.reports, len(reused), len(done.results), tuple(done.not_graded), report)
 
@@ -234,6 +240,8 @@ def prepare(
     # The key follows the sandbox mode as asked for, so a local and a cluster run share it.
     inputs = fingerprint.of(course, info, asked)
     info = dataclasses.replace(info, key=inputs.key)
+    if db_url.startswith("sqlite:///"):  # learners' grades: the instructor's alone (classgrader.privacy)
+        privacy.owner_only(Path(db_url[len("sqlite:///") :]))
     policy = late_policy if late_policy is not None else late.policy_of(course_settings.late, assignment)
     paths = Paths(out, assignment, Path(info.notebook).stem)
     return ClassRun(course, course_settings, info, paths, settings, policy, db_url, cid, inputs, log)
@@ -256,9 +264,11 @@ def take_in(
     subs = intake.discover(root, name, run.info.notebook, roster=roster + known)
     if not subs:
         raise intake.IntakeError(f"no submissions of {name} found in {submissions}")
+    extensions = gradebook.extensions(writer.gb, name)
     for sub in subs:
         if sub.student in timestamps:
             sub.timestamp, sub.timestamp_source, sub.lms_late = timestamps[sub.student], "--timestamps", None
+        sub.extension = extensions.get(sub.student, 0.0)
     return subs
 
 
@@ -271,8 +281,17 @@ def sort_out(run: ClassRun, subs: list[intake.Submission], regrade: bool) -> Sor
     plan = Sorted(subs, [], [], [])
     used: set[str] = set()
     for sub in subs:
-        prev = None if regrade else read_result(run.paths.result(sub.student))
-        if prev is None or "status" not in prev or sub.path is None or prev.get("assignment") != run.info.name:
+        prev = read_result(run.paths.result(sub.student))
+        if sub.path is None and prev is not None and _handed_in(prev, run.info.name):
+            plan.kept.append((sub, prev))  # graded by an earlier run from another folder: its row stays
+            continue
+        if (
+            regrade
+            or prev is None
+            or "status" not in prev
+            or sub.path is None
+            or prev.get("assignment") != run.info.name
+        ):
             plan.todo.append(sub)
             continue
         saved_file, saved_print = key_parts(str(prev.get("key", "")))
@@ -288,10 +307,18 @@ def sort_out(run: ClassRun, subs: list[intake.Submission], regrade: bool) -> Sor
         message = fingerprint.stale_message(run.fingerprint, plan.stale, run.paths.reports, run.info.name)
         raise fingerprint.FingerprintChanged(message)
     fingerprint.write_record(run.paths.reports, run.fingerprint, used)
+    handed_in = [sub for sub in plan.todo if sub.path is not None]
+    absent = len(plan.todo) - len(handed_in)
     if plan.reusable:
         run.log(
-            f"classgrader: {len(plan.reusable)} of {len(subs)} submissions already graded and unchanged; "
-            f"grading the other {len(plan.todo)}"
+            f"classgrader: {len(plan.reusable)} of {len(plan.reusable) + len(handed_in)} submissions already "
+            f"graded and unchanged; grading the other {len(handed_in)}"
+            + (f" ({absent} student{'s' * (absent != 1)} with no submission recorded as missing)" if absent else "")
+        )
+    if plan.kept:
+        run.log(
+            f"classgrader: {len(plan.kept)} student(s) graded by an earlier run are not in {run.info.name}'s "
+            "folder this time: their saved results are kept (re-priced only)"
         )
     return plan
 
@@ -309,6 +336,17 @@ def reuse(run: ClassRun, reusable: list[tuple[intake.Submission, Result]], write
             writer.write(prev)
         put_back_feedback(run.paths, run.info, sub, prev)
     return [prev for _, prev in reusable]
+
+
+def keep(run: ClassRun, kept: list[tuple[intake.Submission, Result]], writer: gradebook.Writer) -> list[Result]:
+    """Step 4, for students graded earlier whose submission is not in this run's folder: each saved result as it
+    is, re-priced under the current late policy and extension from the time it recorded."""
+    for sub, prev in kept:
+        if late.reprice_saved(prev, run.policy, sub.extension):
+            write_json_atomic(run.paths.result(sub.student), prev)
+            writer.write(prev)
+            put_back_feedback(run.paths, run.info, sub, prev)  # the page says the new price
+    return [prev for _, prev in kept]
 
 
 def grade_rest(
@@ -389,12 +427,16 @@ def write_books(
                 run.course_id,
                 info.name,
                 run.paths.reports,
-                notebook=run.paths.stem,
                 order=list(info.grade_cells),
             )
         except item_analysis.AnalysisError as exc:
             run.log(f"classgrader: no item analysis: {exc}")
     return report
+
+
+def _handed_in(prev: Result | None, assignment: str) -> bool:
+    """A saved result of ``assignment`` for a submission that was graded (not recorded as missing)."""
+    return prev is not None and prev.get("assignment") == assignment and prev.get("status", "missing") != "missing"
 
 
 def _same_scores(current: dict[str, float | None] | None, result: Result) -> bool:

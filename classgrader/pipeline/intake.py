@@ -64,6 +64,7 @@ class Submission:
     timestamp: str | None = None
     timestamp_source: str = ""  # where the timestamp came from, for messages
     lms_late: bool | None = None  # Canvas's verdict without a time: True = marked LATE, False = not; None: no word
+    extension: float = 0.0  # seconds: nbgrader's per-student extension (SubmittedAssignment.extension)
 
 
 class IntakeError(ValueError):

@@ -20,6 +20,15 @@ def _row(idx: tuple[int, ...]) -> str:
     return str(idx[0]) if len(idx) == 1 else str(idx)
 
 
+def _unlike_one(total: float) -> str:
+    """``total`` with 6 significant digits, or as many more as it takes not to read as 1."""
+    for digits in range(6, 18):
+        text = f"{total:.{digits}g}"
+        if float(text) != 1.0:
+            return text
+    return repr(total)
+
+
 def edge_rows(
     got: Any, permitted: np.ndarray, *, what: str, row: str = "row", forbidden_all: str = "all -inf"
 ) -> tuple[Any, str | None]:
@@ -171,7 +180,7 @@ def check_weight_rows(
     off = anything & (np.abs(sums - 1) > tol)
     if off.any():
         idx = tuple(int(i) for i in np.argwhere(off)[0])
-        message = f"{what}: {row} {_row(idx)} sums to {sums[idx]:.6g}, not 1"
+        message = f"{what}: {row} {_row(idx)} sums to {_unlike_one(float(sums[idx]))}, not 1"
         live = sums[anything]
         if d_k is not None and d_k > 1:
             for factor, how in (
