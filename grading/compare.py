@@ -11,7 +11,9 @@ Expected values come from ``lib``, imported only here (:func:`reference`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -22,12 +24,14 @@ from .plain import Case, ResultRecord, Unsupported, bounded, decode, well_formed
 from .rules import OWN_CODE
 
 __all__ = [
+    "NARROWER",
     "RTOL",
     "Judge",
     "Mismatch",
     "Partial",
     "Verdict",
     "check_form",
+    "coarser_precision",
     "compare_arrays",
     "decide",
     "describe",
@@ -96,6 +100,28 @@ def score_of(points: float, fraction: float) -> float:
 
 #: Relative tolerance by the dtype the learner must return.
 RTOL = {"float64": 1e-10, "float32": 1e-5, "float16": 1e-2}
+#: The next narrower float type of each dtype, and about how many significant digits it keeps:
+#: a result that matches only to the narrower type's precision has something computed in it.
+NARROWER = {"float64": ("float32", 7), "float32": ("float16", 3)}
+
+#: Within :func:`coarser_precision`, the relative tolerance is this many machine epsilons of the
+#: narrower type (about 1.2e-6 for float32): its last digit or so, and no mistake larger.
+COARSER_EPS = 10
+
+_COARSER: ContextVar[bool] = ContextVar("coarser_precision", default=False)
+
+
+@contextmanager
+def coarser_precision() -> Iterator[None]:
+    """Within this block :func:`compare_arrays` allows the rounding of the next narrower
+    type (:data:`NARROWER`): a relative tolerance of at least :data:`COARSER_EPS` of its
+    machine epsilons, so that a result computed partly in float32 passes and a real
+    mistake does not."""
+    token = _COARSER.set(True)
+    try:
+        yield
+    finally:
+        _COARSER.reset(token)
 
 
 def value_of(record: object, what: str) -> Any:
@@ -183,6 +209,8 @@ def compare_arrays(
     e = expected.astype(np.float64)
     name = expected.dtype.name if expected.dtype.kind == "f" else "float64"
     tol = RTOL.get(name, 1e-10) if rtol is None else rtol
+    if _COARSER.get() and name in NARROWER:
+        tol = max(tol, COARSER_EPS * float(np.finfo(NARROWER[name][0]).eps))
     finite_e = np.isfinite(e)
     bad = np.isfinite(g) != finite_e
     bad |= ~finite_e & (g != e) & ~(np.isnan(g) & np.isnan(e))

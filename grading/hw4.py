@@ -32,6 +32,7 @@ from .check import Assignment
 from .compare import Mismatch, check_form, compare_arrays, reference
 from .notebook import before_submit_check, notebook_check
 from .plain import Case, ResultRecord, make_case
+from .rules import DTYPE, IN_PLACE, PRECISION
 
 A = Assignment("hw4_scaled_dot_product_attention", chapter="chapters/04_scaled_dot_product_attention.md")
 
@@ -95,7 +96,7 @@ def _judge_one(cases: list[Case], results: list[ResultRecord]) -> str:
             raise
         compare_arrays(o_i, exp_out[0], what=f"{name}, o_i", rtol=rtol, scale=value_scale(v))
 
-    return f"{judge_each(cases, results, one)} cases match lib.attend_one_query"
+    return f"{judge_each(cases, results, one, precision=True)} cases match lib.attend_one_query"
 
 
 def _att_case(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> Case:
@@ -154,7 +155,7 @@ def _judge_attention(cases: list[Case], results: list[ResultRecord]) -> str:
         q, k, v = args
         check_attention(got, q, k, v, what=name)
 
-    return f"{judge_each(cases, results, one)} cases match lib.scaled_dot_product_attention"
+    return f"{judge_each(cases, results, one, precision=True)} cases match lib.scaled_dot_product_attention"
 
 
 A.add(
@@ -163,6 +164,7 @@ A.add(
     points=2,
     cases=_one_visible,
     judge=_judge_one,
+    rules=(IN_PLACE, DTYPE, PRECISION),
     description="seed 002's toy example and query 2 of the example sentence (float64 and float32)",
 )
 A.add(
@@ -171,6 +173,7 @@ A.add(
     points=2,
     cases=_one_hidden,
     judge=_judge_one,
+    rules=(IN_PLACE, DTYPE, PRECISION),
     description="random sizes and magnitudes, float32 and float64",
 )
 A.add(
@@ -187,6 +190,7 @@ A.add(
     points=2,
     cases=_att_visible,
     judge=_judge_attention,
+    rules=(IN_PLACE, DTYPE, PRECISION),
     description="the toy example, the example sentence and a float32 batch, compared with lib",
 )
 A.add(
@@ -195,6 +199,7 @@ A.add(
     points=3,
     cases=_att_hidden,
     judge=_judge_attention,
+    rules=(IN_PLACE, DTYPE, PRECISION),
     description="random sizes, batch dimensions, large scores, float32 and float64",
 )
 

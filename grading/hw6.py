@@ -16,10 +16,10 @@ import numpy as np
 
 from .authoring import BATCHES, DTYPES, check_attention, describe_inputs, generator, judge_each, normal, sentence_qkv
 from .check import Assignment
-from .compare import Mismatch, compare_arrays, reference
+from .compare import Mismatch, Partial, compare_arrays, reference
 from .notebook import before_submit_check, notebook_check
 from .plain import Case, ResultRecord, make_case
-from .rules import IN_PLACE
+from .rules import DTYPE, DTYPE_SHARE, IN_PLACE, MASK_FORM, PRECISION
 
 A = Assignment("hw6_causal_masking", chapter="chapters/06_causal_masking.md")
 
@@ -38,12 +38,36 @@ def _mask_hidden(seed: int) -> list[Case]:
     return [_mask_case(*s) for s in sizes]
 
 
+def _mask_form(got: Any, expected: np.ndarray, name: str) -> None:
+    """Raise :class:`Partial` for a mask with the right pattern in another form: 0/1 numbers
+    instead of booleans, or extra leading axes of size 1 (:data:`~grading.rules.MASK_FORM`)."""
+    if not isinstance(got, np.ndarray) or (got.dtype == np.bool_ and got.shape == expected.shape):
+        return
+    differences = []
+    extra = got.ndim - expected.ndim
+    if got.shape != expected.shape:
+        if extra <= 0 or got.shape[extra:] != expected.shape or any(n != 1 for n in got.shape[:extra]):
+            return
+        differences.append(f"it has shape {got.shape}, with an extra leading axis of size 1; expected {expected.shape}")
+    pattern = got.reshape(expected.shape)
+    if pattern.dtype != np.bool_:
+        if pattern.dtype.kind not in "iuf" or not np.isin(pattern, (0, 1)).all():
+            return
+        differences.append(f"it holds 0/1 numbers of dtype {got.dtype}; expected dtype bool")
+        pattern = pattern != 0
+    if np.array_equal(pattern, expected):
+        raise Partial(
+            f"{name}: the pattern is right, but {'; and '.join(differences)}. {MASK_FORM.statement}", DTYPE_SHARE
+        )
+
+
 def _judge_mask(cases: list[Case], results: list[ResultRecord]) -> str:
     lib = reference()
 
     def one(args: list[Any], kwargs: dict[str, Any], got: Any, name: str) -> None:
         n_q, n_k = args
         expected = lib.causal_mask(n_q, n_k)
+        _mask_form(got, expected, name)
         if isinstance(got, np.ndarray) and got.shape == expected.shape and got.dtype == np.bool_:
             future = got & ~expected
             if future.any():
@@ -83,7 +107,7 @@ def _att_visible(seed: int) -> list[Case]:
     return [
         _att_case(q, k, v, lib.causal_mask(6), "causal mask"),
         _att_case(q32, k32, v32, lib.causal_mask(4), "causal mask"),
-        _att_case(q32, k32, v32, some, "a mask with a row of all False"),
+        _att_case(q32[0], k32[0], v32[0], some, "a mask with a row of all False"),
     ]
 
 
@@ -92,7 +116,9 @@ def _att_hidden(seed: int) -> list[Case]:
     gen = generator(seed, 3)
     out = []
     for i in range(10):
-        lead, dtype = BATCHES[i % len(BATCHES)], DTYPES[(i // 2) % 2]
+        # Cases 2, 5 and 8 have a fully masked query, one in each shape of BATCHES (2-D too),
+        # whatever the seed; the other kinds of mask cycle through the shapes as well.
+        lead, dtype = BATCHES[(i + i // 3) % len(BATCHES)], DTYPES[(i // 2) % 2]
         n_q, n_k, d_k, d_v = (int(gen.integers(1, 8)) for _ in range(4))
         scale = 10.0 ** gen.uniform(-1, 1) if dtype == np.float32 else 10.0 ** gen.uniform(-1, 1.7)
         q, k = normal(gen, (*lead, n_q, d_k), dtype, scale), normal(gen, (*lead, n_k, d_k), dtype, scale)
@@ -102,7 +128,7 @@ def _att_hidden(seed: int) -> list[Case]:
         elif i % 3 == 1:
             mask, note = gen.random((n_q, n_k)) < 0.6, "random mask (n_q, n_k)"
         else:
-            mask, note = gen.random((*lead, n_q, n_k)) < 0.5, "random mask with batch dimensions"
+            mask, note = gen.random((*lead, n_q, n_k)) < 0.5, "random mask with a fully masked query"
             mask.reshape(-1, n_k)[0] = False  # one query with nothing permitted
         out.append(_att_case(q, k, v, mask, note))
     return out
@@ -115,7 +141,9 @@ def _judge_attention(cases: list[Case], results: list[ResultRecord]) -> str:
         forbidden = "the mask forbids" + (" (a future position, j > i)" if causal else "")
         check_attention(got, q, k, v, mask=mask, what=name, forbidden=forbidden)
 
-    return f"{judge_each(cases, results, one)} cases match lib.scaled_dot_product_attention with the mask"
+    return (
+        f"{judge_each(cases, results, one, precision=True)} cases match lib.scaled_dot_product_attention with the mask"
+    )
 
 
 def _leak_cases(seed: int) -> list[Case]:
@@ -167,7 +195,7 @@ A.add(
     cases=_mask_visible,
     judge=_judge_mask,
     description="4x4, 2x5 and 5x2 causal masks (top-left aligned, dtype bool)",
-    rules=(),  # the inputs are sizes: no array to change, no dtype to keep
+    rules=(MASK_FORM,),  # the inputs are sizes: no array to change, no input dtype to keep
 )
 A.add(
     "causal_mask_hidden",
@@ -176,7 +204,7 @@ A.add(
     cases=_mask_hidden,
     judge=_judge_mask,
     description="random sizes, including 1x1 and empty masks",
-    rules=(),  # the inputs are sizes: no array to change, no dtype to keep
+    rules=(MASK_FORM,),  # the inputs are sizes: no array to change, no input dtype to keep
 )
 A.add(
     "masked_attention",
@@ -184,6 +212,7 @@ A.add(
     points=2,
     cases=_att_visible,
     judge=_judge_attention,
+    rules=(IN_PLACE, DTYPE, PRECISION),
     description="the example sentence with a causal mask, a float32 batch, a fully masked query",
 )
 A.add(
@@ -192,6 +221,7 @@ A.add(
     points=3,
     cases=_att_hidden,
     judge=_judge_attention,
+    rules=(IN_PLACE, DTYPE, PRECISION),
     description="random causal and arbitrary masks, broadcast over batch dimensions, float32 and float64",
 )
 A.add(

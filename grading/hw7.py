@@ -19,6 +19,7 @@ from .check import Assignment
 from .compare import Mismatch, compare_arrays, reference
 from .notebook import before_submit_check, notebook_check
 from .plain import Case, ResultRecord, make_case
+from .rules import DTYPE, IN_PLACE, PRECISION
 
 A = Assignment("hw7_multi_head_attention", chapter="chapters/07_multi_head_preview.md")
 
@@ -204,7 +205,7 @@ def _judge_mha(cases: list[Case], results: list[ResultRecord]) -> str:
                     ) from None
             raise
 
-    return f"{judge_each(cases, results, one)} cases match lib.multi_head_attention"
+    return f"{judge_each(cases, results, one, precision=True)} cases match lib.multi_head_attention"
 
 
 A.add(
@@ -229,6 +230,7 @@ A.add(
     points=2,
     cases=_mha_visible,
     judge=_judge_mha,
+    rules=(IN_PLACE, DTYPE, PRECISION),
     description="the example sentence (d_model = 8) with 2 heads and 1 head, and a float32 batch with 3 heads",
 )
 A.add(
@@ -237,6 +239,7 @@ A.add(
     points=4,
     cases=_mha_hidden,
     judge=_judge_mha,
+    rules=(IN_PLACE, DTYPE, PRECISION),
     description="random sizes, 1, 2 or 4 heads, batch dimensions, float32 and float64",
 )
 

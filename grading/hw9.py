@@ -56,6 +56,7 @@ from .check import Assignment
 from .compare import Judge, Mismatch, Partial, check_form, compare_arrays, reference
 from .notebook import before_submit_check, notebook_check
 from .plain import Case, ResultRecord, make_case
+from .rules import DTYPE, IN_PLACE, PRECISION
 
 A = Assignment("hw9_attention_backward", chapter="chapters/09_a_head_that_learns.md")
 
@@ -190,7 +191,9 @@ def _attention_hidden(seed: int) -> list[Case]:
         if i % 4 == 1:
             mask, note = np.tri(n_q, n_k, dtype=bool), "causal mask"
         elif i % 4 == 3:
-            mask, note = gen.random((n_q, n_k)) < 0.6, "random mask"
+            # Cases 3 (2-D) and 7 (batched) have a query with nothing permitted, whatever the seed.
+            mask, note = gen.random((n_q, n_k)) < 0.6, "random mask; query 0 may attend to no key"
+            mask[0] = False
         out.append(_attention_case(q, k, v, g, mask, note))
     return out
 
@@ -238,7 +241,7 @@ def _attention_judge(parts: tuple[str, ...]) -> Judge:
                     raise Mismatch(f"{exc}{_attention_hint(part, got[part], q, k, v, g, mask)}") from None
 
         try:
-            count = judge_each(cases, results, one)
+            count = judge_each(cases, results, one, precision=True)
         except Mismatch as exc:
             if "raised" in str(exc) and "matmul" in str(exc):
                 message = (
@@ -325,6 +328,7 @@ A.add(
     points=1,
     cases=_attention_visible,
     judge=_attention_judge(("dv",)),
+    rules=(IN_PLACE, DTYPE, PRECISION),
     description="dV on the seed's toy example, random inputs, a mask with an empty row, a causal float32 case",
 )
 A.add(
@@ -333,6 +337,7 @@ A.add(
     points=1,
     cases=_attention_hidden,
     judge=_attention_judge(("dv",)),
+    rules=(IN_PLACE, DTYPE, PRECISION),
     description="dV on random sizes, batch dimensions, causal and random masks, float32 and float64",
 )
 A.add(
@@ -341,6 +346,7 @@ A.add(
     points=2,
     cases=_attention_visible,
     judge=_attention_judge(("dq", "dk")),
+    rules=(IN_PLACE, DTYPE, PRECISION),
     description="dQ and dK on the same inputs as attention_dv",
 )
 A.add(
@@ -349,6 +355,7 @@ A.add(
     points=2,
     cases=_attention_hidden,
     judge=_attention_judge(("dq", "dk")),
+    rules=(IN_PLACE, DTYPE, PRECISION),
     description="dQ and dK on random sizes, batch dimensions, causal and random masks, float32 and float64",
 )
 

@@ -21,10 +21,12 @@ __all__ = [
     "DTYPE",
     "DTYPE_SHARE",
     "IN_PLACE",
+    "MASK_FORM",
     "MUTATION_SHARE",
     "NO_CONCATENATE",
     "NO_LOOP",
     "OWN_CODE",
+    "PRECISION",
     "Rule",
     "rules_list",
     "rules_text",
@@ -68,6 +70,21 @@ DTYPE = Rule(
     "A result must have the dtype of the inputs (float32 in, float32 out): a case whose values are all "
     f"right but whose dtype is not earns {DTYPE_SHARE:.0%} of its share.",
 )
+PRECISION = Rule(
+    "precision",
+    "Compute at the input's precision",
+    "A result must be right to its dtype's precision: a case whose float64 values agree with the expected "
+    "ones only to about 7 significant digits (float32's precision, as when the scale sqrt(d_k) is computed "
+    "in float32), or whose float32 values only to about 3 (float16's), earns "
+    f"{DTYPE_SHARE:.0%} of its share, as a wrong dtype does.",
+)
+MASK_FORM = Rule(
+    "mask_form",
+    "A mask is a boolean array of its own shape",
+    "A mask must be a boolean array (dtype=bool) of exactly the shape asked for: a mask whose pattern "
+    "is right but which holds 0/1 numbers, or has an extra leading axis of size 1, earns "
+    f"{DTYPE_SHARE:.0%} of its case's share; a wrong pattern earns nothing.",
+)
 NO_LOOP = Rule(
     "no_loop",
     "Vectorised means no Python loop",
@@ -83,7 +100,7 @@ NO_CONCATENATE = Rule(
 )
 
 #: Every rule, in the order a notebook states them.
-ALL_RULES = (OWN_CODE, IN_PLACE, DTYPE, NO_LOOP, NO_CONCATENATE)
+ALL_RULES = (OWN_CODE, IN_PLACE, DTYPE, PRECISION, MASK_FORM, NO_LOOP, NO_CONCATENATE)
 
 
 def rules_list(rules: Iterable[Rule]) -> str:

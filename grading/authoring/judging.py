@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from ..compare import Mismatch, Partial, notes_of, value_of
+from ..compare import NARROWER, Mismatch, Partial, coarser_precision, notes_of, value_of
 from ..plain import Case, ResultRecord, case_inputs
-from ..rules import DTYPE, DTYPE_SHARE, IN_PLACE, MUTATION_SHARE
+from ..rules import DTYPE, DTYPE_SHARE, IN_PLACE, MUTATION_SHARE, PRECISION
 
 #: Judges one case: ``judge_one(args, kwargs, value, name)`` with the case's decoded arguments,
 #: the learner's decoded return value and the function's name; raises
@@ -43,7 +43,7 @@ def _cast_floats(value: Any, dtype: np.dtype) -> tuple[Any, bool]:
     return value, False
 
 
-def judge_each(cases: list[Case], results: list[ResultRecord], judge_one: CaseJudge) -> int:
+def judge_each(cases: list[Case], results: list[ResultRecord], judge_one: CaseJudge, *, precision: bool = False) -> int:
     """Run ``judge_one(args, kwargs, value, name)`` on every case; return the number of cases.
 
     Points follow the size of the mistake: each case is worth the same share
@@ -52,7 +52,10 @@ def judge_each(cases: list[Case], results: list[ResultRecord], judge_one: CaseJu
     - all of its share when ``judge_one`` returns;
     - ``DTYPE_SHARE`` of it when the values are right but a float result has
       the wrong dtype (``judge_one`` passes on the result cast to the input's
-      dtype);
+      dtype), or, with ``precision`` (the checks that state
+      :data:`~grading.rules.PRECISION`), when they are right only to the precision
+      of the next narrower type (``judge_one`` passes under
+      :func:`~grading.compare.coarser_precision`);
     - what a :class:`~grading.compare.Partial` raised by ``judge_one`` says
       (e.g. only the fully masked rows wrong);
     - 0 on a :class:`Mismatch`;
@@ -85,6 +88,21 @@ def judge_each(cases: list[Case], results: list[ResultRecord], judge_one: CaseJu
                     else:
                         share = DTYPE_SHARE
                         problem = f"{problem}. Every value is right: only the dtype is wrong. {DTYPE.statement}"
+                narrower = NARROWER.get(dtype.name) if precision and dtype is not None and not changed else None
+                if narrower is not None and dtype is not None and share < DTYPE_SHARE:
+                    try:
+                        with coarser_precision():
+                            judge_one(*case_inputs(case), value, case["call"])
+                    except Mismatch:
+                        pass
+                    else:
+                        share = DTYPE_SHARE
+                        problem = (
+                            f"{problem}. Your results agree with the expected ones to about {narrower[1]} "
+                            f"significant digits, the precision of {narrower[0]}, not of {dtype.name}: something "
+                            f"computes in {narrower[0]}, such as the scale sqrt(d_k) (np.sqrt(np.{narrower[0]}(d_k))); "
+                            f"compute it in the input's dtype. {PRECISION.statement}"
+                        )
         except Mismatch as exc:
             share, problem = getattr(exc, "fraction", 0.0), str(exc)
         mutated = record.get("mutated") if isinstance(record, dict) else None
