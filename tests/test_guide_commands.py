@@ -165,8 +165,12 @@ def course_class(tmp_path) -> Iterator[Class]:
 def test_the_terms_commands_run_in_order_with_a_small_class(tmp_path, course_class):
     course = course_class.course
     checked: list[str] = []
+    collected_bob = course / "submitted" / "bob" / ASSIGNMENT / "timestamp.txt"
     for code in run_blocks():
-        if "nbgrader collect" in code:
+        if "collect --update" in code:
+            first_collected = collected_bob.read_text()
+            course_class.nbgrader("bob", "submit", ASSIGNMENT, "--student=bob")
+        elif "nbgrader collect" in code:
             course_class.hand_in(ON_TIME)
             time.sleep(1.1)  # carol's nbgrader timestamp is later than the others'
             course_class.hand_in(LATE)
@@ -178,11 +182,15 @@ def test_the_terms_commands_run_in_order_with_a_small_class(tmp_path, course_cla
         reports = course / "reports" / ASSIGNMENT
         if "--help" in code:
             assert (course_class.exchange).is_dir()
+            assert f"c.Exchange.root = '{course_class.exchange}'" in (course / "nbgrader_config.py").read_text()
             checked.append("set up")
         elif "./course release" in code:
             assert (course / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file()
             assert (course_class.exchange / "sdpa-course" / "outbound" / ASSIGNMENT).is_dir()
             checked.append("release")
+        elif "collect --update" in code:
+            assert collected_bob.read_text() > first_collected, "the resubmission replaced the collected copy"
+            checked.append("resubmission")
         elif "nbgrader collect" in code:
             assert sorted(p.name for p in (course / "submitted").iterdir()) == sorted([*ON_TIME, *LATE])
             checked.append("collect")
@@ -228,6 +236,7 @@ def test_the_terms_commands_run_in_order_with_a_small_class(tmp_path, course_cla
         "set up",
         "release",
         "collect",
+        "resubmission",
         "grade",
         "feedback",
         "lms",
