@@ -27,7 +27,7 @@ def readable_by_another_account(path: Path) -> bool:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to act as a second account")
-def test_the_warnings_command_keeps_other_accounts_out_of_the_course(tmp_path):
+def test_the_warnings_command_keeps_other_accounts_out_of_the_course():
     machine = Path(tempfile.mkdtemp(prefix="course-home-"))
     os.chmod(machine, 0o755)  # a home as useradd --create-home makes it
     course = machine / "course"
