@@ -206,7 +206,8 @@ def test_the_record_keeps_the_earlier_keys_that_saved_results_still_carry(tmp_pa
 # ---------------------------------------------------------------- the command line
 
 
-def _grade(course: Path, *extra: str) -> tuple[int, str]:
+def grade_in_copy(course: Path, *extra: str) -> tuple[int, str]:
+    """``python -m classgrader`` on the copy's submitted/ folder into out/: (exit code, what it printed)."""
     done = run_in(
         course,
         ["-m", "classgrader", ASSIGNMENT, "submitted", "--out", "out", "--quiet", "-j", "2", "--no-kernel-record"]
@@ -230,7 +231,7 @@ def test_grade_names_a_change_to_lib_and_regrades_only_when_asked(tmp_path, monk
         name, data = builder.build(fixture)
         (course / "submitted" / student / ASSIGNMENT).mkdir(parents=True)
         (course / "submitted" / student / ASSIGNMENT / name).write_bytes(data)
-    code, said = _grade(course)
+    code, said = grade_in_copy(course)
     assert code == 0, said
     first = _results(course)
     assert {s: r["score"] for s, r in first.items()} == {"ada": 10, "bob": 0}
@@ -238,19 +239,19 @@ def test_grade_names_a_change_to_lib_and_regrades_only_when_asked(tmp_path, monk
     assert record["key"] == first["ada"]["key"].split("-")[1] and set(record["inputs"]) == set(fingerprint.INPUTS)
 
     append(course, "lib/softmax.py", "\n# a mid-term fix\n")
-    code, said = _grade(course)
+    code, said = grade_in_copy(course)
     assert code == 2, said
     assert named_inputs(said) == ["lib"]  # only what changed is named
     assert "2 saved results would be regraded" in said and "--regrade" in said
     assert _results(course) == first, "nothing was graded or rewritten"
 
-    code, said = _grade(course, "--regrade")
+    code, said = grade_in_copy(course, "--regrade")
     assert code == 0, said
     again = _results(course)
     assert {s: r["score"] for s, r in again.items()} == {"ada": 10, "bob": 0}
     assert all(again[s]["key"] != first[s]["key"] and again[s]["graded_at"] != first[s]["graded_at"] for s in first)
 
-    code, said = _grade(course)  # unchanged since: everything reused
+    code, said = grade_in_copy(course)  # unchanged since: everything reused
     assert code == 0, said
     reused = re.search(r"(\d+) of (\d+) submissions already graded", said)
     assert reused and reused.groups() == ("2", "2"), said

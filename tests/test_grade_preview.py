@@ -17,24 +17,15 @@ import re
 from pathlib import Path
 
 import pytest
-from course_copy import copy_course, run_in
+from course_copy import copy_course
 from test_class_grading import needs_sandbox
+from test_fingerprint import grade_in_copy
 
 from devtools.sample_submissions import Builder
 
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "hw2_stable_softmax"
 MOVE = re.compile(r"^  (\S+): (\S+) -> (\S+) \(([+-][\d.e+-]+)\)", re.M)
-
-
-def grade(course: Path, *extra: str) -> tuple[int, str]:
-    done = run_in(
-        course,
-        ["-m", "classgrader", ASSIGNMENT, "submitted", "--out", "out", "--quiet", "-j", "2", "--no-kernel-record"]
-        + list(extra),
-        timeout=900,
-    )
-    return done.returncode, done.stdout + done.stderr
 
 
 def finals(course: Path) -> dict[str, float]:
@@ -64,7 +55,7 @@ def test_a_preview_names_who_moves_writes_nothing_and_the_regrade_matches_it(tmp
     for student, data in notebooks.items():
         (course / "submitted" / student / ASSIGNMENT).mkdir(parents=True)
         (course / "submitted" / student / ASSIGNMENT / builder.notebook).write_bytes(data)
-    code, said = grade(course)
+    code, said = grade_in_copy(course)
     assert code == 0, said
     before = finals(course)
     assert before["ada"] == 10 and before["bob"] == 0 and 0 < before["cyd"] < 10, before
@@ -75,7 +66,7 @@ def test_a_preview_names_who_moves_writes_nothing_and_the_regrade_matches_it(tmp
     compare.write_text(text.replace('"float64": 1e-10', '"float64": 1e-6'))
     written = every_file(course / "out")
 
-    code, said = grade(course, "--preview")
+    code, said = grade_in_copy(course, "--preview")
     assert code == 0, said
     moves = {m[0]: (float(m[1]), float(m[2]), float(m[3])) for m in MOVE.findall(said)}
     assert set(moves) == {"cyd"}, said
@@ -83,6 +74,6 @@ def test_a_preview_names_who_moves_writes_nothing_and_the_regrade_matches_it(tmp
     assert old == before["cyd"] and new > old and change == pytest.approx(new - old)
     assert every_file(course / "out") == written, "the preview changed the output folder"
 
-    code, said = grade(course, "--regrade")
+    code, said = grade_in_copy(course, "--regrade")
     assert code == 0, said
     assert finals(course) == {"ada": 10, "bob": 0, "cyd": new}
