@@ -204,6 +204,7 @@ class CellResult(TypedDict):
     score: float | None
     message: str
     passed: NotRequired[bool | None]  # absent when nothing ran (missing, not a notebook)
+    by_hand: NotRequired[bool]  # the score is the instructor's, from the formgrader (classgrader.books.hand_grades)
 
 
 class SandboxSummary(TypedDict):
@@ -268,6 +269,7 @@ class Result(TypedDict):
     ]  # a plain nbgrader assignment's notebook stems (classgrader.assignments.plain_nbgrader)
     manual: NotRequired[list[str]]  # grade_ids left for the formgrader (classgrader.assignments.plain_nbgrader)
     late: NotRequired[Late]
+    hand_comments: NotRequired[dict[str, str]]  # answer grade_id -> the instructor's comment (formgrader); reports only
     graded_at: NotRequired[str]  # ISO 8601, when the result was saved
 
 

@@ -20,6 +20,7 @@ Chromium, they fail instead.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import json
@@ -556,8 +557,10 @@ def site_server() -> Iterator[SiteServer]:
         yield server
 
 
-@pytest.fixture(scope="session")
-def book_browser(site_server: SiteServer) -> Iterator[BookBrowser]:
+@contextlib.contextmanager
+def chromium_for(server: Any) -> Iterator[BookBrowser]:
+    """A :class:`BookBrowser` that can reach ``server`` alone (anything with an ``origin`` and a ``url()``); the
+    tests that need it skip without Chromium, and fail in CI, where it must be there."""
     executable = find_chromium()
     reason = None
     if executable is None:
@@ -575,14 +578,21 @@ def book_browser(site_server: SiteServer) -> Iterator[BookBrowser]:
     if reason:
         SESSION["skip_reason"] = reason
         pytest.skip(f"BROWSER TESTS SKIPPED: {reason}")
-    browser = BookBrowser(executable, site_server)
+    assert executable is not None
+    browser = BookBrowser(executable, server)
     try:
+        yield browser
+    finally:
+        browser.close()
+
+
+@pytest.fixture(scope="session")
+def book_browser(site_server: SiteServer) -> Iterator[BookBrowser]:
+    with chromium_for(site_server) as browser:
         problems = browser.prove_outside_is_blocked()
         if problems:
             pytest.fail("the browser tests' network is not closed: " + "; ".join(problems))
         yield browser
-    finally:
-        browser.close()
 
 
 @pytest.fixture

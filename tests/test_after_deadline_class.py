@@ -223,6 +223,35 @@ def test_moving_the_deadline_reprices_without_regrading(graded):
     assert gradebook_rows(root)["two_days"]["penalty"] == 2
 
 
+@needs_sandbox
+def test_a_later_run_without_the_late_options_says_it_drops_the_penalties(graded):
+    root, said = graded["root"], []
+
+    def again(policy: dict) -> None:
+        grade_class(
+            REPO,
+            ASSIGNMENT,
+            root / "submitted",
+            out=root,
+            workers=2,
+            settings=graded["settings"],
+            progress=False,
+            log=said.append,
+            late_policy=late.make_policy(ASSIGNMENT, policy),
+            analyse=False,
+        )
+
+    again({})  # the options forgotten: the gradebook still has the deadline, no penalty is set
+    charged = sorted(s for s, (*_, penalty, _status) in CLASS.items() if penalty)
+    warnings = [m for m in said if "WARNING" in m]
+    assert len(warnings) == 1 and all(s in warnings[0] for s in charged), said
+    assert gradebook_rows(root)["two_days"]["penalty"] == 0
+    said.clear()
+    again(POLICY)  # and back, for the other tests of this module
+    assert gradebook_rows(root)["two_days"]["penalty"] == 2
+    assert not [m for m in said if "WARNING" in m]
+
+
 def grant(root: Path, student: str, days: int) -> None:
     """nbgrader's own API for one learner's extension (``days=0`` removes it), as the instructors' guide shows."""
     from nbgrader.api import Gradebook

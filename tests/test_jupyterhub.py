@@ -37,19 +37,18 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import SCREENSHOTS, BookBrowser, find_chromium
+from browser import SCREENSHOTS, BookBrowser, chromium_for
+from local_server import free_port, stop, wait_until_up
 from release_run import before_submit_points
 from test_class_grading import needs_sandbox
 from test_exchange_round_trip import ASSIGNMENT, REPO, Term
@@ -133,12 +132,6 @@ def _singleuser_env(root: Path, user: str) -> Path:
     return env
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class Hub:
     """A running hub: its address, its process, its log; every step timed."""
@@ -199,31 +192,6 @@ c.Spawner.environment = {{
 """
     )
     return path
-
-
-def _wait_until_up(url: str, process: subprocess.Popen, log: Path, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the hub stopped (exit {process.returncode}):\n{log.read_text()[-4000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=5) as answer:
-                if answer.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"the hub did not answer at {url} within {seconds:g} s:\n{log.read_text()[-4000:]}")
-
-
-def _stop(process: subprocess.Popen, seconds: float = 30) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)  # the hub stops the learner's server and its proxy on the way out
-        try:
-            process.wait(seconds)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(seconds)
 
 
 def _alive(pid: int) -> bool:
@@ -290,7 +258,7 @@ def hub() -> Iterator[Hub]:
                 start_new_session=True,
             )
         origin = f"http://127.0.0.1:{ports['public']}"
-        _wait_until_up(f"{origin}/hub/health", process, log)
+        wait_until_up(f"{origin}/hub/health", process, log, "the hub")
         pid_file = config.parent / "jupyterhub-proxy.pid"  # the hub writes it in its working folder
         assert pid_file.is_file(), f"the hub started no proxy:\n{log.read_text()[-4000:]}"
         proxy_pid = int(pid_file.read_text())
@@ -300,7 +268,7 @@ def hub() -> Iterator[Hub]:
     finally:
         left: list[str] = []
         if process is not None:
-            _stop(process)
+            stop(process)  # the hub stops the learner's server and its proxy on the way out
         if proxy_pid is not None and _alive(proxy_pid):
             left.append(f"the proxy (process {proxy_pid})")
             os.kill(proxy_pid, signal.SIGKILL)
@@ -317,19 +285,8 @@ def hub() -> Iterator[Hub]:
 
 @pytest.fixture(scope="module")
 def hub_browser(hub: Hub) -> Iterator[BookBrowser]:
-    executable = find_chromium()
-    if executable is None:
-        reason = (
-            "Chromium not found (looked for $COURSE_CHROMIUM, then 'chromium-headless-shell' and 'chromium' on PATH)"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason} (CI must run the browser tests: .ci/run installs Chromium)")
-        pytest.skip(f"BROWSER TESTS SKIPPED: {reason}")
-    browser = BookBrowser(executable, hub)  # type: ignore[arg-type]  (it needs only the origin)
-    try:
+    with chromium_for(hub) as browser:  # it needs only the hub's origin
         yield browser
-    finally:
-        browser.close()
 
 
 def _log_in(page: Any, hub: Hub) -> None:

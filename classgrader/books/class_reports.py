@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from classgrader.after_deadline import late
+from classgrader.assignments import plain_nbgrader
 from classgrader.books import lms_export
 from classgrader.records import STATUSES, Result, atomic_path, write_json_atomic, write_text_atomic
 from classgrader.sandbox.mode import DESCRIPTIONS
@@ -66,6 +67,8 @@ def scores_csv(results: list[Result]) -> str:
         score = late.final_score(r)
         lt = late.late_of(r)
         notes = list(r.get("notes", [])) + ([lt["note"]] if lt.get("note") else [])
+        if r.get("manual"):  # still waiting in the formgrader (classgrader.books.hand_grades counts what is done)
+            notes.append(f"{', '.join(r['manual'])}: {plain_nbgrader.MANUAL}")
         writer.writerow(
             [
                 r["student"],

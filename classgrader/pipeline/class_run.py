@@ -1,4 +1,5 @@
-"""Grade a whole class, in named steps: prepare -> intake -> sort out -> reuse -> grade the rest -> books.
+"""Grade a whole class, in named steps: prepare -> intake -> sort out -> reuse -> grade the rest -> hand grades
+-> books.
 
 1. :func:`prepare`: the assignment, its outputs' places, the gradebook's
    assignment, and the :mod:`~classgrader.pipeline.fingerprint` of what
@@ -12,7 +13,9 @@
 5. :func:`grade_rest`: every other submission, on an
    :class:`~classgrader.pipeline.executors.Executor` (a local pool or a Dask
    cluster), each outcome saved here, in this thread;
-6. :func:`write_books`: the class reports and the item analysis.
+6. :func:`count_hand_grades`: the scores and comments given by hand in
+   nbgrader's formgrader, counted as nbgrader counts them;
+7. :func:`write_books`: the class reports and the item analysis.
 
 Order of writes for each submission, so that an interruption at any moment
 loses nothing and counts nothing twice:
@@ -53,7 +56,7 @@ from classgrader.assignments.course import (
     submission_key,
     submitted_bytes,
 )
-from classgrader.books import class_reports, gradebook, lms_export, nbgrader_record
+from classgrader.books import class_reports, gradebook, hand_grades, lms_export, nbgrader_record
 from classgrader.pipeline import fingerprint, intake
 from classgrader.pipeline.dask_cluster import Session
 from classgrader.pipeline.executors import Executor, LocalPool
@@ -193,11 +196,13 @@ def grade_class(
             )
             raise
         names = gradebook.names(writer.gb)
+        by_hand = hand_grades.read(writer.gb, run.info.name)
     by_student = {r["student"]: r for r in [*reused, *done.results]}
     ordered = [by_student[s.student] for s in subs if s.student in by_student]
     for r in ordered:  # the reports name each learner as the gradebook does (nbgrader db student add --first-name)
         r["display_name"] = names.get(r["student"]) or r.get("display_name") or ""
-    report = write_books(run, ordered, time.monotonic() - started, done.workers, cluster is not None, lms, analyse)
+    counted = count_hand_grades(run, subs, ordered, by_hand, fresh={id(r) for r in done.results})
+    report = write_books(run, counted, time.monotonic() - started, done.workers, cluster is not None, lms, analyse)
     return ClassSummary(run.paths.reports, len(reused), len(done.results), tuple(done.not_graded), report)
 
 
@@ -324,28 +329,47 @@ def sort_out(run: ClassRun, subs: list[intake.Submission], regrade: bool) -> Sor
 
 
 def reuse(run: ClassRun, reusable: list[tuple[intake.Submission, Result]], writer: gradebook.Writer) -> list[Result]:
-    """Step 4: each result that holds, re-priced under the current late policy (its raw score kept), in the
-    gradebook if it differs there, and its feedback page put back if another tool replaced it."""
+    """Step 4: each result that holds, re-priced under the current late policy (its raw score kept), and in
+    the gradebook if it differs there (its feedback page is put back by :func:`count_hand_grades`)."""
+    dropped = []
     for sub, prev in reusable:
+        had = late.late_of(prev).get("penalty") or 0
         late_changed = late.annotate(prev, sub, run.policy)
+        if had and not run.policy.penalty.value:
+            dropped.append(sub.student)
         if late_changed:
             write_json_atomic(run.paths.result(sub.student), prev)
         if prev["status"] != "missing" and (
             late_changed or not _same_scores(writer.current(run.info.name, sub.student), prev)
         ):
             writer.write(prev)
-        put_back_feedback(run.paths, run.info, sub, prev)
+    _warn_dropped_penalties(run, dropped)
     return [prev for _, prev in reusable]
+
+
+def _warn_dropped_penalties(run: ClassRun, students: list[str]) -> None:
+    """Late options are given per run: say so when this run's policy has no penalty and cleared earlier ones."""
+    if students:
+        run.log(
+            f"classgrader: WARNING: an earlier run charged {len(students)} submission(s) a late penalty "
+            f"({', '.join(sorted(students)[:5])}{', ...' if len(students) > 5 else ''}); this run's late policy "
+            "has no penalty, so they are no longer charged. To keep the penalties, give this run the same late "
+            "options (--deadline, --penalty and the rest), or set them once in nbgrader_config.py (c.LatePolicy)."
+        )
 
 
 def keep(run: ClassRun, kept: list[tuple[intake.Submission, Result]], writer: gradebook.Writer) -> list[Result]:
     """Step 4, for students graded earlier whose submission is not in this run's folder: each saved result as it
     is, re-priced under the current late policy and extension from the time it recorded."""
+    dropped = []
     for sub, prev in kept:
+        had = late.late_of(prev).get("penalty") or 0
         if late.reprice_saved(prev, run.policy, sub.extension):
             write_json_atomic(run.paths.result(sub.student), prev)
             writer.write(prev)
-            put_back_feedback(run.paths, run.info, sub, prev)  # the page says the new price
+        if had and not run.policy.penalty.value:
+            dropped.append(sub.student)
+    _warn_dropped_penalties(run, dropped)
     return [prev for _, prev in kept]
 
 
@@ -396,6 +420,29 @@ def grade_rest(
             raise
 
 
+def count_hand_grades(
+    run: ClassRun,
+    subs: list[intake.Submission],
+    results: list[Result],
+    by_hand: Mapping[str, hand_grades.HandGrades],
+    *,
+    fresh: set[int],
+) -> list[Result]:
+    """Step 6: each result with the instructor's hand grades counted (:mod:`classgrader.books.hand_grades`),
+    and each feedback page that should say otherwise written again: a result not graded in this run (its
+    page may have been replaced by ``nbgrader generate_feedback``, or its price changed), or one with hand
+    grades. The saved results keep the autograder's scores."""
+    subs_of = {s.student: s for s in subs}
+    counted = []
+    for r in results:
+        sub = subs_of[r["student"]]
+        shown = hand_grades.apply(r, by_hand.get(r["student"]), run.policy, sub.extension)
+        if id(r) not in fresh or shown is not r:
+            put_back_feedback(run.paths, run.info, sub, shown)
+        counted.append(shown)
+    return counted
+
+
 def write_books(
     run: ClassRun,
     results: list[Result],
@@ -405,7 +452,7 @@ def write_books(
     lms: lms_export.LmsOptions | None,
     analyse: bool,
 ) -> dict[str, Any]:
-    """Step 6: the class reports (scores, LMS files, summary, histogram) and the item analysis."""
+    """Step 7: the class reports (scores, LMS files, summary, histogram) and the item analysis."""
     info = run.info
     report = class_reports.write_all(
         results,

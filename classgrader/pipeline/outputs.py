@@ -98,7 +98,7 @@ def put_back_feedback(paths: Paths, info: AssignmentInfo, sub: intake.Submission
     for stem in result.get("notebooks") or [paths.stem]:  # a plain assignment's notebooks, each with its page
         autograded = paths.autograded(sub.student, stem)
         nb = nbformat.read(autograded, as_version=4) if autograded.exists() else None
-        page = report.render(result, nb, base_url=info.book_url)
+        page = report.render(result, nb, base_url=info.book_url, stem=stem)
         target = paths.feedback(sub.student, stem)
         if not target.is_file() or target.read_text(errors="replace") != page:
             write_text_atomic(target, page)

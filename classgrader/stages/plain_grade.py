@@ -116,7 +116,9 @@ def grade(
             outs = outputs(part.plan, part.events, {}, None, settings.limits)
             for n, pc in enumerate(part.plan.cells):
                 if pc.role == "test" and pc.grade_id in part.cells:
-                    outs.setdefault(n, []).append(notebooks.stream_output("stdout", _verdict(part, pc.grade_id, n)))
+                    outs.setdefault(n, []).append(
+                        notebooks.stream_output("stdout", report.cell_verdict(part.cells[pc.grade_id]) + "\n")
+                    )
             nb = notebooks.autograded_notebook(part.plan, part.spec.release, outs)
         pages[part.spec.stem] = (nb, report.render(result, nb, base_url=info.book_url, stem=part.spec.stem))
     first_nb, first_page = pages[info.plain[0].stem]
@@ -258,11 +260,6 @@ def _not_run(part: Notebook, n: int | None, limits: sandbox.Limits) -> str:
     return "not run: the notebook was stopped at its time limit before this cell"
 
 
-def _verdict(part: Notebook, gid: str, n: int) -> str:
-    c = part.cells[gid]
-    return f"{report.cell_words(c)}. {c['message']}\n"
-
-
 def _result(info: AssignmentInfo, sub: Submission, parts: list[Notebook], key: str, limits: sandbox.Limits) -> Result:
     """The submission's result: the cells of every notebook, the worst status, the notes."""
     statuses = [p.status for p in parts]
@@ -314,7 +311,4 @@ def _notes(part: Notebook, several: bool, limits: sandbox.Limits) -> list[str]:
         notes.extend(where + note for note in said)
     if part.left_out:
         notes.append(where + f"not kept (over {FILES_CAP // 1024**2} MB in all): {', '.join(part.left_out)}")
-    manual = [gid for gid, c in part.cells.items() if c.get("score") is None]
-    if manual:
-        notes.append(where + f"{', '.join(manual)}: {MANUAL}")
     return notes

@@ -97,6 +97,7 @@ pre { background: #f5f5f5; padding: .6rem; overflow-x: auto; white-space: pre-wr
 .pass { background: #e0f0fa; border-left: 4px solid #0072B2; }
 .fail { background: #fbe9dd; border-left: 4px solid #D55E00; }
 .note { color: #444; font-size: .9rem; }
+.comment { padding: .4rem .6rem; margin-top: .3rem; border-left: 4px solid #009E73; background: #e6f5f0; }
 .late { border-left: 4px solid #D55E00; padding-left: .6rem; }
 math[display="block"] { margin: .8rem 0; }
 figure.mistake img { max-width: 100%; height: auto; }
@@ -169,6 +170,18 @@ def cell_words(cell: CellResult) -> str:
     else:
         word = "not right"
     return f"{score:g} / {points:g} points: {word}"
+
+
+def cell_verdict(cell: CellResult) -> str:
+    """:func:`cell_words` and the cell's message, unless the message only says the verdict again.
+
+    >>> cell_verdict({"points": 1, "score": 1.0, "message": "passed", "passed": True})
+    '1 / 1 points: passed'
+    >>> cell_verdict({"points": 2, "score": 2.0, "message": "graded by hand", "passed": True})
+    '2 / 2 points: passed. graded by hand'
+    """
+    words, message = cell_words(cell), cell.get("message", "")
+    return words if not message or words.endswith(message) else f"{words}. {message}"
 
 
 def _score_lines(result: Result) -> list[str]:
@@ -250,10 +263,11 @@ def render(
                 c = result["cells"][gid]
                 full = c.get("score") is not None and float(c["score"] or 0) >= float(c.get("points") or 0)
                 klass = "pass" if full else "fail"
-                parts.append(
-                    f'<div class="grade {klass}"><strong>{_esc(gid)}</strong>: {_esc(cell_words(c))}. '
-                    f"{_esc(c.get('message', ''))}</div>"
-                )
+                parts.append(f'<div class="grade {klass}"><strong>{_esc(gid)}</strong>: {_esc(cell_verdict(c))}</div>')
+            hand = result.get("hand_comments", {})  # typed in nbgrader's formgrader
+            said = hand.get(f"{stem}/{meta.get('grade_id')}") or hand.get(meta.get("grade_id") or "")
+            if said:
+                parts.append(f'<div class="comment"><strong>Your instructor\'s comment</strong>: {_esc(said)}</div>')
         parts.append("</div>")
     parts.append("</body></html>")
     return "\n".join(parts)
