@@ -93,5 +93,5 @@ def test_score_matrix_factors_through_m_which_is_not_symmetric(page):
     tokens, x, w, q, k = _qk()
     m = np.einsum("ar,br->ab", w["w_q"], w["w_k"])
     assert np.allclose(x @ m @ x.T, q @ k.T) and not np.allclose(m, m.T)
-    text = page.output_with("E = X M X^T")
-    assert "E = X M X^T: True" in text and "M symmetric: False" in text
+    text = page.output_with("E = X W_QK X^T")
+    assert "E = X W_QK X^T: True" in text and "W_QK symmetric: False" in text

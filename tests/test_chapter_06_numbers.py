@@ -287,8 +287,8 @@ def test_lib_reproduces_trap_c_with_a_float_mask(page, qkv):
 
 
 def test_running_average_matrix_and_softmax_of_masked_zeros(page, outputs, qkv):
-    # M has m_ij = 1/(i+1) for j <= i; M @ V is the average of the values so far;
-    # the softmax of masked zeros is M, so row 2 is (1/3, 1/3, 1/3, 0, 0, 0).
+    # A has a_ij = 1/(i+1) for j <= i; A @ V is the average of the values so far;
+    # the softmax of masked zeros is A, so row 2 is (1/3, 1/3, 1/3, 0, 0, 0).
     _, _, v = qkv
     m = [[1 / (i + 1) if j <= i else 0.0 for j in range(6)] for i in range(6)]
     block = page[page.index("[[1.    0.") :]
@@ -297,13 +297,13 @@ def test_running_average_matrix_and_softmax_of_masked_zeros(page, outputs, qkv):
     running = [[sum(v[j][c] for j in range(i + 1)) / (i + 1) for c in range(2)] for i in range(6)]
     mv = [[sum(m[i][j] * v[j][c] for j in range(6)) for c in range(2)] for i in range(6)]
     assert mv == [pytest.approx(r, abs=1e-12) for r in running]
-    assert printed(outputs, "M @ V is the average of the values so far:") == "True"
+    assert printed(outputs, "A @ V is the average of the values so far:") == "True"
     zeros_softmax = [[1.0 if j <= i else 0.0 for j in range(6)] for i in range(6)]
     zeros_softmax = [[w / sum(row) for w in row] for row in zeros_softmax]
     assert zeros_softmax == [pytest.approx(r) for r in m]
-    row2 = re.search(r"^row 2: \[([^\]]*)\]", outputs.output_with("softmax of masked zeros equals M"), re.M)
+    row2 = re.search(r"^row 2: \[([^\]]*)\]", outputs.output_with("softmax of masked zeros equals A"), re.M)
     assert row2 and [float(t) for t in row2[1].split()] == pytest.approx(zeros_softmax[2], abs=6e-4)
-    assert printed(outputs, "softmax of masked zeros equals M:") == "True"
+    assert printed(outputs, "softmax of masked zeros equals A:") == "True"
 
 
 def test_row_3_predict_sat_takes_the_largest_weight(qkv, values):

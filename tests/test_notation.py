@@ -192,3 +192,25 @@ def test_the_scan_finds_each_old_form(text):
 )
 def test_the_scan_passes_row_vector_forms(text):
     assert old_notation(text) == [], text
+
+
+# Symbols that appendix/notation.md gives one meaning, and the forms that would give them another.
+OTHER_MEANINGS = {
+    r"the loss is \mathcal{L} (L is chapter 11's block length)": re.compile(r"\\partial L\b|\bL\(q\b"),
+    r"a finite difference steps by \Delta (h counts heads)": re.compile(r"\\pm h\b|/\s*\(?2h\b"),
+    r"\ell is the online softmax's running sum (a head's index is g)": re.compile(r"\\ell\b"),
+}
+# Where the running sum is taught: chapter 8, its homework, and the notation page.
+RUNNING_SUM_PAGES = ("online_softmax", "appendix/notation.md")
+
+
+@pytest.mark.parametrize("meaning", sorted(OTHER_MEANINGS))
+def test_each_symbol_keeps_its_one_meaning(meaning):
+    pattern = OTHER_MEANINGS[meaning]
+    stray = []
+    for path in LEARNER_FILES:
+        name = str(path.relative_to(ROOT))
+        if pattern.pattern == r"\\ell\b" and any(page in name for page in RUNNING_SUM_PAGES):
+            continue
+        stray += [f"{name}: {m.group(0)}" for m in pattern.finditer(learner_text(path))]
+    assert not stray, f"{meaning}: {stray}"
