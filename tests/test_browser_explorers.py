@@ -35,6 +35,7 @@ REPORT = ROOT / "_build" / "reports" / "explorers.json"
 # page of the built book -> chapter source.
 PAGES = {
     "ch3-blend": "chapters/03_queries_keys_values",
+    "ch4-push": "chapters/04_scaled_dot_product_attention",
     "ch5-width": "chapters/05_why_divide_by_sqrt_dk",
     "ch5-stretch": "chapters/05_why_divide_by_sqrt_dk",
     "ch6-mask": "chapters/06_causal_masking",
@@ -102,6 +103,25 @@ def check_blend(ns: dict[str, Any], setting: dict[str, Any], alt: str) -> None:
     gap = re.search(r"largest \|e_ij - e_ji\| = (\S+)\.$", alt).group(1)
     assert near(gap, np.abs(e - e.T).max(), 2), alt
     assert f"t = {t:.1f}" in alt and setting["view"] in alt
+
+
+def check_push(ns: dict[str, Any], setting: dict[str, Any], alt: str) -> None:
+    q, k, v = ns["Q"], ns["K"], ns["V"]
+    j = int(re.search(r"\(j=(\d)\)", setting["key"]).group(1))
+    before = (q[2] @ k.T) / np.sqrt(k.shape[1])
+    row = before.copy()
+    row[j] += setting["change"]
+    a, a0 = softmax(row), softmax(before)
+    shown = numbers(alt.split(":", 1)[1].split(". Beside")[0])[-len(a) :]
+    assert np.allclose(shown, a, atol=0.006), alt
+    out = numbers(alt.split("is now")[1])
+    assert np.allclose(out[:2], a @ v, atol=0.006) and np.allclose(out[2:4], a0 @ v, atol=0.006), alt
+    # What the page says: the other keys lose weight by one factor, and the output stays on the line from
+    # the others' average (which does not move) to v_j.
+    others = [i for i in range(len(a)) if i != j]
+    assert np.allclose(a[others] / a0[others], a[others[0]] / a0[others[0]])
+    rest = (a0[others] @ v[others]) / a0[others].sum()
+    assert np.allclose(a @ v, a[j] * v[j] + (1 - a[j]) * rest)
 
 
 def check_width(ns: dict[str, Any], setting: dict[str, Any], alt: str) -> None:
@@ -183,6 +203,7 @@ def check_stretch_stream(ns: dict[str, Any], setting: dict[str, Any], alt: str) 
 
 CHECKS: dict[str, Callable[[dict[str, Any], dict[str, Any], str], None]] = {
     "ch3-blend": check_blend,
+    "ch4-push": check_push,
     "ch5-width": check_width,
     "ch5-stretch": check_stretch,
     "ch6-mask": check_mask,
