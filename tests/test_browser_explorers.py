@@ -34,6 +34,7 @@ REPORT = ROOT / "_build" / "reports" / "explorers.json"
 
 # page of the built book -> chapter source.
 PAGES = {
+    "ch1-lookup": "chapters/01_self_attention",
     "ch3-blend": "chapters/03_queries_keys_values",
     "ch4-push": "chapters/04_scaled_dot_product_attention",
     "ch5-width": "chapters/05_why_divide_by_sqrt_dk",
@@ -103,6 +104,22 @@ def check_blend(ns: dict[str, Any], setting: dict[str, Any], alt: str) -> None:
     gap = re.search(r"largest \|e_ij - e_ji\| = (\S+)\.$", alt).group(1)
     assert near(gap, np.abs(e - e.T).max(), 2), alt
     assert f"t = {t:.1f}" in alt and setting["view"] in alt
+
+
+def check_lookup(ns: dict[str, Any], setting: dict[str, Any], alt: str) -> None:
+    names, prices = ("apple", "banana", "cherry", "date"), np.array([10.0, 20.0, 30.0, 40.0])
+    asked = [n for n in names if n in setting["question"].split(" and ")]
+
+    def lookup(sharpness: float) -> tuple[np.ndarray, float]:
+        w = softmax(np.array([sharpness / len(asked) if n in asked else 0.0 for n in names]))
+        return w, float(w @ prices)
+
+    w, out = lookup(setting["sharpness"])
+    assert np.allclose(numbers(alt.split(":", 1)[1].split(". Beside")[0]), w, atol=0.006), alt
+    assert near(numbers(alt.split("the output,")[1])[0], out, 3), alt
+    if len(asked) == 1:  # what the page says: sharper comes closer to the price asked for
+        price = prices[names.index(asked[0])]
+        assert abs(lookup(setting["sharpness"] + 1)[1] - price) < abs(out - price)
 
 
 def check_push(ns: dict[str, Any], setting: dict[str, Any], alt: str) -> None:
@@ -202,6 +219,7 @@ def check_stretch_stream(ns: dict[str, Any], setting: dict[str, Any], alt: str) 
 
 
 CHECKS: dict[str, Callable[[dict[str, Any], dict[str, Any], str], None]] = {
+    "ch1-lookup": check_lookup,
     "ch3-blend": check_blend,
     "ch4-push": check_push,
     "ch5-width": check_width,
