@@ -183,22 +183,29 @@ def test_the_gradebook_holds_the_same_penalty_and_nbgrader_export_agrees(graded)
         assert float(exported[student]["late_submission_penalty"]) == float(row["late_penalty"]), student
 
 
-@needs_sandbox
-def test_moving_the_deadline_reprices_without_regrading(graded):
+def grade_again(graded: dict, policy: dict, folder: Path | None = None, log=quiet):
+    """The class graded again (nothing regraded: the files are unchanged) from ``folder`` (default: every
+    submission) under ``policy``; the item analysis is left as graded (repricing changes no cell's score)."""
     root = graded["root"]
-    moved = dict(POLICY, deadline="2026-03-31 23:59")
-    again = grade_class(
+    return grade_class(
         REPO,
         ASSIGNMENT,
-        root / "submitted",
+        folder or root / "submitted",
         out=root,
         workers=2,
         settings=graded["settings"],
         progress=False,
-        log=quiet,
-        late_policy=late.make_policy(ASSIGNMENT, moved),
-        analyse=False,  # repricing changes no cell's score: the item analysis stays as graded
+        log=log,
+        late_policy=late.make_policy(ASSIGNMENT, policy),
+        analyse=False,
     )
+
+
+@needs_sandbox
+def test_moving_the_deadline_reprices_without_regrading(graded):
+    root = graded["root"]
+    moved = dict(POLICY, deadline="2026-03-31 23:59")
+    again = grade_again(graded, moved)
     assert (again.reused, again.graded) == (len(CLASS), 0)
     rows = {
         r["student_id"]: r for r in csv.DictReader(io.StringIO((graded["reports"] / "student_scores.csv").read_text()))
@@ -208,46 +215,21 @@ def test_moving_the_deadline_reprices_without_regrading(graded):
     page = (root / "feedback" / "two_days" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
     assert "Score: 10 / 10" in page and "late penalty" not in page
     # and back, so that the other tests of this module see the first policy whatever their order
-    grade_class(
-        REPO,
-        ASSIGNMENT,
-        root / "submitted",
-        out=root,
-        workers=2,
-        settings=graded["settings"],
-        progress=False,
-        log=quiet,
-        late_policy=late.make_policy(ASSIGNMENT, POLICY),
-        analyse=False,
-    )
+    grade_again(graded, POLICY)
     assert gradebook_rows(root)["two_days"]["penalty"] == 2
 
 
 @needs_sandbox
 def test_a_later_run_without_the_late_options_says_it_drops_the_penalties(graded):
     root, said = graded["root"], []
-
-    def again(policy: dict) -> None:
-        grade_class(
-            REPO,
-            ASSIGNMENT,
-            root / "submitted",
-            out=root,
-            workers=2,
-            settings=graded["settings"],
-            progress=False,
-            log=said.append,
-            late_policy=late.make_policy(ASSIGNMENT, policy),
-            analyse=False,
-        )
-
-    again({})  # the options forgotten: the gradebook still has the deadline, no penalty is set
+    # The options forgotten: the gradebook still has the deadline, no penalty is set.
+    grade_again(graded, {}, log=said.append)
     charged = sorted(s for s, (*_, penalty, _status) in CLASS.items() if penalty)
     warnings = [m for m in said if "WARNING" in m]
     assert len(warnings) == 1 and all(s in warnings[0] for s in charged), said
     assert gradebook_rows(root)["two_days"]["penalty"] == 0
     said.clear()
-    again(POLICY)  # and back, for the other tests of this module
+    grade_again(graded, POLICY, log=said.append)  # and back, for the other tests of this module
     assert gradebook_rows(root)["two_days"]["penalty"] == 2
     assert not [m for m in said if "WARNING" in m]
 
@@ -279,18 +261,7 @@ def test_one_learners_extension_reprices_that_learner_alone(graded):
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}", course_id="sdpa-course") as gb:
         gb.update_or_create_student("two_days", first_name="Ada", last_name="Lovelace")
     try:
-        again = grade_class(
-            REPO,
-            ASSIGNMENT,
-            alone,
-            out=root,
-            workers=2,
-            settings=graded["settings"],
-            progress=False,
-            log=quiet,
-            late_policy=late.make_policy(ASSIGNMENT, POLICY),
-            analyse=False,
-        )
+        again = grade_again(graded, POLICY, alone)
         assert (again.reused, again.graded) == (len(CLASS), 0)  # re-priced only
         rows = {r["student_id"]: r for r in csv.DictReader(io.StringIO((reports / "student_scores.csv").read_text()))}
         assert set(rows) == set(CLASS)
@@ -310,18 +281,7 @@ def test_one_learners_extension_reprices_that_learner_alone(graded):
         assert "2026-03-03 23:59" in page  # the extended deadline, in the policy's zone (Berlin)
     finally:
         grant(root, "two_days", days=0)
-        grade_class(
-            REPO,
-            ASSIGNMENT,
-            root / "submitted",
-            out=root,
-            workers=2,
-            settings=graded["settings"],
-            progress=False,
-            log=quiet,
-            late_policy=late.make_policy(ASSIGNMENT, POLICY),
-            analyse=False,
-        )
+        grade_again(graded, POLICY)
     assert gradebook_rows(root)["two_days"]["penalty"] == 2
 
 
@@ -334,18 +294,7 @@ def test_a_learner_absent_from_the_folder_is_repriced_from_the_time_saved(graded
     shutil.copytree(root / "submitted" / "on_time", alone / "on_time")
 
     def run(folder: Path, policy: dict) -> object:
-        return grade_class(
-            REPO,
-            ASSIGNMENT,
-            folder,
-            out=root,
-            workers=2,
-            settings=graded["settings"],
-            progress=False,
-            log=quiet,
-            late_policy=late.make_policy(ASSIGNMENT, policy),
-            analyse=False,
-        )
+        return grade_again(graded, policy, folder)
 
     try:
         again = run(alone, dict(POLICY, deadline="2026-03-31 23:59"))
