@@ -39,6 +39,7 @@ from nbgrader_tools.cells import nbgrader_meta
 # matplotlib and the course as it starts, which on a machine shared by many
 # test runs has taken over 4 minutes).
 KERNEL_LIMIT_MS = 600_000
+WIDGET = "application/vnd.jupyter.widget-view+json"  # a live widget's output
 RUN_LIMIT_MS = 600_000
 KERNEL_STARTS: list[tuple[str, float]] = []
 
@@ -144,10 +145,11 @@ def test_a_chapter_runs_in_the_browser_and_its_explorer_answers(book_browser, br
     assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
     images = [o for c in code for o in c["outputs"] if "image/png" in o.get("data", {})]
     assert images, "no matplotlib figure came out of the chapter"
-    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for c in code for o in c["outputs"]), (
-        "the explorer made no widget"
-    )
-    # The explorer is live: moving its slider re-runs the Python behind it.
+    assert any(WIDGET in o.get("data", {}) for c in code for o in c["outputs"]), "the explorer made no widget"
+    # The explorer is live: moving its slider re-runs the Python behind it. JupyterLab draws only the
+    # cells near the view, as a learner scrolls: bring the explorer's cell into view first.
+    first = next(n for n, c in enumerate(cells) if any(WIDGET in o.get("data", {}) for o in c["outputs"]))
+    page.evaluate(f"(n) => {PANEL}.content.scrollToItem(n, 'center')", first)
     slider = page.locator(
         ".jp-OutputArea-output .widget-slider .noUi-handle, .jp-OutputArea-output .widget-slider input[type=range]"
     ).first
