@@ -106,9 +106,7 @@ GQA_HINTS = {
         "query heads of a group are consecutive, head l reads key-value head l // (h / h_kv), as "
         "np.repeat(k, h // h_kv, axis=-3) lays them out"
     ),
-    "first_head": (
-        "it matches every query head reading key-value head 0: head l reads key-value head l // (h / h_kv)"
-    ),
+    "first_head": ("it matches every query head reading key-value head 0: head l reads key-value head l // (h / h_kv)"),
     "no_scale": "it matches the scores without the scale 1/sqrt(d_k): divide q k^T by sqrt(d_k)",
     "not_causal": (
         "it matches attention without the causal mask: with is_causal=True query i may read only keys "
@@ -373,28 +371,30 @@ def _judge_gqa(cases: list[Case], results: list[ResultRecord]) -> str:
 # ------------------------------------------------------------- decode_with_cache
 
 
-def decode_tolerance(x: np.ndarray, w_q: np.ndarray, w_k: np.ndarray, w_v: np.ndarray, n_heads: int) -> tuple[float, float]:
+def decode_tolerance(
+    x: np.ndarray, w_q: np.ndarray, w_k: np.ndarray, w_v: np.ndarray, n_heads: int
+) -> tuple[float, float]:
     """(rtol, scale) of a decode's heads: see the module's docstring."""
-    z, wq, wk, wv = (np.abs(np.asarray(a, dtype=np.float64)) for a in (x, w_q, w_k, w_v))
+    z, wq, wk, wv = (np.asarray(a, dtype=np.float64) for a in (x, w_q, w_k, w_v))
     n, d_model = z.shape[-2:]
     d_k = wq.shape[1] // n_heads
 
-    def widest(m: np.ndarray, width: int) -> float:
-        parts = m.reshape(*m.shape[:-1], m.shape[-1] // width, width)
+    def widest(m: np.ndarray) -> float:
+        """The longest head row of m (a rotation keeps the length)."""
+        parts = m.reshape(*m.shape[:-1], m.shape[-1] // d_k, d_k)
         return float(np.linalg.norm(parts, axis=-1).max(initial=0.0))
 
-    bound = widest(z @ wq, d_k) * widest(z @ wk, d_k) / np.sqrt(d_k)
-    terms = d_model + d_k + n + 10 * (1 + n)
-    rtol = logit_rtol(x.dtype, bound, terms=terms)
-    return rtol, max(1.0, float((z @ wv).max(initial=0.0)))
+    bound = widest(z @ wq) * widest(z @ wk) / np.sqrt(d_k)
+    rtol = logit_rtol(x.dtype, bound, terms=d_model + d_k + n + 10 * (1 + n))
+    return rtol, max(1.0, float((np.abs(z) @ np.abs(wv)).max(initial=0.0)))
 
 
-def _decode_case(
-    x: np.ndarray, weights: list[np.ndarray], h: int, h_kv: int, n_prompt: int, note: str = ""
-) -> Case:
+def _decode_case(x: np.ndarray, weights: list[np.ndarray], h: int, h_kv: int, n_prompt: int, note: str = "") -> Case:
     w_q, w_k, w_v = weights
     label = describe_inputs(x=x, w_q=w_q, w_k=w_k) + f", n_heads = {h}, n_kv_heads = {h_kv}, n_prompt = {n_prompt}"
-    return make_case("decode_with_cache", x, w_q, w_k, w_v, h, h_kv, n_prompt, label=label + (f", {note}" if note else ""))
+    return make_case(
+        "decode_with_cache", x, w_q, w_k, w_v, h, h_kv, n_prompt, label=label + (f", {note}" if note else "")
+    )
 
 
 def _decode_weights(gen: np.random.Generator, d_model: int, h: int, h_kv: int, d_k: int, d_v: int, dtype: DTypeLike):
