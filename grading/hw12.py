@@ -147,7 +147,7 @@ def gqa_variant(q: Any, k: Any, v: Any, is_causal: bool = False, mistake: str | 
     scale = 1.0 if mistake == "no_scale" else 1.0 / np.sqrt(qa.shape[-1])
     scores = qa @ np.swapaxes(ka, -1, -2) * scale
     if is_causal and mistake != "not_causal":
-        scores = np.where(np.tri(*scores.shape[-2:], dtype=bool), scores, -np.inf)
+        scores = np.where(np.tri(*scores.shape[-2:]) > 0, scores, -np.inf)
     scores = scores - scores.max(axis=-1, keepdims=True)
     e = np.exp(scores)
     out: np.ndarray = (e / e.sum(axis=-1, keepdims=True)) @ va
@@ -397,7 +397,9 @@ def _decode_case(x: np.ndarray, weights: list[np.ndarray], h: int, h_kv: int, n_
     )
 
 
-def _decode_weights(gen: np.random.Generator, d_model: int, h: int, h_kv: int, d_k: int, d_v: int, dtype: DTypeLike):
+def _decode_weights(
+    gen: np.random.Generator, d_model: int, h: int, h_kv: int, d_k: int, d_v: int, dtype: DTypeLike
+) -> list[np.ndarray]:
     s = d_model**-0.5
     return [normal(gen, (d_model, w), dtype, s) for w in (h * d_k, h_kv * d_k, h_kv * d_v)]
 
@@ -443,10 +445,12 @@ def _judge_decode(cases: list[Case], results: list[ResultRecord]) -> str:
             for mistake, hint in DECODE_HINTS.items():
                 if _close(got, decode_variant(*shape, mistake=mistake), rtol, scale):
                     raise Mismatch(f"{exc}. Hint: {hint}") from None
-            carried = [("rotate", m, ROTATE_HINTS[m], {"rotate_mistake": m}) for m in ROTATE_HINTS]
-            carried += [("grouped_query_attention", m, GQA_HINTS[m], {"gqa_mistake": m}) for m in GQA_HINTS]
-            for piece, _, hint, how in carried:
-                if _close(got, decode_variant(*shape, **how), rtol, scale):
+            carried: list[tuple[str, str, str | None, str | None]]
+            carried = [("rotate", ROTATE_HINTS[m], m, None) for m in ROTATE_HINTS]
+            carried += [("grouped_query_attention", GQA_HINTS[m], None, m) for m in GQA_HINTS]
+            for piece, hint, rotate_mistake, gqa_mistake in carried:
+                variant = decode_variant(*shape, rotate_mistake=rotate_mistake, gqa_mistake=gqa_mistake)
+                if _close(got, variant, rtol, scale):
                     raise Partial(
                         f"{exc}. The decode itself is right: the difference is your {piece}, whose own test "
                         f"names the mistake ({hint}); this case earns {CARRIED_SHARE:.0%} until {piece} is fixed",

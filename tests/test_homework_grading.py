@@ -794,15 +794,15 @@ def test_a_hidden_cell_under_nbgrader_autograde_uses_the_students_seed(tmp_path,
     assert len({seeds.hidden_seed("hw2_stable_softmax") for _ in range(5)}) > 1
 
 
-def test_homework_10_states_the_share_a_block_keeps_for_a_carried_mistake():
-    """The rule that costs a block half its points for a mistake of layer_norm or feed_forward is
-    written in the learner's notebook with the share the checks use."""
-    import grading.hw10
-
+@pytest.mark.parametrize("assignment", ["hw10_transformer_block", "hw12_kv_cache_gqa"])
+def test_the_notebook_states_the_share_kept_for_a_carried_mistake(assignment):
+    """The rule that costs a block (homework 10) or a decode (homework 12) half its points for a
+    mistake of an earlier function is written in the learner's notebook with the share the checks use."""
+    share = grading.ASSIGNMENTS[assignment].CARRIED_SHARE
     words = {0.5: "half", 0.25: "a quarter"}
     statement = " ".join(
         " ".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-        for c in subs.release_notebook("hw10_transformer_block")["cells"]
+        for c in subs.release_notebook(assignment)["cells"]
         if c["cell_type"] == "markdown"
     )
-    assert f"earns {words[grading.hw10.CARRIED_SHARE]} of each case" in " ".join(statement.split())
+    assert f"earns {words[share]} of each case" in " ".join(statement.split())
