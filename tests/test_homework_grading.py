@@ -806,3 +806,25 @@ def test_the_notebook_states_the_share_kept_for_a_carried_mistake(assignment):
         if c["cell_type"] == "markdown"
     )
     assert f"earns {words[share]} of each case" in " ".join(statement.split())
+
+
+def test_homework_12_states_the_tolerances_its_checks_use():
+    """The notebook's "How close is right": about 1e-10 of the values' size in float64, from about
+    1e-5 to a few times 1e-3 in float32, on the checks' own inputs (visible and hidden)."""
+    from grading import hw12
+    from grading.authoring import attention_rtol
+    from grading.plain import case_inputs
+
+    tolerance = {
+        "rotate": lambda a: hw12.rotate_tolerance(*a)[0],
+        "grouped_query_attention": lambda a: attention_rtol(a[0], a[1]),
+        "decode_with_cache": lambda a: hw12.decode_tolerance(*a[:5])[0],
+    }
+    found: dict[str, list[float]] = {"float64": [], "float32": []}
+    for check in grading.checks_for("hw12_kv_cache_gqa"):
+        for seed in range(20):
+            for case in check.make_cases(seed):
+                args, _ = case_inputs(case)
+                found[args[0].dtype.name].append(tolerance[check.functions[0]](args))
+    assert 1e-10 <= min(found["float64"]) and max(found["float64"]) < 2e-10
+    assert 1e-5 <= min(found["float32"]) and max(found["float32"]) < 5e-3
