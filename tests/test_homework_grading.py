@@ -794,15 +794,37 @@ def test_a_hidden_cell_under_nbgrader_autograde_uses_the_students_seed(tmp_path,
     assert len({seeds.hidden_seed("hw2_stable_softmax") for _ in range(5)}) > 1
 
 
-def test_homework_10_states_the_share_a_block_keeps_for_a_carried_mistake():
-    """The rule that costs a block half its points for a mistake of layer_norm or feed_forward is
-    written in the learner's notebook with the share the checks use."""
-    import grading.hw10
-
+@pytest.mark.parametrize("assignment", ["hw10_transformer_block", "hw12_kv_cache_gqa"])
+def test_the_notebook_states_the_share_kept_for_a_carried_mistake(assignment):
+    """The rule that costs a block (homework 10) or a decode (homework 12) half its points for a
+    mistake of an earlier function is written in the learner's notebook with the share the checks use."""
+    share = grading.ASSIGNMENTS[assignment].CARRIED_SHARE
     words = {0.5: "half", 0.25: "a quarter"}
     statement = " ".join(
         " ".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-        for c in subs.release_notebook("hw10_transformer_block")["cells"]
+        for c in subs.release_notebook(assignment)["cells"]
         if c["cell_type"] == "markdown"
     )
-    assert f"earns {words[grading.hw10.CARRIED_SHARE]} of each case" in " ".join(statement.split())
+    assert f"earns {words[share]} of each case" in " ".join(statement.split())
+
+
+def test_homework_12_states_the_tolerances_its_checks_use():
+    """The notebook's "How close is right": about 1e-10 of the values' size in float64, from about
+    1e-5 to a few times 1e-3 in float32, on the checks' own inputs (visible and hidden)."""
+    from grading import hw12
+    from grading.authoring import attention_rtol
+    from grading.plain import case_inputs
+
+    tolerance = {
+        "rotate": lambda a: hw12.rotate_tolerance(*a)[0],
+        "grouped_query_attention": lambda a: attention_rtol(a[0], a[1]),
+        "decode_with_cache": lambda a: hw12.decode_tolerance(*a[:5])[0],
+    }
+    found: dict[str, list[float]] = {"float64": [], "float32": []}
+    for check in grading.checks_for("hw12_kv_cache_gqa"):
+        for seed in range(20):
+            for case in check.make_cases(seed):
+                args, _ = case_inputs(case)
+                found[args[0].dtype.name].append(tolerance[check.functions[0]](args))
+    assert 1e-10 <= min(found["float64"]) and max(found["float64"]) < 2e-10
+    assert 1e-5 <= min(found["float32"]) and max(found["float32"]) < 5e-3

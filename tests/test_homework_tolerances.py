@@ -362,6 +362,77 @@ def _blocks(ln, ffn, mha):
     return {"layer_norm": ln, "feed_forward": ffn, "pre_ln_block": pre_ln_block, "post_ln_block": post_ln_block}
 
 
+def _rotate_in_dtype(x, positions):
+    """The angles and the turn in the input's dtype (float32 stays float32 throughout)."""
+    d = x.shape[-1]
+    omega = (np.asarray(10000.0, dtype=x.dtype) ** (-np.arange(0, d, 2, dtype=x.dtype) / x.dtype.type(d))).astype(
+        x.dtype
+    )
+    angles = np.asarray(positions).astype(x.dtype)[:, None] * omega
+    a, b = x[..., 0::2], x[..., 1::2]
+    return np.stack([a * np.cos(angles) - b * np.sin(angles), a * np.sin(angles) + b * np.cos(angles)], -1).reshape(
+        x.shape
+    )
+
+
+def _rotate_complex64(x, positions):
+    """Each pair a complex number times exp(i angle), in complex128, the frequencies as exp of a log."""
+    d = x.shape[-1]
+    omega = np.exp(-np.log(10000.0) * np.arange(0, d, 2) / d)
+    z = (x[..., 0::2].astype(np.float64) + 1j * x[..., 1::2]) * np.exp(1j * np.outer(positions, omega))
+    out = np.empty(x.shape)
+    out[..., 0::2], out[..., 1::2] = z.real, z.imag
+    return out.astype(x.dtype)
+
+
+def _gqa_repeat(attn):
+    def grouped_query_attention(q, k, v, is_causal=False):
+        g = q.shape[-3] // k.shape[-3]
+        mask = np.tri(q.shape[-2], k.shape[-2], dtype=bool) if is_causal else None
+        return attn(q, np.repeat(k, g, axis=-3), np.repeat(v, g, axis=-3), mask)[0]
+
+    return grouped_query_attention
+
+
+def _gqa_grouped64(q, k, v, is_causal=False):
+    """The queries reshaped into (h_kv, group), each shared head broadcast over its group, in float64."""
+    *lead, h, n_q, d_k = q.shape
+    h_kv = k.shape[-3]
+    q5 = q.reshape(*lead, h_kv, h // h_kv, n_q, d_k)
+    mask = np.tri(n_q, k.shape[-2], dtype=bool) if is_causal else None
+    out, _ = _attention64(q5, k[..., None, :, :], v[..., None, :, :], mask)
+    return out.reshape(*lead, h, n_q, v.shape[-1])
+
+
+def _decoder(rotate, gqa, preallocate):
+    """hw12's three functions: a prefill, then one row per step with a cache (concatenated or preallocated)."""
+
+    def decode_with_cache(x, w_q, w_k, w_v, n_heads, n_kv_heads, n_prompt):
+        n = x.shape[-2]
+        heads = [(_split(x @ w, c)) for w, c in ((w_q, n_heads), (w_k, n_kv_heads), (w_v, n_kv_heads))]
+        q, k, v = heads[0], rotate(heads[1], np.arange(n)), heads[2]
+        q = rotate(q, np.arange(n))
+        outs = [gqa(q[..., :n_prompt, :], k[..., :n_prompt, :], v[..., :n_prompt, :], is_causal=True)]
+        keys, values = (np.zeros_like(a) if preallocate else a[..., :n_prompt, :] for a in (k, v))
+        if preallocate:
+            keys[..., :n_prompt, :], values[..., :n_prompt, :] = k[..., :n_prompt, :], v[..., :n_prompt, :]
+        for i in range(n_prompt, n):
+            # each step projects and turns its own row, as a decoder must
+            row = x[..., i : i + 1, :]
+            k_i = rotate(_split(row @ w_k, n_kv_heads), np.array([i]))
+            v_i = _split(row @ w_v, n_kv_heads)
+            if preallocate:
+                keys[..., i : i + 1, :], values[..., i : i + 1, :] = k_i, v_i
+                held = keys[..., : i + 1, :], values[..., : i + 1, :]
+            else:
+                keys, values = np.concatenate([keys, k_i], -2), np.concatenate([values, v_i], -2)
+                held = keys, values
+            outs.append(gqa(rotate(_split(row @ w_q, n_heads), np.array([i])), *held))
+        return np.concatenate(outs, axis=-2)
+
+    return {"rotate": rotate, "grouped_query_attention": gqa, "decode_with_cache": decode_with_cache}
+
+
 IMPLEMENTATIONS: dict[str, list[dict]] = {
     "hw1_dot_product_scores": [
         {"scores_loop": _scores_loop, "scores_vectorized": lambda x: np.einsum("...id,...jd->...ij", x, x)},
@@ -453,6 +524,15 @@ IMPLEMENTATIONS: dict[str, list[dict]] = {
             _ln_one_pass,
             _ffn_matmul,
             _causal_mha(lambda q, k, v, mask: _attention(q, k, v, mask, softmax=softmax_logsumexp, split_scale=True)),
+        ),
+    ],
+    "hw12_kv_cache_gqa": [
+        _decoder(_rotate_in_dtype, _gqa_repeat(_attention), preallocate=False),
+        _decoder(_rotate_complex64, _gqa_grouped64, preallocate=True),
+        _decoder(
+            _rotate_in_dtype,
+            _gqa_repeat(lambda q, k, v, mask: _attention(q, k, v, mask, softmax=softmax_logsumexp, split_scale=True)),
+            preallocate=True,
         ),
     ],
 }
