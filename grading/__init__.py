@@ -30,7 +30,7 @@ part runs in:
 ``grading/check.py``
     :class:`~grading.check.Check` (one graded test cell) and
     :class:`~grading.check.Assignment` (the checks of one notebook).
-``grading/hw1.py`` ... ``grading/hw10.py``
+``grading/hw1.py`` ... ``grading/hw11.py``
     One module per assignment, named after its number; ``hwN.A`` is its
     ``Assignment`` (``hw1.A.name == "hw1_dot_product_scores"``) and its
     ``check_*`` functions; ``grading/online_softmax_mistakes.py`` computes
