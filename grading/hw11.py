@@ -90,10 +90,12 @@ def _random_weights(gen: np.random.Generator, batch: int, heads: int, n: int) ->
 # ------------------------------------------------------------- the two scores and their usual mistakes
 
 
-def _pairs(lengths: np.ndarray, first: Any, stop: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(sequence, query) of every query first(L) <= i < stop(L) of every sequence."""
-    pairs = [(b, i) for b, length in enumerate(np.asarray(lengths).tolist()) for i in range(first(length), stop(length))]
-    seq, pos = (np.array(p, dtype=int) for p in zip(*pairs)) if pairs else (np.zeros(0, int), np.zeros(0, int))
+def _pairs(ranges: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """(sequence, query) of every query start <= i < stop, with sequence b's (start, stop) = ranges[b]."""
+    pairs = [(b, i) for b, (start, stop) in enumerate(ranges) for i in range(start, stop)]
+    if not pairs:
+        return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
+    seq, pos = (np.array(p, dtype=int) for p in zip(*pairs))
     return seq, pos
 
 
@@ -118,17 +120,14 @@ def score_variant(weights: np.ndarray, lengths: np.ndarray, score: str, mistake:
     w = np.asarray(weights, dtype=np.float64)
     n = w.shape[-1]
     half = n // 2
+    blocks = [half if mistake == "fixed_half" else int(L) for L in np.asarray(lengths).tolist()]
     if score == "previous":
-        first, stop = (0 if mistake == "query_0" else 1), (lambda L: n if mistake == "filler" else 2 * L)
-        seq, query = _pairs(lengths, lambda L: first, stop)
+        seq, query = _pairs([(0 if mistake == "query_0" else 1, n if mistake == "filler" else 2 * L) for L in blocks])
         key = {"same_position": query, "transposed": query + 1}.get(mistake or "", query - 1)
     else:
-        block = (lambda L: half) if mistake == "fixed_half" else (lambda L: L)
-        first_i = (lambda L: 0) if mistake == "first_block" else block
-        stop_i = (lambda L: 2 * block(L) - (0 if mistake == "last_query" else 1))
-        seq, query = _pairs(lengths, first_i, stop_i)
-        length = np.array([block(L) for L in np.asarray(lengths).tolist()], dtype=int)[seq]
-        key = query - length + (0 if mistake == "the_copy" else 1)
+        last = 0 if mistake == "last_query" else 1
+        seq, query = _pairs([(0 if mistake == "first_block" else L, 2 * L - last) for L in blocks])
+        key = query - np.array(blocks, dtype=int)[seq] + (0 if mistake == "the_copy" else 1)
     if mistake == "mean_of_means":
         return _mean_of_means(w, seq, query, key)
     return _mean_at(w, seq, query, key)
@@ -273,7 +272,7 @@ def layer_variant(
     q, k, v = (z[..., None, :, :] @ w for w in (wq, wk, wv))  # (..., heads, n, d_head)
     n, d_head = z.shape[-2], wq.shape[-1]
     scores = q @ np.swapaxes(k, -1, -2) / (1.0 if mistake == "no_scale" else np.sqrt(d_head))
-    for g in (out_heads if mistake == "uniform" else set()):
+    for g in out_heads if mistake == "uniform" else set():
         scores[..., g, :, :] = 0.0
     if mistake != "not_causal":
         scores = np.where(np.tri(n, dtype=bool), scores, -np.inf)
@@ -405,7 +404,9 @@ def _layer_hidden(seed: int) -> list[Case]:
     out = []
     for layer in (0, 1):
         knocked = [int(gen.integers(0, 2))]
-        out.append(_layer_case(streams[layer], _model_layer(layer), knocked, f"layer {layer + 1} of chapter 11's model"))
+        out.append(
+            _layer_case(streams[layer], _model_layer(layer), knocked, f"layer {layer + 1} of chapter 11's model")
+        )
     for i in range(3):
         heads, d_head, d = int(gen.integers(2, 5)), int(gen.integers(1, 6)), int(gen.integers(2, 9))
         lead = ((), (2,), (2, 2))[i]

@@ -362,7 +362,6 @@ def _blocks(ln, ffn, mha):
     return {"layer_norm": ln, "feed_forward": ffn, "pre_ln_block": pre_ln_block, "post_ln_block": post_ln_block}
 
 
-
 def _pair_masks(weights, lengths):
     """Boolean (batch, n, n) masks of the previous-token and the induction pairs (query, key)."""
     b, n = weights.shape[0], weights.shape[-1]
@@ -409,6 +408,7 @@ def _tiny_layer(attn):
 
 def _reading(score, attn):
     return {"previous_token_score": score(0), "induction_score": score(1), "attention_layer": _tiny_layer(attn)}
+
 
 IMPLEMENTATIONS: dict[str, list[dict]] = {
     "hw1_dot_product_scores": [
