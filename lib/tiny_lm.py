@@ -59,6 +59,7 @@ __all__ = [
     "accuracy",
     "adam_step",
     "backward",
+    "checkpoint",
     "continue_tokens",
     "copying_fraction",
     "cross_entropy",
@@ -650,6 +651,25 @@ def save(result: TrainResult, cfg: Config, path: Path) -> None:
     arrays["config"] = np.array([f"{k}={v}" for k, v in asdict(cfg).items()])
     # numpy's stubs type **kwds as if they could fill allow_pickle; every value here is an array.
     np.savez_compressed(path, **arrays)  # type: ignore[arg-type]
+
+
+#: The file name of chapter 11's two-layer checkpoint (see :func:`checkpoint`).
+CHECKPOINT = "tiny_lm.npz"
+
+
+def checkpoint() -> Path:
+    """Where chapter 11's committed two-layer model is, wherever ``lib`` is installed.
+
+    In the repository it sits beside the chapter that trains it
+    (``chapters/tiny_lm.npz``); the course wheel (the learner kit, and the
+    in-browser Jupyter) carries the same file beside this module, so that
+    homework 11 and its checks can read it without the book's folders.
+    """
+    here = Path(__file__).resolve().parent
+    for path in (here / CHECKPOINT, here.parent / "chapters" / CHECKPOINT):
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"chapter 11's model {CHECKPOINT} is neither beside {here} nor in its chapters folder")
 
 
 def load(path: Path) -> tuple[Config, TrainResult]:

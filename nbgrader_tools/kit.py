@@ -57,6 +57,9 @@ __all__ = [
 REPO = Path(__file__).resolve().parent.parent
 #: The packages of the course wheel, and nothing else.
 PACKAGES = ("lib", "teaching", "grading")
+#: Data files the wheel carries inside a package (package -> files of the repository): chapter 11's
+#: model, which homework 11 and its checks read through ``lib.tiny_lm.checkpoint()``.
+PACKAGE_DATA = {"lib": (REPO / "chapters" / "tiny_lm.npz",)}
 REQUIREMENTS = "sdpa-course-requirements.txt"
 HOMEWORK_ZIP = "sdpa-course-homework.zip"
 KIT_IN = REPO / "requirements" / "kit.in"
@@ -81,6 +84,7 @@ def _sources() -> list[Path]:
     files = [REPO / "pyproject.toml", KIT_IN, CONSTRAINTS, Path(__file__)]
     for package in PACKAGES:
         files += sorted(p for p in (REPO / package).rglob("*.py") if "__pycache__" not in p.parts)
+    files += [path for paths in PACKAGE_DATA.values() for path in paths]
     files += sorted(p for p in EXERCISES.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts)
     return files
 
@@ -156,6 +160,13 @@ def build_wheel(out: Path) -> Path:
             shutil.copytree(
                 REPO / package, src / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "test_*.py")
             )
+        for package, paths in PACKAGE_DATA.items():
+            for path in paths:
+                shutil.copy2(path, src / package / path.name)
+        data = "".join(
+            f"{package} = [{', '.join(chr(34) + p.name + chr(34) for p in paths)}]\n"
+            for package, paths in PACKAGE_DATA.items()
+        )
         deps = ", ".join(f'"{d}"' for d in project.get("dependencies", []))
         (src / "pyproject.toml").write_text(
             "[build-system]\n"
@@ -168,7 +179,8 @@ def build_wheel(out: Path) -> Path:
             f'requires-python = "{project["requires-python"]}"\n'
             f"dependencies = [{deps}]\n\n"
             "[tool.setuptools.packages.find]\n"
-            f"include = [{', '.join(f'{chr(34)}{p}*{chr(34)}' for p in PACKAGES)}]\n",
+            f"include = [{', '.join(f'{chr(34)}{p}*{chr(34)}' for p in PACKAGES)}]\n\n"
+            "[tool.setuptools.package-data]\n" + data,
             encoding="utf-8",
         )
         dist = Path(tmp) / "dist"

@@ -433,6 +433,54 @@ def _decoder(rotate, gqa, preallocate):
     return {"rotate": rotate, "grouped_query_attention": gqa, "decode_with_cache": decode_with_cache}
 
 
+def _pair_masks(weights, lengths):
+    """Boolean (batch, n, n) masks of the previous-token and the induction pairs (query, key)."""
+    b, n = weights.shape[0], weights.shape[-1]
+    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    L = np.asarray(lengths)[:, None, None]
+    previous = (j == i - 1) & (i >= 1) & (i < 2 * L)
+    induction = (j == i - L + 1) & (i >= L) & (i <= 2 * L - 2)
+    return np.broadcast_to(previous, (b, n, n)), np.broadcast_to(induction, (b, n, n))
+
+
+def _score_by_mask(which):
+    def score(weights, lengths):
+        mask = _pair_masks(weights, lengths)[which][:, None]
+        return (weights * mask).sum(axis=(0, 2, 3)) / mask[:, 0].sum()
+
+    return score
+
+
+def _score_by_diagonal(which):
+    def score(weights, lengths):
+        parts = []
+        for w, L in zip(weights, np.asarray(lengths).tolist()):
+            if which == 0:
+                parts.append(np.diagonal(w, offset=-1, axis1=-2, axis2=-1)[:, : 2 * L - 1])
+            else:
+                parts.append(np.diagonal(w, offset=1 - L, axis1=-2, axis2=-1)[:, 1:L])
+        return np.concatenate(parts, axis=-1).astype(np.float64).mean(axis=-1)
+
+    return score
+
+
+def _tiny_layer(attn):
+    """One layer of chapter 11's model from an attention(q, k, v, mask) above, head by head."""
+
+    def attention_layer(x, w_q, w_k, w_v, w_o, knocked):
+        out = x
+        for g in sorted(set(range(w_q.shape[0])) - set(knocked)):
+            o, _ = attn(x @ w_q[g], x @ w_k[g], x @ w_v[g], np.tri(x.shape[-2], dtype=bool))
+            out = out + o @ w_o[g]
+        return out
+
+    return attention_layer
+
+
+def _reading(score, attn):
+    return {"previous_token_score": score(0), "induction_score": score(1), "attention_layer": _tiny_layer(attn)}
+
+
 IMPLEMENTATIONS: dict[str, list[dict]] = {
     "hw1_dot_product_scores": [
         {"scores_loop": _scores_loop, "scores_vectorized": lambda x: np.einsum("...id,...jd->...ij", x, x)},
@@ -525,6 +573,11 @@ IMPLEMENTATIONS: dict[str, list[dict]] = {
             _ffn_matmul,
             _causal_mha(lambda q, k, v, mask: _attention(q, k, v, mask, softmax=softmax_logsumexp, split_scale=True)),
         ),
+    ],
+    "hw11_reading_a_circuit": [
+        _reading(_score_by_mask, _attention),
+        _reading(_score_by_diagonal, lambda q, k, v, mask: _attention(q, k, v, mask, softmax=softmax_logsumexp)),
+        _reading(_score_by_mask, _attention64),
     ],
     "hw12_kv_cache_gqa": [
         _decoder(_rotate_in_dtype, _gqa_repeat(_attention), preallocate=False),

@@ -40,8 +40,10 @@ def kit_dir(tmp_path_factory) -> Path:
 def test_the_wheel_holds_exactly_lib_teaching_and_grading(kit_dir):
     with zipfile.ZipFile(kit_dir / kit.wheel_name()) as zf:
         tops = {name.split("/", 1)[0] for name in zf.namelist()}
+        model = zf.read("lib/tiny_lm.npz")  # chapter 11's model, which homework 11 reads
     assert {t for t in tops if not t.endswith(".dist-info")} == {"lib", "teaching", "grading"}
     assert len([t for t in tops if t.endswith(".dist-info")]) == 1
+    assert model == (subs.REPO / "chapters" / "tiny_lm.npz").read_bytes()
 
 
 def _course_pins() -> dict[str, str]:

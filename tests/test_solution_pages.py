@@ -61,7 +61,7 @@ def solution_lines(assignment: str) -> list[str]:
 
 
 def test_every_assignment_has_a_reasoning_file_with_a_title_and_mistakes():
-    assert len(ASSIGNMENTS) == 11
+    assert len(ASSIGNMENTS) == 12
     for name in ASSIGNMENTS:
         opening, after = solution_book.read_reasoning(REPO / "solutions" / name / "reasoning.md")
         assert opening[0].source.startswith("# "), name
