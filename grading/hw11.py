@@ -45,8 +45,13 @@ from .check import Assignment
 from .compare import RTOL, Mismatch, check_form, compare_arrays, reference
 from .notebook import before_submit_check, notebook_check
 from .plain import Case, ResultRecord, make_case
+from .rules import IN_PLACE
 
 A = Assignment("hw11_reading_a_circuit", chapter="chapters/11_a_tiny_model_that_reads.md")
+
+#: The rules beyond calling the reference that these checks apply: every input is float64 (the
+#: model's own precision), so the dtype rule, which prices a float32 input answered in float64, never applies.
+RULES = (IN_PLACE,)
 
 EPS = float(np.finfo(np.float64).eps)
 
@@ -422,6 +427,7 @@ A.add(
     points=1,
     cases=_score_visible("previous_token_score"),
     judge=_judge_score("previous"),
+    rules=RULES,
     description="both layers of chapter 11's model on 4 held-out sequences, random causal weights",
 )
 A.add(
@@ -430,6 +436,7 @@ A.add(
     points=2,
     cases=_score_hidden("previous_token_score", 4),
     judge=_judge_score("previous"),
+    rules=RULES,
     description="chapter 11's model on sequences of your own, random weights, heads, lengths and block lengths",
 )
 A.add(
@@ -438,6 +445,7 @@ A.add(
     points=1,
     cases=_score_visible("induction_score"),
     judge=_judge_score("induction"),
+    rules=RULES,
     description="the same inputs as previous_token_score",
 )
 A.add(
@@ -446,6 +454,7 @@ A.add(
     points=2,
     cases=_score_hidden("induction_score", 5),
     judge=_judge_score("induction"),
+    rules=RULES,
     description="chapter 11's model on sequences of your own, random weights, heads, lengths and block lengths",
 )
 A.add(
@@ -454,6 +463,7 @@ A.add(
     points=2,
     cases=_layer_visible,
     judge=_judge_layer,
+    rules=RULES,
     description="both layers of chapter 11's model on 4 held-out sequences, with no head, one head or both knocked out",
 )
 A.add(
@@ -462,6 +472,7 @@ A.add(
     points=2,
     cases=_layer_hidden,
     judge=_judge_layer,
+    rules=RULES,
     description="chapter 11's model on sequences of your own, random layers of 2 to 4 heads, batch dimensions",
 )
 
