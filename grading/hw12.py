@@ -8,7 +8,7 @@ Learner functions (chapter 12's notation):
     (-2r / d)``: rotary position embeddings, as ``lib.rotate``.
 ``grouped_query_attention(q, k, v, is_causal=False)``
     h query heads (..., h, n_q, d_k) over h_kv shared heads of keys and values
-    (..., h_kv, n_k, d); query head l reads key-value head ``l // (h / h_kv)``,
+    (..., h_kv, n_k, d); query head g reads key-value head ``g // (h / h_kv)``,
     as ``lib.grouped_query_attention``.
 ``decode_with_cache(x, w_q, w_k, w_v, n_heads, n_kv_heads, n_prompt)``
     A decoder's heads (..., n_heads, n, d_v), rotary embeddings on: the first
@@ -102,11 +102,11 @@ ROTATE_HINTS = {
 #: Mistakes of grouped_query_attention, by name: the hint that names each.
 GQA_HINTS = {
     "tile": (
-        "it matches query head l reading key-value head l % h_kv (np.tile, the groups interleaved): the "
-        "query heads of a group are consecutive, head l reads key-value head l // (h / h_kv), as "
+        "it matches query head g reading key-value head g % h_kv (np.tile, the groups interleaved): the "
+        "query heads of a group are consecutive, head g reads key-value head g // (h / h_kv), as "
         "np.repeat(k, h // h_kv, axis=-3) lays them out"
     ),
-    "first_head": ("it matches every query head reading key-value head 0: head l reads key-value head l // (h / h_kv)"),
+    "first_head": ("it matches every query head reading key-value head 0: head g reads key-value head g // (h / h_kv)"),
     "no_scale": "it matches the scores without the scale 1/sqrt(d_k): divide q k^T by sqrt(d_k)",
     "not_causal": (
         "it matches attention without the causal mask: with is_causal=True query i may read only keys "
