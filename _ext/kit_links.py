@@ -21,6 +21,8 @@ class LearnerKit(SphinxDirective):
     has_content = False
 
     def run(self) -> list[nodes.Node]:
+        # The page shows kit.py's file names and install lines: it is written again when they change.
+        self.env.note_dependency(kit.__file__)
         depth = self.env.docname.count("/")
         return [nodes.raw("", kit.download_html("../" * depth + "kit/"), format="html")]
 

@@ -140,7 +140,8 @@
         }
       }
     });
-    if (!chosen.length) return null;
+    // Every pick of "choose all that apply" taken back: nothing is answered.
+    if (!chosen.length) return question.type === "many_choice" ? { answers: [], correct: false } : null;
     var needed = question.options.filter(function (o) { return o.correct; }).length;
     return { answers: chosen, correct: allRight && chosen.length === needed };
   }
@@ -200,8 +201,13 @@
       var answer = question && readAnswer(question, wrap);
       if (!answer) return;
       var state = load();
-      answer.at = new Date().toISOString();
-      chapterOf(state, chapter).quiz[question.id] = answer;
+      var quiz = chapterOf(state, chapter).quiz;
+      if (answer.answers.length) {
+        answer.at = new Date().toISOString();
+        quiz[question.id] = answer;
+      } else {
+        delete quiz[question.id];
+      }
       save(state);
     }
 

@@ -160,6 +160,27 @@ def _index(flat_index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(int(i) for i in np.unravel_index(flat_index, shape))
 
 
+#: Differences within this share of the largest tie: a message shows three digits,
+#: so the learner cannot tell them apart (and rounding may order them either way).
+TIE = 1e-3
+
+
+def largest_difference(diff: np.ndarray, among: np.ndarray | None = None) -> tuple[int, ...]:
+    """Where the largest of the (finite, non-negative) differences ``diff`` is, among the
+    entries ``among`` marks (every entry by default): of the entries that tie with it
+    (:data:`TIE`), the first in row-major order.
+
+    The check's message (:func:`compare_arrays`) and the picture of the weights
+    (``grading.pictures``) both name the place this gives.
+
+    >>> largest_difference(np.array([[0.1, 0.3], [0.30001, 0.2]]))
+    (0, 1)
+    """
+    d = np.where(among, diff, -1.0) if among is not None else np.asarray(diff, dtype=np.float64)
+    top = float(d.max())
+    return _index(int(np.flatnonzero(d >= top * (1 - TIE))[0]), d.shape)
+
+
 def check_form(got: Any, expected: np.ndarray, *, what: str, check_dtype: bool = True) -> None:
     """Raise :class:`Mismatch` unless ``got`` is an array of the expected shape (and dtype)."""
     if not isinstance(got, np.ndarray):
@@ -228,9 +249,8 @@ def compare_arrays(
         allowed = tol * (np.abs(np.where(finite_e, e, 0.0)) + scale)
     over = diff > allowed
     if over.any():
-        # The largest difference among the entries off (the first of equals, in
-        # numpy's order): the place the picture of the weights names too.
-        worst = _index(int(np.argmax(np.where(over, diff, -1.0))), got.shape)
+        # The largest difference among the entries off: the place the picture of the weights names too.
+        worst = largest_difference(diff, over)
         raise Mismatch(
             f"{what}: largest difference from the expected values is {diff[worst]:.3g} at index {worst}: "
             f"got {g[worst]:.10g}, expected {e[worst]:.10g} (tolerance {allowed[worst]:.2g} for {name}; "

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .compare import Mismatch, reference, value_of
+from .compare import Mismatch, largest_difference, reference, value_of
 from .plain import Case, case_inputs
 
 if TYPE_CHECKING:
@@ -127,7 +127,8 @@ def _weights_of(case: Case, record: object) -> _Found | None:
 
 
 def _first_difference(cases: Sequence[Case], results: Sequence[object]) -> Weights | None:
-    """The first case whose weights differ visibly from the expected ones (the first such matrix of a batch)."""
+    """The first case whose weights differ visibly from the expected ones; of a batch, the matrix
+    that holds the largest difference (the one the check's message names)."""
     for number, (case, record) in enumerate(zip(cases, results), 1):
         found = _weights_of(case, record)
         if found is None:
@@ -136,7 +137,7 @@ def _first_difference(cases: Sequence[Case], results: Sequence[object]) -> Weigh
         off = np.abs(got - expected) > VISIBLE
         if not off.any():
             continue
-        batch = tuple(int(i) for i in np.argwhere(off)[0][:-2])
+        batch = largest_difference(np.abs(got - expected), off)[:-2]
         where = f"case {number} of {len(cases)} ({case['label']})"
         if batch:
             where += f", the matrix at batch index {batch if len(batch) > 1 else batch[0]}"
@@ -179,7 +180,7 @@ def describe(w: Weights) -> str:
     else:
         parts.append(f"rows sum to {_span(rows)}, not 1")
     diff = np.abs(got - w.expected)
-    i, j = (int(t) for t in np.unravel_index(int(np.argmax(diff)), diff.shape))
+    i, j = largest_difference(diff)
     parts.append(f"the largest difference is {diff[i, j]:.2f}, at {row} {i}, {col} {j}")
     return (
         f"Heatmaps of your weights, the expected weights and your weights minus the expected, for {w.where}: "

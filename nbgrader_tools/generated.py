@@ -37,10 +37,12 @@ GENERATED = (START_HERE_ID, RULES_ID)
 
 
 def kit_names() -> dict[str, str]:
-    """The learner kit's file names, as the start-here text names them."""
-    from .kit import HOMEWORK_ZIP, REQUIREMENTS, wheel_name
+    """The learner kit's file names and install lines (one per line, indented as in a list item),
+    as the start-here text names them."""
+    from .kit import HOMEWORK_ZIP, REQUIREMENTS, learner_lines, wheel_name
 
-    return {"wheel": wheel_name(), "requirements": REQUIREMENTS, "homework_zip": HOMEWORK_ZIP}
+    lines = {f"{system}_lines": "\n  ".join(learner_lines(system)) for system in ("unix", "windows")}
+    return {"wheel": wheel_name(), "requirements": REQUIREMENTS, "homework_zip": HOMEWORK_ZIP, **lines}
 
 
 def _title(nb: nbformat.NotebookNode) -> str:

@@ -36,6 +36,7 @@ import zipfile
 from pathlib import Path
 
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from .content_hash import files_hash
@@ -51,6 +52,7 @@ __all__ = [
     "install_lines",
     "kit_requirements",
     "learner_lines",
+    "python_marker",
     "wheel_name",
 ]
 
@@ -113,14 +115,32 @@ class KitError(RuntimeError):
     """The kit cannot be made as it stands: the message names the file and what to change."""
 
 
+def python_marker() -> str:
+    """The course's ``requires-python`` (pyproject.toml) as an environment marker.
+
+    Every line of the kit's requirements file carries it, so that on a Python
+    too old pip installs nothing from that file (instead of failing in its
+    resolver over some package's own floor) and the next line, the course
+    wheel, stops with pip's one sentence: the package requires a different
+    Python, naming the learner's and the one wanted.
+
+    >>> python_marker()
+    'python_full_version >= "3.11"'
+    """
+    wanted = SpecifierSet(_project()["requires-python"])
+    return " and ".join(f'python_full_version {spec.operator} "{spec.version}"' for spec in sorted(wanted, key=str))
+
+
 def kit_requirements() -> list[str]:
     """The requirement lines of ``requirements/kit.in``, as the kit's requirements file holds them.
 
     Each is a range with a lower and an upper bound that holds the course's
     own pin (``constraints.txt``, the version the suite runs on); pip picks,
-    on each learner's Python, the newest release inside it.
+    on each learner's Python, the newest release inside it. Each carries
+    :func:`python_marker`.
     """
     pins = _constraints()
+    marker = python_marker()
     where = _shown(KIT_IN)
     lines = []
     for raw in KIT_IN.read_text(encoding="utf-8").splitlines():
@@ -137,7 +157,14 @@ def kit_requirements() -> list[str]:
                 f"{where}: {text!r} does not hold the course's own {req.name}=={pin} "
                 f"({_shown(CONSTRAINTS)}): widen the range or change the pin"
             )
-        lines.append(str(req))
+        if req.marker is not None:
+            raise KitError(f"{where}: {text!r} has a marker of its own; the kit gives every line the Python floor")
+        lines.append(f"{req}; {marker}")
+    # The wheel is installed without its dependencies (install_lines): this file brings them.
+    given = {canonicalize_name(Requirement(line).name) for line in lines}
+    for dependency in _project().get("dependencies", []):
+        if canonicalize_name(Requirement(dependency).name) not in given:
+            raise KitError(f"{where}: the course wheel needs {dependency!r} (pyproject.toml): add a range for it")
     return lines
 
 
@@ -215,8 +242,13 @@ VENV = "sdpa-course-env"
 
 
 def install_lines() -> list[str]:
-    """The two lines that install the kit, run in the folder that holds its files (a hub image runs them)."""
-    return [f"python -m pip install -r {REQUIREMENTS}", f"python -m pip install {wheel_name()}"]
+    """The two lines that install the kit, run in the folder that holds its files (a hub image runs them).
+
+    The requirements file brings every package the wheel needs (:func:`kit_requirements`
+    makes sure), so the wheel is installed without a second resolve; pip still checks its
+    ``Requires-Python``, and on a Python too old that check is the one error the learner sees.
+    """
+    return [f"python -m pip install -r {REQUIREMENTS}", f"python -m pip install --no-deps {wheel_name()}"]
 
 
 def learner_lines(system: str) -> list[str]:
@@ -295,7 +327,8 @@ def build(site: Path, *, force: bool = False) -> Path:
     build_wheel(out)
     header = [
         "# The packages the homework needs, in the ranges the course was tested with, on Python 3.11 or newer.",
-        f"# Install: python -m pip install -r {REQUIREMENTS}, then python -m pip install {wheel_name()}",
+        f"# Install: {install_lines()[0]}, then {install_lines()[1]}",
+        "# On an older Python this file installs nothing, and the course wheel says which Python it needs.",
     ]
     (out / REQUIREMENTS).write_text("\n".join(header + kit_requirements()) + "\n", encoding="utf-8")
     files = {

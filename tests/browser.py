@@ -311,6 +311,44 @@ RAW_TEX_JS = r"""
 """
 
 
+# The contrast (WCAG) of an element's text with its own background, or null when
+# the background is not opaque (the text then sits on whatever is behind it).
+TEXT_CONTRAST_JS = """
+(el) => {
+  const channels = (c) => c.match(/[\\d.]+/g).map(Number);
+  const lum = (c) => {
+    const [r, g, b] = channels(c).slice(0, 3).map((v) => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const style = getComputedStyle(el);
+  const back = channels(style.backgroundColor);
+  if (back.length > 3 && back[3] < 1) return null;
+  const [light, dark] = [lum(style.color), lum(style.backgroundColor)].sort((a, b) => b - a);
+  return (light + 0.05) / (dark + 0.05);
+}
+"""
+
+
+def typed_answer_contrast(page: Any) -> tuple[float | None, float | None]:
+    """The contrast of a typed answer in the page's first numeric quiz question:
+    while it is typed, and once Enter has marked it (right or wrong)."""
+    field = page.locator(".Quiz input.Input-text").first
+    field.scroll_into_view_if_needed()
+    field.click()
+    field.press_sequentially("7")
+    typing = field.evaluate(TEXT_CONTRAST_JS)
+    field.press("Enter")
+    # The mark fades in (a CSS animation): read the colours it ends with.
+    page.wait_for_function(
+        "(el) => el.getAnimations().length > 0 && el.getAnimations().every((a) => a.playState === 'finished')",
+        arg=field.element_handle(),
+    )
+    return typing, field.evaluate(TEXT_CONTRAST_JS)
+
+
 class BookBrowser:
     """One Chromium for the session; each test opens pages in a fresh context.
 

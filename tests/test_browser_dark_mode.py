@@ -7,7 +7,9 @@ theme's own switch (``data-theme`` on ``<html>``) is checked to be dark. Then:
 - every figure (matplotlib output, explorer) sits on a light backdrop: the
   pixels at its corners, from a screenshot of the element, are near white;
 - axe-core's contrast rule finds no text, on the page or in quizzes and cards,
-  below WCAG AA contrast in dark mode either.
+  below WCAG AA contrast in dark mode either;
+- a quiz sits on the page's dark background (not on the light panel the theme
+  gives HTML outputs), and an answer typed into it keeps a contrast of 4.5:1.
 
 Screenshots of a chapter in both themes go to ``_build/screenshots/`` for a
 person to look at.
@@ -18,7 +20,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from browser import SCREENSHOTS, book_pages, describe_axe, record_axe, run_axe
+from browser import SCREENSHOTS, book_pages, describe_axe, record_axe, run_axe, typed_answer_contrast
 
 CHAPTERS = [p for p in book_pages() if p.startswith("chapters/")] or ["chapters/00_welcome.html"]
 
@@ -27,6 +29,24 @@ FIGURES_JS = """
 () => [...document.querySelectorAll('.bd-content .cell_output img, .bd-content .explorer img')]
   .filter((img) => img.getClientRects().length > 0 && img.naturalWidth > 0)
   .map((img, i) => { img.dataset.darkCheck = String(i); return i; })
+"""
+
+
+# The luminance of the first opaque background behind the first quiz question.
+QUIZ_PANEL_JS = """
+() => {
+  for (let e = document.querySelector('.Quiz').parentElement; e; e = e.parentElement) {
+    const c = getComputedStyle(e).backgroundColor.match(/[\\d.]+/g).map(Number);
+    if (c.length === 3 || c[3] === 1) {
+      const [r, g, b] = c.slice(0, 3).map((v) => {
+        v /= 255;
+        return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+      });
+      return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    }
+  }
+  return 0;
+}
 """
 
 
@@ -78,10 +98,18 @@ def test_figures_keep_a_light_backdrop_and_text_its_contrast_in_dark_mode(dark_p
         light = corner_luminance(figure.screenshot())
         if light < 0.8:
             problems.append(f"figure {index} ({figure.get_attribute('alt')[:60]!r}): corner luminance {light:.2f}")
+    if page.locator(".Quiz").count():
+        panel = page.evaluate(QUIZ_PANEL_JS)
+        if panel > 0.2:
+            problems.append(f"the quiz sits on a light panel (luminance {panel:.2f})")
     violations = run_axe(page, ["color-contrast"])
     record_axe(path, "dark", violations)
     if violations:
         problems.append("axe-core, dark mode:\n" + describe_axe(violations))
+    if page.locator(".Quiz input.Input-text").count():
+        typing, marked = typed_answer_contrast(page)
+        if not (typing and typing >= 4.5 and marked and marked >= 4.5):
+            problems.append(f"a typed quiz answer has contrast {typing} (typing), {marked} (marked)")
     assert not problems, f"{path} in dark mode:\n  " + "\n  ".join(problems)
     assert not log.problems(), "\n".join(log.problems())
 

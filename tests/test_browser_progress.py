@@ -32,7 +32,7 @@ from built_book import built_page
 from teaching.study import card_id, load_cards, load_quiz, prepare_quiz, question_id
 
 KEY = "attention-course-progress-v1"
-CHAPTER = "04_scaled_dot_product_attention"
+CHAPTER = "03_queries_keys_values"  # a quiz with every kind of question
 QUIZ = ROOT / "chapters" / f"{CHAPTER}.quiz.json"
 DECKS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.cards.json"))
 PROGRESS = "appendix/progress.html"
@@ -130,17 +130,41 @@ def site(request, book_browser: BookBrowser) -> Iterator[Site]:
 # --------------------------------------------------------------------------- quiz
 
 
+def option(page: Any, shown_answer: dict) -> Any:
+    """The label of one option on the page, found by its feedback (the options are shuffled)."""
+    return page.locator(f"label.MCButton[data-feedback={json.dumps(shown_answer['feedback'])}]")
+
+
+def marks(page: Any, shown_answers: list[dict]) -> list[str]:
+    """How each option is marked: "correctButton", "incorrectButton" or ""."""
+    classes = [option(page, a).get_attribute("class") or "" for a in shown_answers]
+    return [next((m for m in ("correctButton", "incorrectButton") if m in c.split()), "") for c in classes]
+
+
 def test_quiz_answers_come_back_and_the_progress_page_counts_them(site):
     questions = load_quiz(QUIZ)
     shown = prepare_quiz(questions)
     choice = next(i for i, q in enumerate(questions) if q["type"] == "multiple_choice")
+    many = next(i for i, q in enumerate(questions) if q["type"] == "many_choice")
     numeric = next(i for i, q in enumerate(questions) if q["type"] == "numeric" and "precision" in q)
     wrong = next(j for j, a in enumerate(questions[choice]["answers"]) if not a["correct"])
-    wrong_feedback = shown[choice]["answers"][wrong]["feedback"]
     right_value = next(a["value"] for a in questions[numeric]["answers"] if a["correct"] and a["type"] == "value")
+    many_answers = questions[many]["answers"]
+    many_right = [j for j, a in enumerate(many_answers) if a["correct"]]
+    many_wrong = next(j for j, a in enumerate(many_answers) if not a["correct"])
+    # Choose all that apply: a right pick, a wrong one, then every other right one.
+    many_clicks = [many_right[0], many_wrong, *many_right[1:]]
+    many_marks = ["correctButton" if a["correct"] else "incorrectButton" for a in many_answers]
+    many_marks = [m if j in many_clicks else "" for j, m in enumerate(many_marks)]
 
     page = site.open(f"chapters/{CHAPTER}.html")
-    page.locator(f"label.MCButton[data-feedback={json.dumps(wrong_feedback)}]").click()
+    option(page, shown[choice]["answers"][wrong]).click()
+    for step, j in enumerate(many_clicks, 1):
+        option(page, shown[many]["answers"][j]).click()
+        # A wrong pick leaves the right picks made before it marked.
+        assert marks(page, shown[many]["answers"]) == [
+            m if k in many_clicks[:step] else "" for k, m in enumerate(many_marks)
+        ], f"after {step} clicks"
     wraps = page.locator(".Quiz")
     field = wraps.nth(numeric).locator("input.Input-text")
     field.click()
@@ -149,12 +173,16 @@ def test_quiz_answers_come_back_and_the_progress_page_counts_them(site):
     page.get_by_label("I have finished this chapter").check()
     page.wait_for_function(
         f"() => {{ const s = JSON.parse(localStorage.getItem({KEY!r}) || '{{}}');"
-        f" const c = s.chapters && s.chapters[{CHAPTER!r}]; return c && c.done && Object.keys(c.quiz).length === 2; }}"
+        f" const c = s.chapters && s.chapters[{CHAPTER!r}]; return c && c.done && Object.keys(c.quiz).length === 3; }}"
     )
     quiz = site.stored(page)["chapters"][CHAPTER]["quiz"]
     # Stored by question id and the option's text as written in the quiz file.
     assert quiz[question_id(questions[choice])]["answers"] == [questions[choice]["answers"][wrong]["answer"]]
     assert quiz[question_id(questions[choice])]["correct"] is False
+    assert sorted(quiz[question_id(questions[many])]["answers"]) == sorted(
+        many_answers[j]["answer"] for j in many_clicks
+    )
+    assert quiz[question_id(questions[many])]["correct"] is False  # one wrong option is picked
     assert quiz[question_id(questions[numeric])] | {"at": None} == {
         "answers": [f"{right_value:g}"],
         "correct": True,
@@ -162,19 +190,26 @@ def test_quiz_answers_come_back_and_the_progress_page_counts_them(site):
     }
 
     site.open(f"chapters/{CHAPTER}.html", page)  # a reload: the options are shuffled again
-    marked = page.locator(f"label.MCButton[data-feedback={json.dumps(wrong_feedback)}]")
+    marked = option(page, shown[choice]["answers"][wrong])
     assert "incorrectButton" in (marked.get_attribute("class") or "")
+    assert marks(page, shown[many]["answers"]) == many_marks  # every pick, not only the last click
     field = page.locator(".Quiz").nth(numeric).locator("input.Input-text")
     assert field.input_value() == f"{right_value:g}"
     assert "correctButton" in (field.get_attribute("class") or "")
     assert page.locator(".Quiz").nth(numeric).locator(".Feedback.correct").count() == 1
-    assert "earlier answers to 2 of these questions" in page.locator(".study-note").first.inner_text()
+    assert "earlier answers to 3 of these questions" in page.locator(".study-note").first.inner_text()
     assert page.get_by_label("I have finished this chapter").is_checked()
+    # A second click takes the wrong pick back: the right picks alone answer the question.
+    option(page, shown[many]["answers"][many_wrong]).click()
+    page.wait_for_function(
+        f"(id) => JSON.parse(localStorage.getItem({KEY!r})).chapters[{CHAPTER!r}].quiz[id].correct",
+        arg=question_id(questions[many]),
+    )
 
     page = site.open(PROGRESS, page)
     row = page.locator(f'tr[data-chapter="{CHAPTER}"]')
-    assert row.locator(".study-answered").inner_text() == f"2 of {len(questions)}"
-    assert row.locator(".study-right").inner_text() == "1"
+    assert row.locator(".study-answered").inner_text() == f"3 of {len(questions)}"
+    assert row.locator(".study-right").inner_text() == "2"
     cards = load_cards(ROOT / "chapters" / f"{CHAPTER}.cards.json")
     assert row.locator(".study-new").inner_text() == f"{len(cards)} of {len(cards)}"
     assert row.locator("input[type=checkbox]").is_checked()

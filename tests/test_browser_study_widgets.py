@@ -2,9 +2,11 @@
 
 The flashcards' check mark and cross are named buttons with a tooltip that the
 keyboard can press, and "Next >" stays on one line; quiz text shows its
-Markdown rendered (no ``**`` or backticks) and a numeric question that rounds
-says to how many significant digits; a page shows one search box, on a laptop
-and on a phone. Expected texts come from the quiz and card files.
+Markdown rendered (no ``**`` or backticks), a numeric question that rounds
+says to how many significant digits, a typed answer keeps its contrast, and
+the arrow keys move between a question's options (with a visible focus ring)
+without answering it; a page shows one search box, on a laptop and on a
+phone. Expected texts come from the quiz and card files.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser import DRAWN_JS, ROOT, read_json
+from browser import DRAWN_JS, ROOT, read_json, typed_answer_contrast
 
 CHAPTERS = ROOT / "chapters"
 PHONE = {"width": 390, "height": 844}
@@ -137,7 +139,24 @@ QUIZ_TEXT_JS = """
 """
 
 
-def test_quiz_shows_markdown_rendered_and_the_precision_wanted(open_page):
+# The option that has the keyboard's focus: its place among its question's
+# options, the width of its focus ring, and how many of them are answered.
+FOCUSED_OPTION_JS = """
+() => {
+  const label = document.activeElement.closest('label.MCButton');
+  if (!label) return null;
+  const all = [...label.parentElement.querySelectorAll('label.MCButton')];
+  const style = getComputedStyle(label);
+  return {
+    index: all.indexOf(label),
+    ring: style.outlineStyle === 'none' ? 0 : parseFloat(style.outlineWidth),
+    answered: all.filter((l) => /correctButton|incorrectButton/.test(l.className)).map((l) => all.indexOf(l)),
+  };
+}
+"""
+
+
+def test_quiz_shows_markdown_and_precision_and_answers_from_the_keyboard(open_page):
     path = chapter_with(".quiz.json", r"\*\*\w")
     questions = read_json(CHAPTERS / path.removeprefix("chapters/").replace(".html", ".quiz.json"))
     page, log = open_page(path)
@@ -158,6 +177,24 @@ def test_quiz_shows_markdown_rendered_and_the_precision_wanted(open_page):
         digits = question["precision"]
         wanted = f"({digits} significant digit{'s' if digits > 1 else ''})"
         assert texts[0].endswith(wanted), f"{texts[0]!r} does not end with {wanted!r}"
+
+    # The arrow keys move the focus between the options without answering;
+    # Space answers with the focused one.
+    options = page.locator(".Quiz", has=page.locator(".MultipleChoiceQn")).first.locator("label.MCButton input")
+    options.first.focus()
+    page.keyboard.press("ArrowDown")
+    focused = page.evaluate(FOCUSED_OPTION_JS)
+    assert focused and focused["index"] == 1 and not focused["answered"], focused
+    assert focused["ring"] >= 2, f"the focused option shows a focus ring {focused['ring']} px wide"
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowUp")
+    assert page.evaluate(FOCUSED_OPTION_JS)["index"] == options.count() - 1  # round to the last
+    page.keyboard.press("Space")
+    assert page.evaluate(FOCUSED_OPTION_JS)["answered"] == [options.count() - 1]
+
+    typing, marked = typed_answer_contrast(page)
+    assert typing is not None and typing >= 4.5, f"a typed answer has contrast {typing}"
+    assert marked is not None and marked >= 4.5, f"a marked answer has contrast {marked}"
     assert not log.problems(), log.problems()
 
 

@@ -186,6 +186,34 @@ def test_a_softmax_that_gives_weight_to_minus_inf_is_told_in_a_softmax_s_words()
     assert picture.html().startswith('<img src="data:image/png;base64,') and 'alt="' in picture.html()
 
 
+def test_the_check_and_its_picture_name_one_place_when_differences_tie():
+    """Two entries of the batched case are off by the same amount (up to rounding, the later one
+    by a billionth more): the check's message and the picture's caption name the same entry."""
+
+    def softmax_rows(z):
+        e = np.exp(z - z.max(axis=-1, keepdims=True))
+        a = e / e.sum(axis=-1, keepdims=True)
+        if a.shape == (2, 3, 4):  # each changed row still sums to 1
+            d = 0.5 * min(a[0, 0, 2], a[1, 2, 3])
+            a[0, 0, 1] += d
+            a[0, 0, 2] -= d
+            a[1, 2, 0] += d * (1 + 1e-9)
+            a[1, 2, 3] -= d * (1 + 1e-9)
+        return a
+
+    check = grading.get_check(HW2, "softmax_basic")
+    cases = check.make_cases()
+    assert np.shape(case_inputs(cases[2])[0][0]) == (2, 3, 4), "the check's third case is no longer batched"
+    results = run_cases({"softmax_rows": softmax_rows}, cases)
+    message = check.compare(cases, results).message
+    said = re.search(r"largest difference .*? at index \((\d+), (\d+), (\d+)\)", message)
+    picture = pictures.picture_for(check, cases, results)
+    assert said and picture is not None, message
+    drawn = re.search(r"batch index (\d+)\b.*the largest difference is [\d.]+, at row (\d+), entry (\d+)", picture.alt)
+    assert drawn, picture.alt
+    assert said.groups() == drawn.groups() == ("0", "0", "1"), (message, picture.alt)
+
+
 # ---------------------------------------------------------------- hidden inputs
 
 
