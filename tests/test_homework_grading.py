@@ -26,6 +26,7 @@ from release_run import before_submit_points
 import grading
 import grading.notebook
 import lib
+from grading.authoring import HINTS
 from grading.compare import Verdict
 from grading.plain import decode, encode, make_case
 from grading.run import run_cases
@@ -392,6 +393,12 @@ def test_fixture_submissions_earn_what_they_say(assignment, path):
     for cid, words in expected.messages.items():
         for text in words:
             assert text in verdicts[cid].message, (cid, text, verdicts[cid].message)
+    for cid, keys in expected.mistakes.items():
+        for key in keys:
+            assert HINTS[key] in verdicts[cid].message, (cid, key, verdicts[cid].message)
+    for cid, keys in expected.not_mistakes.items():
+        for key in keys:
+            assert HINTS[key] not in verdicts[cid].message, (cid, key, verdicts[cid].message)
 
 
 @pytest.mark.parametrize("assignment", subs.ASSIGNMENTS)

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..compare import Mismatch, Partial, check_form, compare_arrays, reference
+from .hints import HINTS
 from .judging import unpack
 from .tolerances import attention_rtol
 from .weights import EDGE_SHARE, check_weight_rows, edge_rows, near, softmax_hint
@@ -66,8 +67,8 @@ def check_attention(
             if near(w, unmasked * permitted):
                 raise Mismatch(
                     f"{exc}. Hint: the weights are the unmasked softmax with the forbidden keys set "
-                    "to 0 afterwards, so the rest no longer sum to 1: the mask was applied after "
-                    "the softmax; set the forbidden scores to -inf before it"
+                    f"to 0 afterwards, so the rest no longer sum to 1: {HINTS['masked_after_softmax']}; "
+                    "set the forbidden scores to -inf before it"
                 ) from None
         named = softmax_hint(w, logits)
         if named:
