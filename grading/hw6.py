@@ -120,10 +120,15 @@ def _att_hidden(seed: int) -> list[Case]:
         # whatever the seed; the other kinds of mask cycle through the shapes as well.
         lead, dtype = BATCHES[(i + i // 3) % len(BATCHES)], DTYPES[(i // 2) % 2]
         n_q, n_k, d_k, d_v = (int(gen.integers(1, 8)) for _ in range(4))
+        if i == 0:
+            n_k = max(n_k, 2)  # query 0 has a future key (see below)
         scale = 10.0 ** gen.uniform(-1, 1) if dtype == np.float32 else 10.0 ** gen.uniform(-1, 1.7)
         q, k = normal(gen, (*lead, n_q, d_k), dtype, scale), normal(gen, (*lead, n_k, d_k), dtype, scale)
         v = normal(gen, (*lead, n_k, d_v), dtype)
-        if i % 3 == 0:
+        if i == 0:
+            _far_future_key(q, k)
+            mask, note = lib.causal_mask(n_q, n_k), f"causal mask; query 0's last key scores {FAR:g} above its own"
+        elif i % 3 == 0:
             mask, note = lib.causal_mask(n_q, n_k), "causal mask"
         elif i % 3 == 1:
             mask, note = gen.random((n_q, n_k)) < 0.6, "random mask (n_q, n_k)"
@@ -132,6 +137,21 @@ def _att_hidden(seed: int) -> list[Case]:
             mask.reshape(-1, n_k)[0] = False  # one query with nothing permitted
         out.append(_att_case(q, k, v, mask, note))
     return out
+
+
+#: How far query 0's forbidden last key scores above its permitted key in hidden case 0 (float64,
+#: causal): exp(-FAR) is 0, so a softmax over every key, with the forbidden weights zeroed and
+#: the rest renormalised afterwards, leaves that query no weight at all; masking before the
+#: softmax, as the task says, does not care how large a forbidden score is.
+FAR = 1000.0
+
+
+def _far_future_key(q: np.ndarray, k: np.ndarray) -> None:
+    """Make the last key (forbidden to query 0 under a causal mask) score FAR above key 0 for query 0."""
+    q0 = q[..., 0, :].astype(np.float64)
+    d_k = q.shape[-1]
+    own = float(q0 @ k[..., 0, :].astype(np.float64)) / np.sqrt(d_k)
+    k[..., -1, :] = q0 * ((own + FAR) * np.sqrt(d_k) / max(float(q0 @ q0), 1e-300))
 
 
 def _judge_attention(cases: list[Case], results: list[ResultRecord]) -> str:

@@ -33,6 +33,7 @@ from .authoring import (
     BATCHES,
     DTYPES,
     EDGE_SHARE,
+    HINTS,
     attention_rtol,
     describe_inputs,
     generator,
@@ -190,8 +191,7 @@ def _judge_running(cases: list[Case], results: list[ResultRecord]) -> str:
                         raise Mismatch(f"{exc}. Hint: {hint}") from None
                 if np.isnan(l).any():
                     raise Mismatch(
-                        f"{exc}. Hint: while every entry seen is -inf, m is -inf, and "
-                        "-inf - (-inf) is NaN: shift by 0 instead"
+                        f"{exc}. Hint: while every entry seen is -inf, m is -inf, and {HINTS['shift_by_zero']}"
                     ) from None
                 raise
 
@@ -349,7 +349,7 @@ def _judge_attention(cases: list[Case], results: list[ResultRecord]) -> str:
         if np.isnan(got).any():
             raise Mismatch(
                 f"{name}: the output contains NaN. Hint: while a query has seen only masked keys "
-                "its running maximum is -inf, and -inf - (-inf) is NaN: shift by 0 instead"
+                f"its running maximum is -inf, and {HINTS['shift_by_zero']}"
             )
         try:
             compare_arrays(got, expected, what=name, scale=value_scale(v), rtol=attention_rtol(q, k))

@@ -51,7 +51,18 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
-from .authoring import DTYPES, attention_rtol, describe_inputs, generator, judge_each, normal, row_sum_tol, unpack
+from .authoring import (
+    DTYPES,
+    HINTS,
+    attention_rtol,
+    describe_inputs,
+    filled_weights,
+    generator,
+    judge_each,
+    normal,
+    row_sum_tol,
+    unpack,
+)
 from .check import Assignment
 from .compare import Judge, Mismatch, Partial, check_form, compare_arrays, reference
 from .notebook import before_submit_check, notebook_check
@@ -277,6 +288,21 @@ def _attention_hint(
 
     def close(x: np.ndarray) -> bool:
         return bool(np.allclose(got, x, rtol=1e-4, atol=1e-6 * max(1.0, float(np.abs(x).max(initial=0)))))
+
+    if mask is not None and not np.asarray(mask).any(axis=-1).all():
+        # a large negative fill: the fully masked query's weights spread evenly (filled_weights)
+        _, a = lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)
+        filled = filled_weights(a, mask)
+        da = g @ np.swapaxes(v, -1, -2)
+        ds = filled * (da - (da * filled).sum(-1, keepdims=True)) / np.sqrt(d_k)
+        wrong = {"dq": ds @ k, "dk": np.swapaxes(ds, -1, -2) @ q, "dv": np.swapaxes(filled, -1, -2) @ g}[part]
+        if close(wrong):
+            i = int(np.flatnonzero(~np.asarray(mask).any(axis=-1))[0])
+            return (
+                f". Hint: it matches weights where query {i}, which may attend to no key, spreads its weight "
+                f"evenly over the keys: {HINTS['large_negative_fill']} Use -inf, so that such a query gets "
+                "zero weights and no gradient"
+            )
 
     if part in ("dq", "dk"):
         index = ("dq", "dk").index(part)

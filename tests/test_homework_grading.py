@@ -26,6 +26,7 @@ from release_run import before_submit_points
 import grading
 import grading.notebook
 import lib
+from grading.authoring import HINTS
 from grading.compare import Verdict
 from grading.plain import decode, encode, make_case
 from grading.run import run_cases
@@ -377,6 +378,23 @@ def test_the_solution_passes_every_check(assignment, check_id):
         assert verdict.passed, verdict.message
 
 
+def test_every_hw6_seed_has_a_query_whose_forbidden_score_lies_far_above_its_permitted_ones():
+    """Where exp(permitted - forbidden maximum) underflows to 0 in float64 (below about -745), only
+    masking before the softmax is right: each learner's hidden inputs must reach that situation."""
+    check = grading.get_check("hw6_causal_masking", "masked_attention_hidden")
+    for seed in range(40):
+        gaps = []
+        for case in check.make_cases(seed):
+            q, k, _, mask = (decode(a) for a in case["args"])
+            scores = q.astype(np.float64) @ np.swapaxes(k.astype(np.float64), -1, -2) / math.sqrt(q.shape[-1])
+            allowed = np.broadcast_to(mask, scores.shape)
+            some = allowed.any(axis=-1) & (~allowed).any(axis=-1)
+            top_forbidden = np.where(allowed, -np.inf, scores).max(axis=-1)
+            top_permitted = np.where(allowed, scores, -np.inf).max(axis=-1)
+            gaps.append(float(np.where(some, top_forbidden - top_permitted, -np.inf).max(initial=-np.inf)))
+        assert max(gaps) > 800, (seed, gaps)
+
+
 @pytest.mark.parametrize(("assignment", "path"), subs.fixtures(), ids=lambda v: getattr(v, "stem", v))
 def test_fixture_submissions_earn_what_they_say(assignment, path):
     """The learners' corpus: each fixture's points per check and the words of its messages."""
@@ -392,6 +410,12 @@ def test_fixture_submissions_earn_what_they_say(assignment, path):
     for cid, words in expected.messages.items():
         for text in words:
             assert text in verdicts[cid].message, (cid, text, verdicts[cid].message)
+    for cid, keys in expected.mistakes.items():
+        for key in keys:
+            assert HINTS[key] in verdicts[cid].message, (cid, key, verdicts[cid].message)
+    for cid, keys in expected.not_mistakes.items():
+        for key in keys:
+            assert HINTS[key] not in verdicts[cid].message, (cid, key, verdicts[cid].message)
 
 
 @pytest.mark.parametrize("assignment", subs.ASSIGNMENTS)

@@ -13,6 +13,7 @@ which forbidden key gets weight, whether the scale was left out.
 - :mod:`~grading.authoring.judging`: :func:`judge_each` (each case an equal share; the dtype,
   in-place and edge shares) and :func:`unpack`;
 - :mod:`~grading.authoring.tolerances`: tolerances derived from the dtype and the size of the logits;
+- :mod:`~grading.authoring.hints`: the usual mistakes' phrases, each under a key (:data:`HINTS`);
 - :mod:`~grading.authoring.weights`: rows of softmax weights and their usual mistakes;
 - :mod:`~grading.authoring.attention`: an attention output and weights and their usual mistakes.
 
@@ -21,21 +22,32 @@ Everything here is numpy only; ``lib`` is imported inside the judges, through
 """
 
 from .attention import check_attention, value_scale
+from .hints import HINTS
 from .inputs import BATCHES, DTYPES, describe_inputs, generator, normal, sentence_qkv
 from .judging import CaseJudge, judge_each, unpack
 from .tolerances import attention_rtol, logit_rtol, row_sum_tol
-from .weights import EDGE_SHARE, check_weight_rows, edge_rows, judge_softmax_case, near, softmax_hint
+from .weights import (
+    EDGE_SHARE,
+    check_weight_rows,
+    edge_rows,
+    filled_weights,
+    judge_softmax_case,
+    near,
+    softmax_hint,
+)
 
 __all__ = [
     "BATCHES",
     "CaseJudge",
     "DTYPES",
     "EDGE_SHARE",
+    "HINTS",
     "attention_rtol",
     "check_attention",
     "check_weight_rows",
     "describe_inputs",
     "edge_rows",
+    "filled_weights",
     "generator",
     "judge_each",
     "judge_softmax_case",

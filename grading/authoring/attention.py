@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..compare import Mismatch, Partial, check_form, compare_arrays, reference
+from .hints import HINTS
 from .judging import unpack
 from .tolerances import attention_rtol
 from .weights import EDGE_SHARE, check_weight_rows, edge_rows, near, softmax_hint
@@ -61,13 +62,25 @@ def check_attention(
                 raise Mismatch(f"{exc}. Hint: {hint}") from None
         if "Hint:" in str(exc):
             raise
+        for renormalised in (
+            _renormalised_after_softmax(scores.astype(t), permitted) for t in {exp_w.dtype, np.float64}
+        ):
+            if mask is None or near(renormalised, exp_w) or not near(np.nan_to_num(w), renormalised):
+                continue
+            i = _row_of(np.any(permitted, axis=-1) & ~np.any(renormalised != 0, axis=-1))
+            raise Mismatch(
+                f"{exc}. Hint: query {i} gets no weight at all: {HINTS['renormalised_after_softmax']} "
+                "and the rest renormalised, so a forbidden key scoring far above the permitted ones took "
+                "the whole softmax and exp underflowed to 0 on every permitted key; set the forbidden "
+                "scores to -inf before the softmax"
+            ) from None
         if mask is not None:
             unmasked = lib.softmax(scores, axis=-1)
             if near(w, unmasked * permitted):
                 raise Mismatch(
                     f"{exc}. Hint: the weights are the unmasked softmax with the forbidden keys set "
-                    "to 0 afterwards, so the rest no longer sum to 1: the mask was applied after "
-                    "the softmax; set the forbidden scores to -inf before it"
+                    f"to 0 afterwards, so the rest no longer sum to 1: {HINTS['masked_after_softmax']}; "
+                    "set the forbidden scores to -inf before it"
                 ) from None
         named = softmax_hint(w, logits)
         if named:
@@ -83,6 +96,23 @@ def check_attention(
         raise
     if edge is not None:
         raise Partial(edge, 1 - EDGE_SHARE)
+
+
+def _renormalised_after_softmax(scores: np.ndarray, permitted: np.ndarray) -> np.ndarray:
+    """The weights of a usual mistake: the softmax over every key (shifted by the maximum of all
+    of them), the forbidden weights zeroed and the rest divided by their sum (0 where it is 0),
+    computed in the dtype of ``scores`` (exp underflows to 0 below about -745 in float64, -104
+    in float32)."""
+    with np.errstate(all="ignore"):
+        e = np.exp(scores - scores.max(axis=-1, keepdims=True, initial=-np.inf)) * permitted
+        total = e.sum(axis=-1, keepdims=True)
+        weights: np.ndarray = np.where(total > 0, e / np.where(total > 0, total, 1), 0.0)
+    return weights
+
+
+def _row_of(bad: np.ndarray) -> str:
+    idx = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else (0,)
+    return str(idx[0]) if len(idx) == 1 else str(idx)
 
 
 def value_scale(v: np.ndarray) -> float:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..compare import Mismatch, Partial, check_form, compare_arrays, reference
+from .hints import HINTS
 from .tolerances import logit_rtol, row_sum_tol
 
 #: Share of a case lost when only the edge case is wrong (the rows with
@@ -59,17 +60,58 @@ def edge_rows(
             "got NaN: every entry is -inf, so shifting by the maximum computes -inf - (-inf) = NaN, "
             "or the sum is 0 and 0 / 0 = NaN; shift such a row by 0 and divide only where the sum is positive"
         )
-    elif n > 1 and np.allclose(vals, 1.0 / n, rtol=1e-3):
+    elif n > 1 and near(vals, filled_weights(np.zeros(n), np.zeros(n, dtype=bool)), rtol=1e-3):
         how = (
-            f"got {1.0 / n:.3g} for each of its {n} entries, an equal share: did you use a large negative "
-            "number (such as -1e9) instead of -inf? Then a row with nothing permitted spreads its weight "
-            "evenly instead of getting none; use -inf and give such a row zeros"
+            f"got {1.0 / n:.3g} for each of its {n} entries, an equal share: {HINTS['large_negative_fill']} "
+            "Then a row with nothing permitted spreads its weight evenly instead of getting none; use -inf "
+            "and give such a row zeros"
         )
     else:
         how = f"they sum to {np.nansum(vals):.4g}"
     fixed = np.where(empty[..., None], 0, got).astype(got.dtype)
     return fixed, (
         f"{what}: {row} {_row(idx)} has nothing permitted ({forbidden_all}), so its weights must be all 0; {how}"
+    )
+
+
+def filled_weights(weights: np.ndarray, permitted: np.ndarray) -> np.ndarray:
+    """The weights that a large negative fill (such as -1e9 or -1e6 in place of -inf) gives.
+
+    A row with something permitted is unchanged (exp of the fill minus the
+    row's maximum is 0); a row with nothing permitted is all fill, so it spreads
+    its weight evenly, 1/n to each of its n entries, instead of getting none.
+    The one model of that mistake, for every judge that names it.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    permitted = np.broadcast_to(permitted, w.shape)
+    empty = ~np.any(permitted, axis=-1, keepdims=True)
+    filled: np.ndarray = np.where(empty, 1.0 / max(w.shape[-1], 1), w)
+    return filled
+
+
+def _nan_cause(row_logits: np.ndarray | None, row: str) -> str:
+    """Why a row with something permitted holds NaN, named from its logits when they are known.
+
+    Code that never shifts gives NaN only when exp overflows or every term underflows to 0;
+    when the row's largest logit lies well inside exp's range, neither can happen, so the NaN
+    comes from shifting by a maximum of -inf (one taken over only -inf entries, such as a
+    block of them), which only a row with -inf entries can meet.
+    """
+    if row_logits is not None:
+        finite = row_logits[np.isfinite(row_logits)].astype(np.float64)
+        dtype = row_logits.dtype if row_logits.dtype.kind == "f" else np.dtype(np.float64)
+        limit = float(np.log(np.finfo(dtype).max)) - 1.0
+        top = float(finite.max(initial=-np.inf))
+        if np.isneginf(row_logits).any() and -limit < top < limit:
+            return (
+                "its largest logit is far from where exp overflows, so the NaN comes from a shift by a "
+                f"maximum of -inf (one taken over only -inf entries, such as a block of them): {HINTS['shift_by_zero']}"
+            )
+        if abs(top) >= limit:
+            return f"exp overflowed, or every term underflowed to 0; {HINTS['shift_by_max']}"
+    return (
+        f"exp overflowed ({HINTS['shift_by_max'].replace('row', row)}), or a maximum of -inf was "
+        "subtracted (-inf - (-inf) is NaN) or a sum of 0 divided (0 / 0 is NaN)"
     )
 
 
@@ -136,6 +178,7 @@ def check_weight_rows(
     forbidden: str = "is -inf in the input",
     rtol: float | None = None,
     d_k: int | None = None,
+    logits: np.ndarray | None = None,
 ) -> None:
     """Raise :class:`Mismatch` if rows of weights are not a proper softmax.
 
@@ -144,7 +187,9 @@ def check_weight_rows(
     a row with nothing permitted that is not all zeros, a row that does not
     sum to 1 within :func:`row_sum_tol` (``rtol`` is the tolerance of the
     weights themselves). ``d_k``, when given, lets the message recognise
-    weights scaled after the softmax (rows summing to 1/sqrt(d_k)).
+    weights scaled after the softmax (rows summing to 1/sqrt(d_k)). ``logits``, when
+    given (the softmax's own input, with -inf where nothing is permitted), lets the
+    message of a NaN name its cause (:func:`_nan_cause`).
     """
     permitted = np.broadcast_to(permitted, got.shape)
     g = got.astype(np.float64)
@@ -158,10 +203,8 @@ def check_weight_rows(
             raise Mismatch(
                 f"{what}: {row} {_row(idx)} has nothing permitted (all -inf), so its weights must be all 0; got {bad}"
             )
-        raise Mismatch(
-            f"{what}: {row} {_row(idx)} contains {bad}: exp overflowed or -inf - -inf was "
-            f"computed; subtract the {row}'s maximum before exp"
-        )
+        row_logits = None if logits is None else np.broadcast_to(logits, got.shape)[idx]
+        raise Mismatch(f"{what}: {row} {_row(idx)} contains {bad}: {_nan_cause(row_logits, row)}")
     leak = (~permitted) & (g != 0)
     if leak.any():
         idx = tuple(int(i) for i in np.argwhere(leak)[0])
@@ -218,7 +261,7 @@ def judge_softmax_case(got: Any, z: np.ndarray, *, what: str, terms: int = 1) ->
     bound = float(np.abs(z[np.isfinite(z)]).max(initial=0.0))
     rtol = logit_rtol(z.dtype, bound, terms=terms)
     try:
-        check_weight_rows(got, permitted, what=what, rtol=rtol)
+        check_weight_rows(got, permitted, what=what, rtol=rtol, logits=z)
         compare_arrays(got, expected, what=what, rtol=rtol)
     except Mismatch as exc:
         hint = softmax_hint(got, z) if "Hint:" not in str(exc) else None
