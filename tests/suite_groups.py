@@ -13,6 +13,11 @@ the cheapest place). Each other environment a notebook is graded or run in
 (nbgrader autograde, the class grader, the kit's venv, JupyterLite) proves
 what only it can prove on :data:`ENVIRONMENT_ASSIGNMENTS`; a test marked
 ``matrix`` takes every assignment only with ``./course test --matrix``.
+The choice is by name, so a new assignment adds no environment run to the
+default tier. Other parameters go to ``--matrix`` the same way, one value at a
+time (:func:`matrix_only`): a kit venv for each Python but the oldest, the
+nbgrader scenarios that repeat what another test proves; and a module fixture
+may read the option (``test_sandbox_modes`` grades its class a third time).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ ENVIRONMENT_ASSIGNMENTS = ("hw5_sqrt_dk_experiment", "hw9_attention_backward")
 
 # Files by the marks they get, from their names.
 MARKS = {
-    "browser": lambda name: name.startswith("test_browser_") or name == "test_jupyterhub.py",
+    "browser": lambda name: name.startswith("test_browser_") or name in ("test_jupyterhub.py", "test_pdf.py"),
     "cluster": lambda name: name == "test_class_grading_cluster.py",
 }
 
@@ -65,7 +70,9 @@ def pytest_addoption(parser: Any) -> None:
     parser.addoption(
         "--matrix",
         action="store_true",
-        help="run the tests marked matrix for every assignment, not only " + " and ".join(ENVIRONMENT_ASSIGNMENTS),
+        help="run the tests marked matrix: every assignment, not only "
+        + " and ".join(ENVIRONMENT_ASSIGNMENTS)
+        + ", and every value marked matrix_only",
     )
 
 
@@ -85,7 +92,8 @@ def pytest_configure(config: Any) -> None:
     config.addinivalue_line("markers", "browser: opens the built book in Chromium (left out by ./course test --fast)")
     config.addinivalue_line("markers", "cluster: starts a Dask cluster (left out by ./course test --fast)")
     config.addinivalue_line(
-        "markers", "matrix: parametrized over `assignment`; every one only with --matrix (tests/suite_groups.py)"
+        "markers",
+        "matrix: over `assignment`, every one only with --matrix; on another value, that value only with --matrix",
     )
 
 
@@ -94,10 +102,17 @@ def _start_rank(item: Any) -> int:
     return START_FIRST.index(name) if name in START_FIRST else len(START_FIRST)
 
 
+def matrix_only(value: Any, id: str | None = None) -> Any:
+    """A parameter value that only ``./course test --matrix`` takes."""
+    return pytest.param(value, id=id, marks=pytest.mark.matrix)
+
+
 def _outside_the_matrix(config: Any, item: Any) -> bool:
-    if item.get_closest_marker("matrix") is None:
+    """A test marked ``matrix`` runs without --matrix only for an environment assignment."""
+    if item.get_closest_marker("matrix") is None or config.getoption("--matrix"):
         return False
-    return not _taken(config, item.callspec.params["assignment"])
+    params = getattr(item, "callspec", None)
+    return params is None or not _taken(config, params.params.get("assignment", ""))
 
 
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:

@@ -45,6 +45,9 @@ from devtools.sample_submissions import EXPECTED, Builder
 
 pytestmark = needs_sandbox
 
+# How long a wait for a worker or a result may last: it ends on its condition, so only a stuck run waits it out.
+WAIT_SECONDS = 600
+
 #: What a cluster run must reproduce of each local result (times and the sandbox's own log may differ).
 #: (The file hash in ``key`` differs: some fixtures hold the paths of their own run.)
 SAME = (
@@ -185,7 +188,7 @@ def _grade_killing_the_worker_of(
     thread = threading.Thread(target=run)
     thread.start()
     with Client(cluster.address, set_as_default=False) as watcher:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + WAIT_SECONDS
         while not killed and time.monotonic() < deadline and thread.is_alive():
             for name, keys in _processing(watcher).items():
                 if any(f"-{student}-" in k for k in keys):
@@ -307,11 +310,11 @@ def test_a_lost_scheduler_stops_the_run_and_the_next_run_resumes(tmp_path, build
             stderr=subprocess.PIPE,
             text=True,
         )
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + WAIT_SECONDS
         while time.monotonic() < deadline and not list(results.glob("*.json")) and proc.poll() is None:
             time.sleep(0.05)
         cluster.kill_scheduler()
-        _, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=WAIT_SECONDS)
     first = {p.stem: json.loads(p.read_text())["graded_at"] for p in results.glob("*.json")}
     assert proc.returncode == 2, err
     dashboard = re.search(r"Dask dashboard: (\S+)", err)

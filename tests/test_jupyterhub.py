@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import SCREENSHOTS, BookBrowser, chromium_for
+from browser import SCREENSHOTS, WAIT_LIMIT_MS, BookBrowser, chromium_for
 from local_server import free_port, stop, wait_until_up
 from release_run import before_submit_points
 from test_class_grading import needs_sandbox
@@ -272,7 +272,7 @@ def hub() -> Iterator[Hub]:
         if proxy_pid is not None and _alive(proxy_pid):
             left.append(f"the proxy (process {proxy_pid})")
             os.kill(proxy_pid, signal.SIGKILL)
-        deadline = time.monotonic() + 20  # the learner's kernel may take a moment to exit after its server
+        deadline = time.monotonic() + 60  # the learner's kernel may take a moment to exit after its server
         while _processes_of(learner) and time.monotonic() < deadline:
             time.sleep(0.5)
         for pid in _processes_of(learner):  # a server or kernel that outlived the hub
@@ -295,8 +295,8 @@ def _log_in(page: Any, hub: Hub) -> None:
     page.fill("#password_input", PASSWORD)
     page.click("#login_submit")
     try:
-        page.wait_for_url(f"**/user/{hub.learner}/lab**", timeout=120_000)
-        page.locator(".jp-LabShell").wait_for(timeout=120_000)
+        page.wait_for_url(f"**/user/{hub.learner}/lab**")
+        page.locator(".jp-LabShell").wait_for()
     except Exception as exc:
         raise AssertionError(f"JupyterLab did not open ({page.url}): {exc}\nhub log:\n{hub.tail()}") from exc
 
@@ -311,7 +311,7 @@ def _open_assignment_list(page: Any) -> tuple[Any, list[str]]:
     panel = page.locator("#nbgrader-assignment-list, .nbgrader-AssignmentList, .jp-MainAreaWidget").filter(
         has_text="Released assignments"
     )
-    panel.first.wait_for(timeout=60_000)
+    panel.first.wait_for()
     return panel.first, items
 
 
@@ -340,7 +340,7 @@ def _save(page: Any, saved: Path, hub: Hub) -> None:
     for _ in range(3):
         page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.click()
         page.keyboard.press("Control+s")
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + WAIT_LIMIT_MS / 3000  # three tries share the browser's limit
         while "NotImplementedError()" in saved.read_text() and time.monotonic() < deadline:
             time.sleep(0.3)
         if "NotImplementedError()" not in saved.read_text():
@@ -361,7 +361,7 @@ def test_a_learner_on_the_hub_fetches_answers_submits_and_reads_the_courses_feed
 
     context = hub_browser.new_context()
     page = context.new_page()
-    page.set_default_timeout(60_000)
+    page.set_default_timeout(WAIT_LIMIT_MS)  # every wait below: the browser tests' generous limit
     try:
         started = time.monotonic()
         _log_in(page, hub)
@@ -384,14 +384,14 @@ def test_a_learner_on_the_hub_fetches_answers_submits_and_reads_the_courses_feed
         panel.locator(".nested_list_item a").filter(has_text=ASSIGNMENT).click()
         page.locator(".jp-NotebookPanel .jp-CodeCell").first.wait_for()
         # The kernel is up before the answer is written (run earlier, Run All may be dropped).
-        page.get_by_text(re.compile(r"Python 3 \(ipykernel\) \| Idle")).first.wait_for(timeout=120_000)
+        page.get_by_text(re.compile(r"Python 3 \(ipykernel\) \| Idle")).first.wait_for()
         _write_answer(page, solution)
         page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.click()  # the notebook has the focus
         page.get_by_role("menuitem", name="Run", exact=True).click()
         page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
         report = page.locator(".jp-OutputArea-output").filter(has_text="Check before you submit (")
         try:
-            report.wait_for(timeout=180_000)
+            report.wait_for()
         except Exception as exc:
             _shot(page, "2-not-checked")
             raise AssertionError(f"the check before submitting printed nothing: {exc}\n{hub.tail()}") from exc
@@ -407,7 +407,7 @@ def test_a_learner_on_the_hub_fetches_answers_submits_and_reads_the_courses_feed
             panel.locator("a.assignment-notebooks-link").filter(has_text=ASSIGNMENT).click()
         validate.click()
         dialog = page.locator(".jp-Dialog").filter(has_text="Validation Results")
-        dialog.wait_for(timeout=180_000)
+        dialog.wait_for()
         assert "Success! Your notebook passes all the tests." in dialog.inner_text()
         dialog.get_by_role("button", name="Ok").click()
         panel.locator("button.btn-success").filter(has_text="Validate").wait_for()

@@ -1,11 +1,13 @@
 """The sandbox's two modes: built as root, or in a user namespace (bubblewrap's unprivileged mode).
 
 The hostile and broken submissions of ``devtools.sample_submissions`` are
-graded three times: as root in each mode, and as an ordinary user (a spare
-uid, see ``tests/ordinary_user.py``), where only the user-namespace mode can
-work and ``auto`` must pick it. Every run must give each submission its
-expected status and score, and the three runs the same statuses, cell scores
-and flags. Then: a fork bomb and a flood of output are contained in the
+graded as root in the root mode (the class that ``tests/graded_class.py``
+grades once for the whole run, where ``auto`` picks that mode) and as an
+ordinary user (a spare uid, see ``tests/ordinary_user.py``), where only the
+user-namespace mode can work and ``auto`` must pick it; ``./course test
+--matrix`` grades them a third time, as root in the user-namespace mode. Every
+run must give each submission its expected status and score, and the runs the
+same statuses, cell scores and flags. Then: a fork bomb and a flood of output are contained in the
 user-namespace mode as an ordinary user, the mode is named in the summary,
 and when no sandbox can start the refusal names the reason (the sysctl, the
 missing package).
@@ -22,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.homework import submissions as corpus
+from graded_class import ASSIGNMENT, LIMITS, REPO, WALL, graded_class, holding  # noqa: F401 (a fixture)
 from ordinary_user import command as as_ordinary_user
 from ordinary_user import home as ordinary_home
 from sandbox_probes import assert_fork_bomb_and_flood_contained, assert_two_runs_share_nothing_but_the_imports
@@ -32,10 +35,6 @@ from classgrader.sandbox import mode as sandbox_mode
 from classgrader.stages.grade import Settings
 from devtools.sample_submissions import EXPECTED, Builder
 
-REPO = Path(__file__).resolve().parent.parent
-ASSIGNMENT = "hw2_stable_softmax"
-WALL = 10.0
-LIMITS = sandbox.Limits(wall_seconds=WALL, memory_bytes=512 * 1024**2)
 os.environ["COURSE_GRADING_SECRET"] = corpus.TEST_SECRET
 IS_ROOT = os.geteuid() == 0
 
@@ -76,7 +75,9 @@ def run_as_user(argv: list[str], user_home: Path, **kwargs) -> subprocess.Comple
 
 
 def results_of(out: Path) -> dict[str, dict]:
-    return {p.stem: json.loads(p.read_text()) for p in (out / "reports" / ASSIGNMENT / "results").glob("*.json")}
+    """Each sample submission's result (a roster student who sent nothing left out)."""
+    folder = out / "reports" / ASSIGNMENT / "results"
+    return {p.stem: json.loads(p.read_text()) for p in folder.glob("*.json") if p.stem in EXPECTED}
 
 
 def outcome(result: dict) -> tuple:
@@ -85,14 +86,18 @@ def outcome(result: dict) -> tuple:
 
 
 @pytest.fixture(scope="module")
-def runs() -> dict[str, dict]:
-    """The whole class graded as root in each mode and as an ordinary user: {run name: {student: result}}."""
+def runs(request, graded_class) -> dict[str, dict]:  # noqa: F811
+    """The whole class graded as root in the root mode (and with --matrix in the user-namespace mode)
+    and as an ordinary user: {run name: {student: result}}."""
     builder = Builder(REPO, ASSIGNMENT)
     found = {}
     roots = []
     try:
         if IS_ROOT:
-            for mode in ("root", "userns"):
+            assert graded_class["summary"]["sandbox"] == "root"
+            with holding(graded_class["root"]):
+                found["root, root mode"] = results_of(graded_class["root"])
+            for mode in ("userns",) if request.config.getoption("--matrix") else ():
                 root = ordinary_home()
                 roots.append(root)
                 submitted = builder.write_submitted(
