@@ -14,6 +14,28 @@ from .tolerances import attention_rtol
 from .weights import EDGE_SHARE, check_weight_rows, edge_rows, near, softmax_hint
 
 
+def _mask_hint(w: np.ndarray, exp_w: np.ndarray, scores: np.ndarray, permitted: np.ndarray) -> str | None:
+    """What a masked attention's wrong weights are, when they are masked the wrong way round; else None."""
+    dtypes: set[np.dtype] = {exp_w.dtype, np.dtype(np.float64)}
+    for renormalised in (_renormalised_after_softmax(scores.astype(t), permitted) for t in dtypes):
+        if near(renormalised, exp_w) or not near(np.nan_to_num(w), renormalised):
+            continue
+        i = _row_of(np.any(permitted, axis=-1) & ~np.any(renormalised != 0, axis=-1))
+        return (
+            f"query {i} gets no weight at all: {HINTS['renormalised_after_softmax']} "
+            "and the rest renormalised, so a forbidden key scoring far above the permitted ones took "
+            "the whole softmax and exp underflowed to 0 on every permitted key; set the forbidden "
+            "scores to -inf before the softmax"
+        )
+    if near(w, reference().softmax(scores, axis=-1) * permitted):
+        return (
+            "the weights are the unmasked softmax with the forbidden keys set "
+            f"to 0 afterwards, so the rest no longer sum to 1: {HINTS['masked_after_softmax']}; "
+            "set the forbidden scores to -inf before it"
+        )
+    return None
+
+
 def check_attention(
     value: Any,
     q: np.ndarray,
@@ -62,27 +84,7 @@ def check_attention(
                 raise Mismatch(f"{exc}. Hint: {hint}") from None
         if "Hint:" in str(exc):
             raise
-        for renormalised in (
-            _renormalised_after_softmax(scores.astype(t), permitted) for t in {exp_w.dtype, np.float64}
-        ):
-            if mask is None or near(renormalised, exp_w) or not near(np.nan_to_num(w), renormalised):
-                continue
-            i = _row_of(np.any(permitted, axis=-1) & ~np.any(renormalised != 0, axis=-1))
-            raise Mismatch(
-                f"{exc}. Hint: query {i} gets no weight at all: {HINTS['renormalised_after_softmax']} "
-                "and the rest renormalised, so a forbidden key scoring far above the permitted ones took "
-                "the whole softmax and exp underflowed to 0 on every permitted key; set the forbidden "
-                "scores to -inf before the softmax"
-            ) from None
-        if mask is not None:
-            unmasked = lib.softmax(scores, axis=-1)
-            if near(w, unmasked * permitted):
-                raise Mismatch(
-                    f"{exc}. Hint: the weights are the unmasked softmax with the forbidden keys set "
-                    f"to 0 afterwards, so the rest no longer sum to 1: {HINTS['masked_after_softmax']}; "
-                    "set the forbidden scores to -inf before it"
-                ) from None
-        named = softmax_hint(w, logits)
+        named = (_mask_hint(w, exp_w, scores, permitted) if mask is not None else None) or softmax_hint(w, logits)
         if named:
             raise Mismatch(f"{exc}. Hint: {named}") from None
         if w.shape[-1] == w.shape[-2] and near(np.swapaxes(w, -1, -2), exp_w):
