@@ -48,6 +48,17 @@ def test_the_wheel_holds_exactly_lib_teaching_and_grading(kit_dir):
     assert model == (subs.REPO / "chapters" / "tiny_lm.npz").read_bytes()
 
 
+def test_the_wheels_lib_reads_chapter_11s_model_from_beside_itself(kit_dir, tmp_path):
+    """Homework 11's checks load the model through lib.tiny_lm.checkpoint(), with no chapters folder."""
+    with zipfile.ZipFile(kit_dir / kit.wheel_name()) as zf:
+        zf.extractall(tmp_path / "site")
+    ask = "import lib.tiny_lm as t; cfg, run = t.load(t.checkpoint()); print(t.checkpoint(), cfg.n_layers)"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(tmp_path / "site")}
+    done = subprocess.run([sys.executable, "-c", ask], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == [str(tmp_path / "site" / "lib" / "tiny_lm.npz"), "2"]
+
+
 def _course_pins() -> dict[str, str]:
     pins = {}
     for line in (subs.REPO / "requirements" / "constraints.txt").read_text().splitlines():
