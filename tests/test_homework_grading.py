@@ -26,8 +26,8 @@ from release_run import before_submit_points
 import grading
 import grading.notebook
 import lib
+from devtools.corpus import grade
 from grading.authoring import HINTS
-from grading.compare import Verdict
 from grading.plain import decode, encode, make_case
 from grading.run import run_cases
 from grading.watch import CallWatch
@@ -35,11 +35,6 @@ from nbgrader_tools.authoring import problems
 from nbgrader_tools.cells import nbgrader_meta
 
 ALL_CHECKS = [(a, c.id) for a, checks in grading.all_checks().items() for c in checks]
-
-
-def grade(assignment: str, check_id: str, namespace: dict, seed: int | None = None) -> Verdict:
-    check = grading.get_check(assignment, check_id)
-    return check.grade(namespace, check.default_seed if seed is None else seed)
 
 
 # ---------------------------------------------------------------- registry and notebooks
