@@ -54,10 +54,8 @@ class Expected:
     points: dict[str, tuple[float, float] | None] = field(default_factory=dict)
     #: grade_id -> texts its message must contain.
     messages: dict[str, list[str]] = field(default_factory=dict)
-    #: grade_id -> keys of grading.authoring.HINTS: the mistakes its message must name ...
+    #: grade_id -> keys of grading.authoring.HINTS: the mistakes its message names, and no other.
     mistakes: dict[str, list[str]] = field(default_factory=dict)
-    #: ... and those it must not name (a hint that would point the wrong way).
-    not_mistakes: dict[str, list[str]] = field(default_factory=dict)
 
     def bounds(self, grade_id: str, full: float) -> tuple[float, float]:
         if grade_id not in self.points:
@@ -114,8 +112,8 @@ def parse(path: Path) -> tuple[Expected, dict[str, str]]:
             expected.points[gid] = bounds
     for line in re.findall(r"^# message: (\S+?): (.+)$", text, re.M):
         expected.messages.setdefault(line[0], []).append(line[1].strip())
-    for negated, gid, key in re.findall(r"^# (not-)?mistake: (\S+?): (\S+)$", text, re.M):
-        (expected.not_mistakes if negated else expected.mistakes).setdefault(gid, []).append(key)
+    for gid, key in re.findall(r"^# mistake: (\S+?): (\S+)$", text, re.M):
+        expected.mistakes.setdefault(gid, []).append(key)
     parts = re.split(r"^# %% (\S+)\n", text, flags=re.M)
     cells = {parts[i]: parts[i + 1].rstrip() + "\n" for i in range(1, len(parts), 2)}
     return expected, cells
