@@ -150,12 +150,15 @@ Adding an assignment (hwN)
    ``### END HIDDEN TESTS``; the notebook ends with
    ``nbgrader_tools.cells.self_check_cells("hwN")`` (the "check before
    you submit" text and cell). ``nbgrader_tools.cells`` writes such cells.
-4. Generate ``exercises/`` (``python -m nbgrader_tools release
-   hwN_<name>``), add the learners' corpus under
-   ``tests/fixtures/homework/hwN_<name>/``: three correct-but-different
-   submissions and at least three usual mistakes, each with the points and
-   message words it must get (see the README there), plus
-   ``calls_reference.py``, which earns nothing; add the mistakes to the
+4. Add the learners' corpus under ``tests/fixtures/homework/hwN_<name>/``:
+   three correct-but-different submissions and at least three usual mistakes,
+   each with the points and message words it must get (see the README there),
+   plus ``calls_reference.py``, which earns nothing. The files that lose points
+   are the assignment's mutant catalogue: generating ``exercises/``
+   (``python -m nbgrader_tools release hwN_<name>``) grades them first and
+   refuses while one earns full marks, or while there is none
+   (``devtools/mutants.py``; its ``PENDING`` lists an assignment whose corpus
+   is still being written). Add the mistakes to the
    points-per-mistake table of ``solution_book/instructors.md``, independent
    correct implementations to ``IMPLEMENTATIONS`` in
    ``tests/test_homework_tolerances.py``, and list the notebook in

@@ -5,7 +5,9 @@
 
 Each command runs nbgrader in a temporary course folder made from the
 repository's ``nbgrader_config.py`` and ``solutions/``, then copies the
-generated student version into ``exercises/``; no gradebook is left behind.
+generated student version into ``exercises/``; no gradebook is left behind. It refuses
+(exit code 1, nothing written) when an assignment's mutant catalogue finds a mistake that
+the checks let earn full marks (:mod:`devtools.mutants`).
 (``python -m nbgrader_tools batch COMMANDS`` is the worker of
 :func:`nbgrader_tools.scratch_course.run_nbgrader_batch`, ``python -m
 nbgrader_tools serve`` that of :func:`nbgrader_tools.scratch_course.serve`.)
@@ -17,7 +19,7 @@ import json
 import sys
 
 from .points import PointsError
-from .scratch_course import REPO, batch, release, serve
+from .scratch_course import REPO, ReleaseRefused, batch, release, serve
 
 
 def main(argv: list[str]) -> int:
@@ -35,6 +37,9 @@ def main(argv: list[str]) -> int:
         return 2
     except PointsError as exc:
         print(f"course release: {exc}", file=sys.stderr)
+        return 1
+    except ReleaseRefused as exc:
+        print(f"course release: refused, nothing written:\n{exc}", file=sys.stderr)
         return 1
     for path in written:
         print(f"wrote {path.relative_to(REPO)}")

@@ -181,6 +181,20 @@ def scores(root: Path, assignment: str, notebook: str | None = None) -> dict[str
     return out
 
 
+class ReleaseRefused(Exception):
+    """An assignment whose checks let a catalogued mistake earn full marks (or fail a correct
+    answer): its text names each, one a line."""
+
+
+def mutant_refusals(assignment: str, release_notebook: Path) -> list[str]:
+    """Why ``assignment`` must not be released with this student notebook: its mutant
+    catalogue graded in-process (:func:`devtools.mutants.refusals`; ``devtools`` sits beside
+    this package in the repository, and never in the learner kit)."""
+    from devtools.mutants import refusals
+
+    return refusals(assignment, json.loads(release_notebook.read_text(encoding="utf-8")))
+
+
 def release(assignments: list[str] | None = None) -> list[Path]:
     """Regenerate ``exercises/<assignment>/`` from ``solutions/`` (in a scratch course), after
     writing the source notebooks' generated cells (:func:`nbgrader_tools.generated.sync`) and
@@ -191,7 +205,12 @@ def release(assignments: list[str] | None = None) -> list[Path]:
     Without names, the course's homework: each folder holding ``<name>/<name>.ipynb``. A plain
     nbgrader assignment (:mod:`classgrader.assignments.plain_nbgrader`, e.g. the template ``hw_template_plain``) is
     released only when named, so that a template never reaches the learners by itself; its
-    points are its own cells' metadata."""
+    points are its own cells' metadata.
+
+    Before anything is written to ``exercises/``, each course homework's mutant catalogue is
+    graded on the new release (:func:`mutant_refusals`): a catalogued mistake that earns full
+    marks under any of the secrets tried, a correct corpus answer that does not, or an assignment
+    without mutants raises :class:`ReleaseRefused` naming them."""
     names = assignments or sorted(p.name for p in (REPO / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
     from . import points
     from .generated import sync
@@ -212,8 +231,12 @@ def release(assignments: list[str] | None = None) -> list[Path]:
     written = []
     with tempfile.TemporaryDirectory() as tmp:
         root = make_course(Path(tmp), names)
-        for name in names:
-            generated = generate(root, name)
+        releases = {name: generate(root, name) for name in names}
+        # every course homework's mutants are graded on its new release before any is written
+        refused = [why for name in sources for why in mutant_refusals(name, releases[name])]
+        if refused:
+            raise ReleaseRefused("\n".join(refused))
+        for name, generated in releases.items():
             target = REPO / "exercises" / name
             if target.exists():
                 shutil.rmtree(target)

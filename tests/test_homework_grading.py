@@ -26,8 +26,8 @@ from release_run import before_submit_points
 import grading
 import grading.notebook
 import lib
+from devtools.corpus import grade
 from grading.authoring import HINTS
-from grading.compare import Verdict
 from grading.plain import decode, encode, make_case
 from grading.run import run_cases
 from grading.watch import CallWatch
@@ -35,11 +35,6 @@ from nbgrader_tools.authoring import problems
 from nbgrader_tools.cells import nbgrader_meta
 
 ALL_CHECKS = [(a, c.id) for a, checks in grading.all_checks().items() for c in checks]
-
-
-def grade(assignment: str, check_id: str, namespace: dict, seed: int | None = None) -> Verdict:
-    check = grading.get_check(assignment, check_id)
-    return check.grade(namespace, check.default_seed if seed is None else seed)
 
 
 # ---------------------------------------------------------------- registry and notebooks
@@ -410,12 +405,15 @@ def test_fixture_submissions_earn_what_they_say(assignment, path):
     for cid, words in expected.messages.items():
         for text in words:
             assert text in verdicts[cid].message, (cid, text, verdicts[cid].message)
-    for cid, keys in expected.mistakes.items():
-        for key in keys:
-            assert HINTS[key] in verdicts[cid].message, (cid, key, verdicts[cid].message)
-    for cid, keys in expected.not_mistakes.items():
-        for key in keys:
-            assert HINTS[key] not in verdicts[cid].message, (cid, key, verdicts[cid].message)
+    for cid, verdict in verdicts.items():
+        # each usual mistake a message names is one the file makes: no hint points the wrong way
+        named = {key for key, phrase in HINTS.items() if phrase in verdict.message}
+        assert named == set(expected.mistakes.get(cid, [])), (cid, named, verdict.message)
+
+
+def test_every_usual_mistake_a_message_can_name_is_made_by_a_corpus_file():
+    declared = {key for _, path in subs.fixtures() for keys in subs.parse(path)[0].mistakes.values() for key in keys}
+    assert declared == set(HINTS), set(HINTS) ^ declared
 
 
 @pytest.mark.parametrize("assignment", subs.ASSIGNMENTS)

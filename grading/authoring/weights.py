@@ -126,44 +126,51 @@ def softmax_hint(got: Any, z: np.ndarray) -> str | None:
     if not isinstance(got, np.ndarray) or got.shape != z.shape or z.ndim < 2:
         return None
     z64 = z.astype(np.float64)
+
+    def shift(top: np.ndarray, guard: bool) -> np.ndarray:
+        return np.where(np.isneginf(top), 0, top) if guard else top
+
+    def soft(x: np.ndarray, axis: int, guard: bool = True) -> np.ndarray:
+        top = np.max(x, axis=axis, keepdims=True)
+        e = np.exp(x - shift(top, guard))
+        total = e.sum(axis=axis, keepdims=True)
+        weights: np.ndarray = e / np.where(total == 0, 1, total) if guard else e / total
+        return weights
+
+    candidates = []
     with np.errstate(all="ignore"):
-
-        def soft(x: np.ndarray, axis: int) -> np.ndarray:
-            top = np.max(x, axis=axis, keepdims=True)
-            e = np.exp(x - np.where(np.isneginf(top), 0, top))
-            total = e.sum(axis=axis, keepdims=True)
-            weights: np.ndarray = e / np.where(total == 0, 1, total)
-            return weights
-
-        candidates = [
-            (
-                soft(z64, -2),
-                "they match the softmax along axis -2 (each column sums to 1): the softmax "
-                "was taken over the wrong axis; use axis=-1 (each row sums to 1)",
-            )
-        ]
-        if z.shape[-1] == z.shape[-2]:
-            top = np.max(z64, axis=-1, keepdims=True)
-            e = np.exp(z64 - np.where(np.isneginf(top), 0, top))
+        # each mistake as written with the -inf guard, and without it (NaN where the learner's gets NaN)
+        for guard in (True, False):
             candidates.append(
                 (
-                    e / e.sum(axis=-1)[..., None, :],
-                    "they match e / e.sum(axis=-1) without keepdims=True: the row sums were "
-                    "broadcast along the wrong axis (entry (i, j) divided by row j's sum); "
-                    "write e.sum(axis=-1, keepdims=True)",
+                    soft(z64, -2, guard),
+                    "they match the softmax along axis -2 (each column sums to 1): the softmax "
+                    "was taken over the wrong axis; use axis=-1 (each row sums to 1)",
                 )
             )
-            m = np.max(z64, axis=-1)
-            e = np.exp(z64 - np.where(np.isneginf(m), 0, m)[..., None, :])
-            candidates.append(
-                (
-                    e / e.sum(axis=-1, keepdims=True),
-                    "they match subtracting np.max(z, axis=-1) without keepdims=True: row j's "
-                    "maximum was subtracted from column j; write np.max(z, axis=-1, keepdims=True)",
+            if z.shape[-1] == z.shape[-2]:
+                e = np.exp(z64 - shift(np.max(z64, axis=-1, keepdims=True), guard))
+                candidates.append(
+                    (
+                        e / e.sum(axis=-1)[..., None, :],
+                        "they match e / e.sum(axis=-1) without keepdims=True: the row sums were "
+                        "broadcast along the wrong axis (entry (i, j) divided by row j's sum); "
+                        "write e.sum(axis=-1, keepdims=True)",
+                    )
                 )
-            )
+                e = np.exp(z64 - shift(np.max(z64, axis=-1), guard)[..., None, :])
+                candidates.append(
+                    (
+                        e / e.sum(axis=-1, keepdims=True),
+                        "they match subtracting np.max(z, axis=-1) without keepdims=True: row j's "
+                        "maximum was subtracted from column j; write np.max(z, axis=-1, keepdims=True)",
+                    )
+                )
+    # the rows with nothing permitted are judged on their own (edge_rows): compare the others
+    empty = np.isneginf(z64).all(axis=-1, keepdims=True)
+    rest = np.where(empty, 0, got.astype(np.float64))
     for cand, hint in candidates:
-        if near(got, cand, rtol=1e-4) and not near(got, soft(z64, -1), rtol=1e-4):
+        if near(rest, np.where(empty, 0, cand), rtol=1e-4) and not near(rest, soft(z64, -1), rtol=1e-4):
             return hint
     return None
 

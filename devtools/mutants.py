@@ -1,0 +1,123 @@
+"""The mutant catalogue: proof, before each release, that the checks catch the mistakes they name.
+
+A mutant is a small change of a correct solution that makes one known mistake. The catalogue of
+an assignment is the named mistakes of its learners' corpus (``tests/fixtures/homework/<name>/``):
+every file whose ``# earns:`` line does not give all the points, ``calls_reference`` included, with
+the message the learner should see (its ``# mistake:`` and ``# message:`` lines). The corpus's
+correct files are the other side: each must earn full marks.
+
+Each file is graded in-process (as the tests grade the corpus) as the student named after it
+under each of :data:`SECRETS`, so that a mistake cannot pass for luck of one seed's hidden inputs.
+:func:`refusals` lists what stops a release: a mutant earning full marks under a secret, a correct
+file that does not, or an assignment with no mutant at all. ``./course release`` refuses an
+assignment with any (``nbgrader_tools.scratch_course.release``); ``tests/test_mutants.py`` holds
+the same gate in the tests. It lives here, outside ``grading``: the checks ship in the learner
+kit, a catalogue of mistakes must not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import corpus
+
+#: The course secrets each file is graded under: the tests' own and two more.
+SECRETS = (corpus.TEST_SECRET, "mutant-gate-secret-2", "mutant-gate-secret-3")
+
+#: Assignments whose catalogue is still being written, by short name ("hw11"), with why: the gate
+#: does not refuse them for having no mutant (it still grades any they have). Empty it as each
+#: assignment's corpus of named mistakes arrives; a listed assignment that has mutants is reported.
+PENDING: dict[str, str] = {
+    "hw11": "homework 11 is being written alongside; its corpus of named mistakes comes with it",
+    "hw12": "homework 12 is being written alongside; its corpus of named mistakes comes with it",
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One corpus file: a mutant (a named mistake) or a correct solution."""
+
+    assignment: str
+    path: Path
+    expected: corpus.Expected
+    correct: bool
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+    @property
+    def named(self) -> list[str]:
+        """What its messages must name: mistake keys, then words."""
+        keys = [f"{gid}: {key}" for gid, keys in self.expected.mistakes.items() for key in keys]
+        words = [f"{gid}: {text}" for gid, texts in self.expected.messages.items() for text in texts]
+        return keys + words
+
+
+def short(assignment: str) -> str:
+    return assignment.split("_")[0]
+
+
+def entries(assignment: str) -> list[Entry]:
+    """Every corpus file of ``assignment``, mutants and correct ones."""
+    import grading
+
+    ids = {c.id for c in grading.checks_for(assignment)}
+    out = []
+    for _, path in corpus.fixtures(assignment):
+        expected, _ = corpus.parse(path)
+        out.append(Entry(assignment, path, expected, correct=expected.full == ids))
+    return out
+
+
+def catalogue(assignment: str) -> list[Entry]:
+    """The mutants of ``assignment``: its corpus's named mistakes."""
+    return [e for e in entries(assignment) if not e.correct]
+
+
+def totals(entry: Entry, release: dict[str, Any] | None = None, secrets: tuple[str, ...] = SECRETS) -> dict[str, float]:
+    """The file's points out of the assignment's total under each of ``secrets``
+    (the visible checks do not depend on the secret: graded once)."""
+    import grading
+
+    checks = grading.checks_for(entry.assignment)
+    ns = corpus.fixture_namespace(entry.assignment, entry.path, release)
+    visible = sum(c.score(c.grade(ns, None)) for c in checks if not c.hidden)
+    out = {}
+    for secret in secrets:
+        seed = corpus.student_seed(entry.assignment, entry.name, secret)
+        out[secret] = round(visible + sum(c.score(c.grade(ns, seed)) for c in checks if c.hidden), 2)
+    return out
+
+
+def full_marks(assignment: str) -> float:
+    import grading
+
+    return float(sum(c.points for c in grading.checks_for(assignment)))
+
+
+def refusals(assignment: str, release: dict[str, Any] | None = None, secrets: tuple[str, ...] = SECRETS) -> list[str]:
+    """Why ``assignment`` must not be released (empty: it may), graded under ``secrets`` on its
+    release notebook (``exercises/``, or ``release``, a notebook not yet written there)."""
+    full = full_marks(assignment)
+    found = entries(assignment)
+    mutants = [e for e in found if not e.correct]
+    problems = []
+    pending = PENDING.get(short(assignment))
+    if not mutants and pending is None:
+        problems.append(
+            f"{assignment} has no mutant: add its named mistakes to tests/fixtures/homework/{assignment}/ "
+            "(or list it in devtools.mutants.PENDING while they are written)"
+        )
+    for entry in found:
+        for secret, total in totals(entry, release, secrets).items():
+            if entry.correct and total < full - 1e-9:
+                problems.append(f"{assignment}: the correct {entry.name} earns {total:g} of {full:g} under {secret!r}")
+            if not entry.correct and total >= full - 1e-9:
+                problems.append(
+                    f"{assignment}: the mutant {entry.name} ({'; '.join(entry.named) or 'no message named'}) "
+                    f"earns full marks under {secret!r}: the checks do not catch it"
+                )
+    return problems
