@@ -29,10 +29,7 @@ SECRETS = (corpus.TEST_SECRET, "mutant-gate-secret-2", "mutant-gate-secret-3")
 #: Assignments whose catalogue is still being written, by short name ("hw11"), with why: the gate
 #: does not refuse them for having no mutant (it still grades any they have). Empty it as each
 #: assignment's corpus of named mistakes arrives; a listed assignment that has mutants is reported.
-PENDING: dict[str, str] = {
-    "hw11": "homework 11 is being written alongside; its corpus of named mistakes comes with it",
-    "hw12": "homework 12 is being written alongside; its corpus of named mistakes comes with it",
-}
+PENDING: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
