@@ -35,6 +35,7 @@ __all__ = [
     "compare_arrays",
     "decide",
     "describe",
+    "matches",
     "notes_of",
     "quantize",
     "reference",
@@ -256,6 +257,18 @@ def compare_arrays(
             f"got {g[worst]:.10g}, expected {e[worst]:.10g} (tolerance {allowed[worst]:.2g} for {name}; "
             f"{int(over.sum())} of {got.size} entries are off)"
         )
+
+
+def matches(got: Any, candidate: np.ndarray, rtol: float, scale: float | np.ndarray) -> bool:
+    """Does ``got`` equal ``candidate`` within a check's own tolerance (:func:`compare_arrays`, dtype aside)?
+    Used to name a mistake: the candidate is what that mistake computes."""
+    if not isinstance(got, np.ndarray) or got.shape != np.shape(candidate) or got.dtype.kind != "f":
+        return False
+    try:
+        compare_arrays(got, candidate, what="", rtol=rtol, scale=scale, check_dtype=False)
+    except Mismatch:
+        return False
+    return True
 
 
 def notes_of(record: Mapping[str, Any]) -> str:

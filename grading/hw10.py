@@ -59,7 +59,7 @@ from numpy.typing import DTypeLike
 
 from .authoring import BATCHES, DTYPES, describe_inputs, generator, judge_each, normal
 from .check import Assignment
-from .compare import RTOL, Mismatch, Partial, check_form, compare_arrays, reference
+from .compare import RTOL, Mismatch, Partial, check_form, compare_arrays, matches, reference
 from .notebook import before_submit_check, notebook_check
 from .plain import Case, ResultRecord, make_case
 
@@ -79,17 +79,6 @@ def _eps(dtype: DTypeLike) -> float:
 
 def _base(dtype: DTypeLike) -> float:
     return RTOL.get(np.dtype(dtype).name, RTOL["float64"])
-
-
-def _close(got: Any, candidate: np.ndarray, rtol: float, scale: float | np.ndarray) -> bool:
-    """Does ``got`` equal ``candidate`` within the check's own tolerance? Used to name a mistake."""
-    if not isinstance(got, np.ndarray) or got.shape != candidate.shape or got.dtype.kind != "f":
-        return False
-    try:
-        compare_arrays(got, candidate, what="", rtol=rtol, scale=scale, check_dtype=False)
-    except Mismatch:
-        return False
-    return True
 
 
 # ------------------------------------------------------------- the pieces and their usual mistakes
@@ -290,7 +279,7 @@ def _judge_ln(cases: list[Case], results: list[ResultRecord]) -> str:
                     continue
                 if mistake == "fixed_eps" and eps == EPS:
                     continue
-                if _close(got, ln_variant(x, gain, bias, eps, mistake), rtol, scale):
+                if matches(got, ln_variant(x, gain, bias, eps, mistake), rtol, scale):
                     raise Mismatch(f"{exc}. Hint: {hint}") from None
             raise
 
@@ -359,7 +348,7 @@ def _judge_ffn(cases: list[Case], results: list[ResultRecord]) -> str:
             compare_arrays(got, expected, what=name, rtol=rtol, scale=scale)
         except Mismatch as exc:
             for mistake, hint in FFN_HINTS.items():
-                if _close(got, ffn_variant(x, w_1, b_1, w_2, b_2, mistake), rtol, scale):
+                if matches(got, ffn_variant(x, w_1, b_1, w_2, b_2, mistake), rtol, scale):
                     raise Mismatch(f"{exc}. Hint: {hint}") from None
             raise
 
@@ -586,7 +575,7 @@ def _judge_block(norm: str) -> Callable[[list[Case], list[ResultRecord]], str]:
                 compare_arrays(got, expected, what=name, rtol=rtol, scale=scale)
             except Mismatch as exc:
                 for structure, (blocks, hint) in BLOCK_HINTS.items():
-                    if norm in blocks and _close(
+                    if norm in blocks and matches(
                         got, block_variant(x, attn, ffn, ln_1, ln_2, h, norm=norm, structure=structure), rtol, scale
                     ):
                         raise Mismatch(f"{exc}. Hint: {hint}") from None
@@ -594,7 +583,7 @@ def _judge_block(norm: str) -> Callable[[list[Case], list[ResultRecord]], str]:
                 carried += [("feed_forward", m, {"ffn_mistake": m}) for m in FFN_HINTS]
                 for piece, mistake, how in carried:
                     variant = block_variant(x, attn, ffn, ln_1, ln_2, h, norm=norm, **how)
-                    if _close(got, variant, rtol, scale):
+                    if matches(got, variant, rtol, scale):
                         hint = (LN_HINTS if piece == "layer_norm" else FFN_HINTS)[mistake]
                         raise Partial(
                             f"{exc}. The block itself is put together right: the difference is your {piece}, "

@@ -48,7 +48,7 @@ from numpy.typing import DTypeLike
 from .authoring import BATCHES, DTYPES, attention_rtol, describe_inputs, generator, judge_each, logit_rtol, normal
 from .authoring.attention import value_scale
 from .check import Assignment
-from .compare import RTOL, Mismatch, Partial, check_form, compare_arrays, reference
+from .compare import RTOL, Mismatch, Partial, check_form, compare_arrays, matches, reference
 from .notebook import before_submit_check, notebook_check
 from .plain import Case, ResultRecord, make_case
 
@@ -64,17 +64,6 @@ CARRIED_SHARE = 0.5
 def _eps(dtype: DTypeLike) -> float:
     dtype = np.dtype(dtype)
     return float(np.finfo(dtype if dtype.kind == "f" else np.float64).eps)
-
-
-def _close(got: Any, candidate: np.ndarray, rtol: float, scale: float) -> bool:
-    """Does ``got`` equal ``candidate`` within the check's own tolerance? Used to name a mistake."""
-    if not isinstance(got, np.ndarray) or got.shape != candidate.shape or got.dtype.kind != "f":
-        return False
-    try:
-        compare_arrays(got, candidate, what="", rtol=rtol, scale=scale, check_dtype=False)
-    except Mismatch:
-        return False
-    return True
 
 
 # ------------------------------------------------------------- the usual mistakes, in float64
@@ -293,7 +282,7 @@ def _judge_rotate(cases: list[Case], results: list[ResultRecord]) -> str:
             compare_arrays(got, expected, what=name, rtol=rtol, scale=scale)
         except Mismatch as exc:
             for mistake, hint in ROTATE_HINTS.items():
-                if _close(got, rotate_variant(x, positions, mistake), rtol, scale):
+                if matches(got, rotate_variant(x, positions, mistake), rtol, scale):
                     raise Mismatch(f"{exc}. Hint: {hint}") from None
             raise
 
@@ -361,7 +350,7 @@ def _judge_gqa(cases: list[Case], results: list[ResultRecord]) -> str:
             for mistake, hint in GQA_HINTS.items():
                 if mistake == "not_causal" and not causal:
                     continue
-                if _close(got, gqa_variant(q, k, v, causal, mistake), rtol, scale):
+                if matches(got, gqa_variant(q, k, v, causal, mistake), rtol, scale):
                     raise Mismatch(f"{exc}. Hint: {hint}") from None
             raise
 
@@ -443,14 +432,14 @@ def _judge_decode(cases: list[Case], results: list[ResultRecord]) -> str:
         except Mismatch as exc:
             shape = (x, w_q, w_k, w_v, h, h_kv, n_prompt)
             for mistake, hint in DECODE_HINTS.items():
-                if _close(got, decode_variant(*shape, mistake=mistake), rtol, scale):
+                if matches(got, decode_variant(*shape, mistake=mistake), rtol, scale):
                     raise Mismatch(f"{exc}. Hint: {hint}") from None
             carried: list[tuple[str, str, str | None, str | None]]
             carried = [("rotate", ROTATE_HINTS[m], m, None) for m in ROTATE_HINTS]
             carried += [("grouped_query_attention", GQA_HINTS[m], None, m) for m in GQA_HINTS]
             for piece, hint, rotate_mistake, gqa_mistake in carried:
                 variant = decode_variant(*shape, rotate_mistake=rotate_mistake, gqa_mistake=gqa_mistake)
-                if _close(got, variant, rtol, scale):
+                if matches(got, variant, rtol, scale):
                     raise Partial(
                         f"{exc}. The decode itself is right: the difference is your {piece}, whose own test "
                         f"names the mistake ({hint}); this case earns {CARRIED_SHARE:.0%} until {piece} is fixed",
