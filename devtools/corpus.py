@@ -159,4 +159,4 @@ def corpus_verdicts(assignment: str, path: Path) -> dict[str, Verdict]:
 
     ns = fixture_namespace(assignment, path)
     seed = student_seed(assignment, path.stem)
-    return {c.id: c.grade(ns, seed if c.hidden else None) for c in grading.checks_for(assignment)}
+    return {c.id: grade(assignment, c.id, ns, seed if c.hidden else None) for c in grading.checks_for(assignment)}

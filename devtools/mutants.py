@@ -81,11 +81,12 @@ def totals(entry: Entry, release: dict[str, Any] | None = None, secrets: tuple[s
 
     checks = grading.checks_for(entry.assignment)
     ns = corpus.fixture_namespace(entry.assignment, entry.path, release)
-    visible = sum(c.score(c.grade(ns, None)) for c in checks if not c.hidden)
+    visible = sum(c.score(corpus.grade(entry.assignment, c.id, ns)) for c in checks if not c.hidden)
     out = {}
     for secret in secrets:
         seed = corpus.student_seed(entry.assignment, entry.name, secret)
-        out[secret] = round(visible + sum(c.score(c.grade(ns, seed)) for c in checks if c.hidden), 2)
+        hidden = sum(c.score(corpus.grade(entry.assignment, c.id, ns, seed)) for c in checks if c.hidden)
+        out[secret] = round(visible + hidden, 2)
     return out
 
 

@@ -118,6 +118,7 @@ def _att_hidden(seed: int) -> list[Case]:
     for i in range(10):
         # Cases 2, 5 and 8 have a fully masked query, one in each shape of BATCHES (2-D too),
         # whatever the seed; the other kinds of mask cycle through the shapes as well.
+        # Case 0 has a forbidden key scoring FAR above query 0's permitted one, whatever the seed.
         lead, dtype = BATCHES[(i + i // 3) % len(BATCHES)], DTYPES[(i // 2) % 2]
         n_q, n_k, d_k, d_v = (int(gen.integers(1, 8)) for _ in range(4))
         if i == 0:

@@ -11,7 +11,7 @@ from ..compare import Mismatch, Partial, check_form, compare_arrays, reference
 from .hints import HINTS
 from .judging import unpack
 from .tolerances import attention_rtol
-from .weights import EDGE_SHARE, check_weight_rows, edge_rows, near, softmax_hint
+from .weights import EDGE_SHARE, check_weight_rows, edge_rows, near, row_label, softmax_hint
 
 
 def _mask_hint(w: np.ndarray, exp_w: np.ndarray, scores: np.ndarray, permitted: np.ndarray) -> str | None:
@@ -20,7 +20,8 @@ def _mask_hint(w: np.ndarray, exp_w: np.ndarray, scores: np.ndarray, permitted: 
     for renormalised in (_renormalised_after_softmax(scores.astype(t), permitted) for t in dtypes):
         if near(renormalised, exp_w) or not near(np.nan_to_num(w), renormalised):
             continue
-        i = _row_of(np.any(permitted, axis=-1) & ~np.any(renormalised != 0, axis=-1))
+        nothing = np.any(permitted, axis=-1) & ~np.any(renormalised != 0, axis=-1)
+        i = row_label(tuple(int(t) for t in np.argwhere(nothing)[0]) if nothing.any() else ())
         return (
             f"query {i} gets no weight at all: {HINTS['renormalised_after_softmax']} "
             "and the rest renormalised, so a forbidden key scoring far above the permitted ones took "
@@ -110,11 +111,6 @@ def _renormalised_after_softmax(scores: np.ndarray, permitted: np.ndarray) -> np
         total = e.sum(axis=-1, keepdims=True)
         weights: np.ndarray = np.where(total > 0, e / np.where(total > 0, total, 1), 0.0)
     return weights
-
-
-def _row_of(bad: np.ndarray) -> str:
-    idx = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else (0,)
-    return str(idx[0]) if len(idx) == 1 else str(idx)
 
 
 def value_scale(v: np.ndarray) -> float:

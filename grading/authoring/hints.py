@@ -2,8 +2,8 @@
 
 ``HINTS[key]`` is the phrase that every message naming that mistake contains,
 whichever check writes it; the judges build their messages from these phrases,
-so that the learners' corpus can say which mistake a message must name (and
-which it must not) by its key rather than by a sentence.
+so that the learners' corpus can say by key, rather than by a sentence, which
+mistakes a message names (and a test, that it names no other).
 """
 
 from __future__ import annotations

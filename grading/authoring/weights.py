@@ -17,8 +17,9 @@ from .tolerances import logit_rtol, row_sum_tol
 EDGE_SHARE = 0.5
 
 
-def _row(idx: tuple[int, ...]) -> str:
-    return str(idx[0]) if len(idx) == 1 else str(idx)
+def row_label(idx: tuple[int, ...]) -> str:
+    """A row's index as the message shows it: 3, (0, 3), or 0 for the one row of a 1-D input."""
+    return str(idx[0]) if len(idx) == 1 else str(idx) if idx else "0"
 
 
 def _unlike_one(total: float) -> str:
@@ -70,7 +71,7 @@ def edge_rows(
         how = f"they sum to {np.nansum(vals):.4g}"
     fixed = np.where(empty[..., None], 0, got).astype(got.dtype)
     return fixed, (
-        f"{what}: {row} {_row(idx)} has nothing permitted ({forbidden_all}), so its weights must be all 0; {how}"
+        f"{what}: {row} {row_label(idx)} has nothing permitted ({forbidden_all}), so its weights must be all 0; {how}"
     )
 
 
@@ -208,15 +209,16 @@ def check_weight_rows(
         bad = "NaN" if np.isnan(g[idx]).any() else "an infinity"
         if not anything[idx]:
             raise Mismatch(
-                f"{what}: {row} {_row(idx)} has nothing permitted (all -inf), so its weights must be all 0; got {bad}"
+                f"{what}: {row} {row_label(idx)} has nothing permitted (all -inf), "
+                f"so its weights must be all 0; got {bad}"
             )
         row_logits = None if logits is None else np.broadcast_to(logits, got.shape)[idx]
-        raise Mismatch(f"{what}: {row} {_row(idx)} contains {bad}: {_nan_cause(row_logits, row)}")
+        raise Mismatch(f"{what}: {row} {row_label(idx)} contains {bad}: {_nan_cause(row_logits, row)}")
     leak = (~permitted) & (g != 0)
     if leak.any():
         idx = tuple(int(i) for i in np.argwhere(leak)[0])
         raise Mismatch(
-            f"{what}: {row} {_row(idx[:-1])} gives weight {g[idx]:.4g} to {col} {idx[-1]}, "
+            f"{what}: {row} {row_label(idx[:-1])} gives weight {g[idx]:.4g} to {col} {idx[-1]}, "
             f"which {forbidden}; it must get exactly 0"
         )
     sums = g.sum(axis=-1)
@@ -224,13 +226,13 @@ def check_weight_rows(
     if empty.any():
         idx = tuple(int(i) for i in np.argwhere(empty)[0])
         raise Mismatch(
-            f"{what}: {row} {_row(idx)} has nothing permitted, so its weights must be all 0; "
+            f"{what}: {row} {row_label(idx)} has nothing permitted, so its weights must be all 0; "
             f"they sum to {sums[idx]:.4g}"
         )
     off = anything & (np.abs(sums - 1) > tol)
     if off.any():
         idx = tuple(int(i) for i in np.argwhere(off)[0])
-        message = f"{what}: {row} {_row(idx)} sums to {_unlike_one(float(sums[idx]))}, not 1"
+        message = f"{what}: {row} {row_label(idx)} sums to {_unlike_one(float(sums[idx]))}, not 1"
         live = sums[anything]
         if d_k is not None and d_k > 1:
             for factor, how in (
