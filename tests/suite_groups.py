@@ -6,7 +6,9 @@ a built kit) are made once. A worker takes the next file when it is free, so
 the files that take longest start first; the rest fill in around them.
 
 ``./course test --fast`` leaves out the files marked here ``browser`` (they need
-Chromium) and ``cluster`` (they start a Dask cluster).
+Chromium), ``cluster`` (they start a Dask cluster) and ``end_to_end`` (they run
+whole command lines, nbgrader's apps, ``./course`` or pip into a fresh venv, in a
+scratch course: each proves what only its environment can, in the default run).
 
 Every assignment meets every corpus file in-process (``test_homework_grading``,
 the cheapest place). Each other environment a notebook is graded or run in
@@ -16,7 +18,8 @@ what only it can prove on :data:`ENVIRONMENT_ASSIGNMENTS`; a test marked
 The choice is by name, so a new assignment adds no environment run to the
 default tier. Other parameters go to ``--matrix`` the same way, one value at a
 time (:func:`matrix_only`): a kit venv for each Python but the oldest, the
-nbgrader scenarios that repeat what another test proves; and a module fixture
+nbgrader scenarios that repeat what another test proves, the chapters whose
+rendering in JupyterLite adds no role or directive kind; and a module fixture
 may read the option (``test_sandbox_modes`` grades its class a third time).
 """
 
@@ -33,10 +36,22 @@ import pytest
 # assignment plots.
 ENVIRONMENT_ASSIGNMENTS = ("hw5_sqrt_dk_experiment", "hw9_attention_backward")
 
+# The files that run whole command lines in a scratch course (nbgrader's apps, ./course, pip).
+END_TO_END = (
+    "test_nbgrader_scenarios.py",
+    "test_plain_nbgrader_assignment.py",
+    "test_guide_commands.py",
+    "test_learner_kit.py",
+    "test_exchange_round_trip.py",
+    "test_homework_nbgrader.py",
+    "test_fingerprint.py",
+)
+
 # Files by the marks they get, from their names.
 MARKS = {
     "browser": lambda name: name.startswith("test_browser_") or name in ("test_jupyterhub.py", "test_pdf.py"),
     "cluster": lambda name: name == "test_class_grading_cluster.py",
+    "end_to_end": lambda name: name in END_TO_END,
 }
 
 # The longest files (pytest --durations on a 2-core machine), longest first.
@@ -44,24 +59,30 @@ START_FIRST = (
     "test_browser_jupyterlite.py",
     "test_browser_phone.py",
     "test_browser_pages.py",
-    "test_class_grading.py",
-    "test_homework_nbgrader.py",
-    "test_class_grading_cluster.py",
     "test_nbgrader_scenarios.py",
     "test_plain_nbgrader_assignment.py",
+    "test_class_grading.py",
     "test_fingerprint.py",
+    "test_guide_commands.py",
+    "test_homework_tolerances.py",
+    "test_learner_kit.py",
+    "test_class_grading_cluster.py",
     "test_pdf.py",
     "test_browser_dark_mode.py",
     "test_browser_progress.py",
-    "test_learner_kit.py",
-    "test_sandbox_modes.py",
-    "test_guide_commands.py",
+    "test_homework_grading.py",
+    "test_homework_nbgrader.py",
+    "test_chapter_11_numbers.py",
     "test_browser_explorers.py",
     "test_browser_reader.py",
-    "test_homework_tolerances.py",
-    "test_jupyterhub.py",
-    "test_exchange_round_trip.py",
     "test_solution_pages.py",
+    "test_learner_rules.py",
+    "test_rebuild.py",
+    "test_mistake_pictures.py",
+    "test_sandbox_modes.py",
+    "test_grading_secret.py",
+    "test_exchange_round_trip.py",
+    "test_jupyterhub.py",
     "test_course_toc.py",
 )
 
@@ -91,6 +112,9 @@ def environment_assignments(request: Any) -> list[str]:
 def pytest_configure(config: Any) -> None:
     config.addinivalue_line("markers", "browser: opens the built book in Chromium (left out by ./course test --fast)")
     config.addinivalue_line("markers", "cluster: starts a Dask cluster (left out by ./course test --fast)")
+    config.addinivalue_line(
+        "markers", "end_to_end: runs whole command lines in a scratch course (left out by ./course test --fast)"
+    )
     config.addinivalue_line(
         "markers",
         "matrix: over `assignment`, every one only with --matrix; on another value, that value only with --matrix",
