@@ -157,7 +157,7 @@ Adding an assignment (hwN)
    are the assignment's mutant catalogue: generating ``exercises/``
    (``python -m nbgrader_tools release hwN_<name>``) grades them first and
    refuses while one earns full marks, or while there is none
-   (``devtools/mutants.py``; its ``PENDING`` lists an assignment whose corpus
+   (``nbgrader_tools/mutants.py``; its ``PENDING`` lists an assignment whose corpus
    is still being written). Add the mistakes to the
    points-per-mistake table of ``solution_book/instructors.md``, independent
    correct implementations to ``IMPLEMENTATIONS`` in

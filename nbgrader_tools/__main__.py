@@ -7,7 +7,7 @@ Each command runs nbgrader in a temporary course folder made from the
 repository's ``nbgrader_config.py`` and ``solutions/``, then copies the
 generated student version into ``exercises/``; no gradebook is left behind. It refuses
 (exit code 1, nothing written) when an assignment's mutant catalogue finds a mistake that
-the checks let earn full marks (:mod:`devtools.mutants`).
+the checks let earn full marks (:mod:`nbgrader_tools.mutants`).
 (``python -m nbgrader_tools batch COMMANDS`` is the worker of
 :func:`nbgrader_tools.scratch_course.run_nbgrader_batch`, ``python -m
 nbgrader_tools serve`` that of :func:`nbgrader_tools.scratch_course.serve`.)

@@ -188,9 +188,9 @@ class ReleaseRefused(Exception):
 
 def mutant_refusals(assignment: str, release_notebook: Path) -> list[str]:
     """Why ``assignment`` must not be released with this student notebook: its mutant
-    catalogue graded in-process (:func:`devtools.mutants.refusals`; ``devtools`` sits beside
-    this package in the repository, and never in the learner kit)."""
-    from devtools.mutants import refusals
+    catalogue graded in-process (:func:`nbgrader_tools.mutants.refusals`: the instructor's tools,
+    never in the learner kit)."""
+    from nbgrader_tools.mutants import refusals
 
     return refusals(assignment, json.loads(release_notebook.read_text(encoding="utf-8")))
 

@@ -26,13 +26,13 @@ from release_run import before_submit_points
 import grading
 import grading.notebook
 import lib
-from devtools.corpus import grade
 from grading.authoring import HINTS
 from grading.plain import decode, encode, make_case
 from grading.run import run_cases
 from grading.watch import CallWatch
 from nbgrader_tools.authoring import problems
 from nbgrader_tools.cells import nbgrader_meta
+from nbgrader_tools.corpus import grade
 
 ALL_CHECKS = [(a, c.id) for a, checks in grading.all_checks().items() for c in checks]
 

@@ -1,4 +1,4 @@
-"""The release's mutant gate (devtools/mutants.py): each assignment's catalogue of named mistakes
+"""The release's mutant gate (nbgrader_tools/mutants.py): each assignment's catalogue of named mistakes
 (its corpus files that do not earn full marks) scores below full marks under several course
 secrets, each correct corpus file earns full marks under them, and the gate names what fails."""
 
@@ -11,8 +11,7 @@ import pytest
 from fixtures.homework import submissions as subs
 
 import grading
-from devtools import corpus, mutants
-from nbgrader_tools import scratch_course
+from nbgrader_tools import corpus, mutants, scratch_course
 
 
 def test_every_assignment_has_mutants_unless_listed_as_pending():
@@ -21,7 +20,8 @@ def test_every_assignment_has_mutants_unless_listed_as_pending():
         pending = mutants.PENDING.get(mutants.short(assignment))
         assert found or pending, f"{assignment} has no mutant: no corpus file that loses points"
         assert not (found and pending), (
-            f"{assignment} has {len(found)} mutants: remove {mutants.short(assignment)!r} from devtools.mutants.PENDING"
+            f"{assignment} has {len(found)} mutants: "
+            f"remove {mutants.short(assignment)!r} from nbgrader_tools.mutants.PENDING"
         )
 
 
@@ -61,7 +61,7 @@ def test_the_gate_names_a_surviving_mutant_a_failing_correct_file_and_a_missing_
         path.unlink()
     assert mutants.refusals(assignment, secrets=mutants.SECRETS[1:2]) == [
         f"{assignment} has no mutant: add its named mistakes to tests/fixtures/homework/{assignment}/ "
-        "(or list it in devtools.mutants.PENDING while they are written)"
+        "(or list it in nbgrader_tools.mutants.PENDING while they are written)"
     ]
 
 

@@ -2,7 +2,7 @@
 files and the homework notebooks, and grading a file in-process with ``grading``.
 
 The tests grade it (``tests/test_homework_grading.py`` and the tests of each place a notebook is
-graded), and so does the release's mutant gate (:mod:`devtools.mutants`); ``grading`` itself never
+graded), and so does the release's mutant gate (:mod:`nbgrader_tools.mutants`); ``grading`` itself never
 reads it, so that nothing of it reaches the learner kit.
 """
 

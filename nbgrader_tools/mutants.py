@@ -107,7 +107,7 @@ def refusals(assignment: str, release: dict[str, Any] | None = None, secrets: tu
     if not mutants and pending is None:
         problems.append(
             f"{assignment} has no mutant: add its named mistakes to tests/fixtures/homework/{assignment}/ "
-            "(or list it in devtools.mutants.PENDING while they are written)"
+            "(or list it in nbgrader_tools.mutants.PENDING while they are written)"
         )
     for entry in found:
         for secret, total in totals(entry, release, secrets).items():
