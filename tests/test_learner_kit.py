@@ -400,6 +400,10 @@ def test_the_welcome_page_and_every_homework_page_offer_the_kit_with_its_install
         plain = html.unescape(re.sub(r"<[^>]+>", "", text))
         for line in kit.learner_lines("unix") + kit.learner_lines("windows"):
             assert line in plain, (page, line)
+        if page == pages[0]:  # the welcome page also offers the exchange's extra and its lines
+            assert kit.EXCHANGE_REQUIREMENTS in names, names
+            for line in kit.exchange_lines(kit.EXAMPLE_ASSIGNMENT, kit.EXAMPLE_EXCHANGE):
+                assert line in plain, line
 
 
 def test_the_in_browser_jupyter_loads_the_kits_own_wheel():
