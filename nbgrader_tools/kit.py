@@ -233,9 +233,10 @@ def _site_path(notebook: str, target: str, zipped: set[str]) -> tuple[str | None
         return None, hash_ + anchor
     in_repo = posixpath.normpath(posixpath.join("exercises", inside))
     if in_repo.startswith("../") or in_repo.startswith("exercises/"):
+        what = "out of the course" if in_repo.startswith("../") else "to no file of the homework zip"
         raise KitError(
-            f"exercises/{notebook}: the link {target!r} leads to no file of the homework zip and no page of the "
-            "book; point it at a file of the course (such as ../../chapters/<page>.md)"
+            f"exercises/{notebook}: the link {target!r} leads {what}; point it at a file of the zip "
+            "or a page of the book (such as ../../chapters/<page>.md)"
         )
     stem, suffix = posixpath.splitext(in_repo)
     return (stem + ".html" if suffix in PAGE_SUFFIXES else in_repo), hash_ + anchor
