@@ -12,7 +12,11 @@
   ``requirements/kit.in`` (:func:`kit_requirements`), each holding the
   version the course was tested with;
 - :data:`HOMEWORK_ZIP`: the released homework, ``exercises/`` as nbgrader made
-  it, one folder per assignment;
+  it, one folder per assignment, with its links to the book made to work where
+  the zip is unpacked (:func:`homework_files`);
+- :data:`EXCHANGE_REQUIREMENTS`: the optional extra for fetching and submitting
+  through nbgrader's exchange from the learner's own machine (:func:`exchange_lines`):
+  nbgrader at the course's own pin;
 - :data:`DOCKERFILE`: a JupyterHub single-user image recipe that installs the
   kit with the same two lines.
 
@@ -26,7 +30,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import posixpath
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -34,6 +40,7 @@ import tempfile
 import tomllib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
@@ -43,12 +50,15 @@ from .content_hash import files_hash
 
 __all__ = [
     "DOCKERFILE",
+    "EXCHANGE_REQUIREMENTS",
     "HOMEWORK_ZIP",
     "PACKAGES",
     "REQUIREMENTS",
     "build",
     "dockerfile",
     "download_html",
+    "exchange_lines",
+    "homework_files",
     "install_lines",
     "kit_requirements",
     "learner_lines",
@@ -63,6 +73,10 @@ PACKAGES = ("lib", "teaching", "grading")
 #: model, which homework 11 and its checks read through ``lib.tiny_lm.checkpoint()``.
 PACKAGE_DATA = {"lib": (REPO / "chapters" / "tiny_lm.npz",)}
 REQUIREMENTS = "sdpa-course-requirements.txt"
+EXCHANGE_REQUIREMENTS = "sdpa-course-exchange-requirements.txt"
+#: What fetching and submitting through the exchange needs on top of the kit. Exact pins, not ranges:
+#: the exchange's folders are nbgrader's own layout, so the learner's nbgrader is the instructor's.
+EXCHANGE_PACKAGES = ("nbgrader",)
 HOMEWORK_ZIP = "sdpa-course-homework.zip"
 KIT_IN = REPO / "requirements" / "kit.in"
 CONSTRAINTS = REPO / "requirements" / "constraints.txt"
@@ -83,7 +97,8 @@ def wheel_name() -> str:
 
 
 def _sources() -> list[Path]:
-    files = [REPO / "pyproject.toml", KIT_IN, CONSTRAINTS, Path(__file__)]
+    # nbgrader_config.py names the published book (the zip's links) and the course id (the exchange lines).
+    files = [REPO / "pyproject.toml", KIT_IN, CONSTRAINTS, REPO / "nbgrader_config.py", Path(__file__)]
     for package in PACKAGES:
         files += sorted(p for p in (REPO / package).rglob("*.py") if "__pycache__" not in p.parts)
     files += [path for paths in PACKAGE_DATA.values() for path in paths]
@@ -166,6 +181,134 @@ def kit_requirements() -> list[str]:
         if canonicalize_name(Requirement(dependency).name) not in given:
             raise KitError(f"{where}: the course wheel needs {dependency!r} (pyproject.toml): add a range for it")
     return lines
+
+
+def exchange_requirements() -> list[str]:
+    """The lines of :data:`EXCHANGE_REQUIREMENTS`: each of :data:`EXCHANGE_PACKAGES` at the course's own pin."""
+    pins = _constraints()
+    lines = []
+    for name in EXCHANGE_PACKAGES:
+        pin = pins.get(canonicalize_name(name))
+        if pin is None:
+            raise KitError(
+                f"{_shown(CONSTRAINTS)} pins no {name}, which the kit's exchange extra installs: add {name}==<version>"
+            )
+        lines.append(f"{name}=={pin}; {python_marker()}")
+    return lines
+
+
+def course_settings() -> Any:
+    """The repository's ``nbgrader_config.py`` as the grader reads it: the course id and the book's address."""
+    from classgrader import settings
+
+    try:
+        return settings.read(REPO)
+    except settings.ConfigError as exc:
+        raise KitError(str(exc)) from None
+
+
+# --------------------------------------------------------------------------
+# The homework zip's links
+# --------------------------------------------------------------------------
+
+# A Markdown link or image, [text](target "title"), whose target is relative (no scheme, no leading / or #).
+MD_LINK = re.compile(
+    r"(?P<bang>!?)\[(?P<text>[^\]]*)\]\((?P<target>(?![a-zA-Z][\w+.-]*:|/|#)[^)\s]+)(?P<title>\s+\"[^\"]*\")?\)"
+)
+# An HTML element with a relative href or src (the start-here cell's <a href="../../kit/..." download>).
+HTML_LINK = re.compile(
+    r"<(?P<tag>a|img)\b(?P<before>[^>]*?)\b(?P<attr>href|src)=\"(?P<target>(?![a-zA-Z][\w+.-]*:|/|#)[^\"]+)\""
+    r"(?P<after>[^>]*)>(?:(?P<inner>.*?)</(?P=tag)>)?",
+    re.DOTALL,
+)
+PAGE_SUFFIXES = (".md", ".ipynb")
+
+
+def _site_path(notebook: str, target: str, zipped: set[str]) -> tuple[str | None, str]:
+    """Where ``target`` (a relative link of the release notebook ``notebook``, a path inside ``exercises/``)
+    leads: (None, anchor) for a file of the zip, else (its path in the built site, anchor)."""
+    path, hash_, anchor = target.partition("#")
+    inside = posixpath.normpath(posixpath.join(posixpath.dirname(notebook), path))
+    if inside in zipped or (not path and anchor):
+        return None, hash_ + anchor
+    in_repo = posixpath.normpath(posixpath.join("exercises", inside))
+    if in_repo.startswith("../") or in_repo.startswith("exercises/"):
+        what = "out of the course" if in_repo.startswith("../") else "to no file of the homework zip"
+        raise KitError(
+            f"exercises/{notebook}: the link {target!r} leads {what}; point it at a file of the zip "
+            "or a page of the book (such as ../../chapters/<page>.md)"
+        )
+    stem, suffix = posixpath.splitext(in_repo)
+    return (stem + ".html" if suffix in PAGE_SUFFIXES else in_repo), hash_ + anchor
+
+
+def _unpacked_links(source: str, notebook: str, zipped: set[str], book: str | None) -> str:
+    """A Markdown cell's ``source`` with its links to the book made absolute (``book``: the published book's
+    address), or, with no address, made plain text that names the site's page."""
+
+    def markdown(m: re.Match[str]) -> str:
+        where, anchor = _site_path(notebook, m["target"], zipped)
+        if where is None:
+            return m[0]
+        if book is not None:
+            return f"{m['bang']}[{m['text']}]({book}{where}{anchor}{m['title'] or ''})"
+        return _without_address(m["text"], where)
+
+    def html_element(m: re.Match[str]) -> str:
+        where, anchor = _site_path(notebook, m["target"], zipped)
+        if where is None:
+            return m[0]
+        if book is not None:
+            closing = "" if m["inner"] is None else f"{m['inner']}</{m['tag']}>"
+            return f'<{m["tag"]}{m["before"]}{m["attr"]}="{book}{where}{anchor}"{m["after"]}>{closing}'
+        return _without_address(m["inner"] or "", where)
+
+    return HTML_LINK.sub(html_element, MD_LINK.sub(markdown, source))
+
+
+def _without_address(text: str, where: str) -> str:
+    # With no published address a link cannot lead anywhere once the zip is unpacked: its words stay and
+    # a page of the book is named, so the learner finds it on the site the kit came from.
+    if where.endswith(".html"):
+        return f"{text} (the course site's page {where})"
+    return text
+
+
+def homework_files(exercises: Path = EXERCISES, book: str | None = None) -> dict[str, bytes]:
+    """The homework zip's members (path inside ``exercises`` -> bytes): the release, with every relative link
+    of its Markdown cells that leads out of the zip made to work where the zip is unpacked. ``book`` is the
+    published book's address, ending in ``/``: a link to ``chapters/<page>.md`` leads to
+    ``<book>chapters/<page>.html``, one to ``kit/<file>`` to ``<book>kit/<file>``; with no address such a
+    link becomes plain text. A notebook with nothing to change keeps its bytes.
+
+    A locked cell changed gets nbgrader's checksum of its new text, so that ``nbgrader validate`` does
+    not report it as edited by the learner (nbgrader's autograde puts the release's text back).
+    """
+    import nbformat
+    from nbgrader.utils import compute_checksum
+
+    files = {
+        p.relative_to(exercises).as_posix(): p.read_bytes()
+        for p in sorted(exercises.rglob("*"))
+        if p.is_file() and ".ipynb_checkpoints" not in p.parts
+    }
+    zipped = set(files)
+    for name in [n for n in files if n.endswith(".ipynb")]:
+        nb = nbformat.reads(files[name].decode("utf-8"), as_version=nbformat.NO_CONVERT)
+        changed = False
+        for cell in nb.cells:
+            if cell.cell_type != "markdown":
+                continue
+            source = _unpacked_links(cell.source, name, zipped, book)
+            if source == cell.source:
+                continue
+            cell.source, changed = source, True
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("locked") and "checksum" in meta:
+                meta["checksum"] = compute_checksum(cell)
+        if changed:
+            files[name] = (nbformat.writes(nb) + "\n").encode("utf-8")
+    return files
 
 
 def _write_zip(target: Path, files: dict[str, bytes]) -> None:
@@ -264,6 +407,25 @@ def learner_lines(system: str) -> list[str]:
     return [*make, *install_lines()]
 
 
+#: The exchange folder the welcome page's example names: the course hub's (``hub/nbgrader_config.py``).
+EXAMPLE_EXCHANGE = "/srv/nbgrader/exchange"
+EXAMPLE_ASSIGNMENT = "hw1_dot_product_scores"
+
+
+def exchange_lines(assignment: str, exchange: str) -> list[str]:
+    """What a learner types, in the kit's environment, to fetch ``assignment`` from the course's nbgrader
+    exchange (the folder ``exchange``, which their machine must see: a shared or mounted folder) and to
+    submit it: the extra's install line (once), then nbgrader's own two commands, in one folder. nbgrader
+    fetches into ``<assignment>/`` there and submits that folder, under the learner's login name."""
+    course = shlex.quote(course_settings().course_id)
+    where = f"--Exchange.root={shlex.quote(exchange)}"
+    return [
+        f"python -m pip install -r {EXCHANGE_REQUIREMENTS}",
+        f"nbgrader fetch_assignment {shlex.quote(assignment)} --course {course} {where}",
+        f"nbgrader submit {shlex.quote(assignment)} --course {course} {where}",
+    ]
+
+
 def download_html(prefix: str) -> str:
     """The kit's downloads (links relative to a page: ``prefix`` leads to ``kit/``) and its install lines."""
     from html import escape
@@ -272,6 +434,7 @@ def download_html(prefix: str) -> str:
         (wheel_name(), "the course's Python package: lib, teaching and grading"),
         (REQUIREMENTS, "the packages the homework needs, in the ranges the course was tested with"),
         (HOMEWORK_ZIP, "the homework notebooks, one folder per assignment"),
+        (EXCHANGE_REQUIREMENTS, "optional: nbgrader, to fetch and submit through your course's exchange"),
         (DOCKERFILE, "for instructors: a JupyterHub single-user image with the kit installed"),
     ]
     links = "".join(
@@ -279,12 +442,23 @@ def download_html(prefix: str) -> str:
         for name, what in items
     )
     unix, windows = (escape("\n".join(learner_lines(system))) for system in ("unix", "windows"))
+    exchange = escape("\n".join(exchange_lines(EXAMPLE_ASSIGNMENT, EXAMPLE_EXCHANGE)))
     return (
         f'<div class="learner-kit"><p><strong>The learner kit</strong></p><ul>{links}</ul>'
         "<p>Install it into a virtual environment of its own (Python 3.11 or newer), in a terminal in "
         f"the folder that holds the files. On Linux or macOS:</p><pre><code>{unix}</code></pre>"
         f"<p>On Windows, in PowerShell:</p><pre><code>{windows}</code></pre>"
-        "<p>In a new terminal, run the <code>activate</code> line again before <code>jupyter lab</code>.</p></div>"
+        "<p>In a new terminal, run the <code>activate</code> line again before <code>jupyter lab</code>.</p>"
+        "<p><strong>Fetch and submit through nbgrader's exchange</strong> (optional, Linux or macOS: nbgrader's "
+        "exchange does not run on Windows). If your instructor hands the homework out through nbgrader's "
+        "exchange and your computer sees its folder (a shared or mounted folder), download "
+        f"<code>{escape(EXCHANGE_REQUIREMENTS)}</code> too and, with the environment active, run the first line "
+        "once; then, in the folder where you keep the homework, fetch an assignment, work on it in the folder "
+        "the fetch makes, and submit it from the same place. Put in your assignment and the exchange folder "
+        f"your instructor names:</p><pre><code>{exchange}</code></pre>"
+        "<p>nbgrader submits under your login name. You may submit again: the exchange keeps every "
+        "submission, and your instructor says which one is graded. Without the exchange, hand the notebook "
+        "in as its <em>Start here</em> says.</p></div>"
     )
 
 
@@ -317,7 +491,7 @@ def build(site: Path, *, force: bool = False) -> Path:
     out = Path(site) / "kit"
     want = inputs_hash()
     stamp = out / STAMP
-    outputs = [out / wheel_name(), out / REQUIREMENTS, out / HOMEWORK_ZIP, out / DOCKERFILE]
+    outputs = [out / n for n in (wheel_name(), REQUIREMENTS, EXCHANGE_REQUIREMENTS, HOMEWORK_ZIP, DOCKERFILE)]
     if not force and stamp.exists() and stamp.read_text() == want and all(p.exists() for p in outputs):
         print(f"kit: up to date in {out}")
         return out
@@ -331,12 +505,18 @@ def build(site: Path, *, force: bool = False) -> Path:
         "# On an older Python this file installs nothing, and the course wheel says which Python it needs.",
     ]
     (out / REQUIREMENTS).write_text("\n".join(header + kit_requirements()) + "\n", encoding="utf-8")
-    files = {
-        str(p.relative_to(EXERCISES)): p.read_bytes()
-        for p in sorted(EXERCISES.rglob("*"))
-        if p.is_file() and ".ipynb_checkpoints" not in p.parts
-    }
-    _write_zip(out / HOMEWORK_ZIP, files)
+    (out / EXCHANGE_REQUIREMENTS).write_text(
+        "\n".join(
+            [
+                "# Optional: what fetching and submitting through the course's nbgrader exchange needs, on top of",
+                f"# {REQUIREMENTS}. Install: {exchange_lines('ASSIGNMENT', 'EXCHANGE')[0]}",
+                *exchange_requirements(),
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    _write_zip(out / HOMEWORK_ZIP, homework_files(EXERCISES, course_settings().feedback.book_url))
     (out / DOCKERFILE).write_text(dockerfile(), encoding="utf-8")
     stamp.write_text(want)
     print(f"kit: wrote {', '.join(p.name for p in outputs)} into {out}")

@@ -17,6 +17,10 @@ the folder it is run in (the course, a learner's home), one exchange folder
 ``--student=NAME`` on submit and fetch_feedback. nbgrader runs with this
 virtual environment's ``bin`` first on ``PATH`` (its first gradebook creation
 calls ``alembic``). The time of each step is printed (``pytest -s``).
+
+A learner outside the hub, whose machine sees the exchange folder, runs the
+learner kit's own lines (``kit.exchange_lines``, as the welcome page prints
+them) from a folder of their own: the last test runs exactly those.
 """
 
 from __future__ import annotations
@@ -69,9 +73,10 @@ class Term:
         shutil.copytree(REPO / "exercises" / ASSIGNMENT, self.course / "exercises" / ASSIGNMENT)
         shutil.copy(REPO / "nbgrader_config.py", self.course / "nbgrader_config.py")
 
-    def run(self, step: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    def run(self, step: str, args: list[str], cwd: Path, home: Path | None = None) -> subprocess.CompletedProcess:
         started = time.monotonic()
-        done = subprocess.run(args, cwd=cwd, env=env(), capture_output=True, text=True, timeout=600)
+        where = {} if home is None else {"HOME": str(home)}
+        done = subprocess.run(args, cwd=cwd, env=env() | where, capture_output=True, text=True, timeout=600)
         self.times.setdefault(step, []).append(time.monotonic() - started)
         assert done.returncode == 0, f"{step}: {' '.join(args)}\n{done.stdout}\n{done.stderr}"
         return done
@@ -221,3 +226,43 @@ def test_after_nbgrader_wrote_its_feedback_a_new_grade_puts_the_courses_back(ter
     print("\nexchange round trip: step, calls, seconds per call, seconds in all")
     for step, seconds in term.times.items():
         print(f"  {step:24s} {len(seconds):2d} {sum(seconds) / len(seconds):6.2f} {sum(seconds):7.2f}")
+
+
+@pytest.fixture
+def released(tmp_path) -> Iterator[Term]:
+    """A course that has released hw2 into an exchange of its own, and nothing else."""
+    t = Term(tmp_path)
+    t.nbgrader("release_assignment", "release_assignment", ASSIGNMENT)
+    yield t
+    t.session.close()
+
+
+def test_the_kits_exchange_lines_fetch_and_submit_from_a_learners_own_folder(released):
+    import getpass
+    import importlib.metadata
+    import json
+
+    from packaging.requirements import Requirement
+
+    from nbgrader_tools import kit
+
+    install, *commands = kit.exchange_lines(ASSIGNMENT, str(released.exchange))
+    # The extra installs the nbgrader these commands run with here.
+    assert install.endswith(kit.EXCHANGE_REQUIREMENTS)
+    (nbgrader,) = [Requirement(line) for line in kit.exchange_requirements()]
+    assert nbgrader.name == "nbgrader" and nbgrader.specifier.contains(importlib.metadata.version("nbgrader"))
+
+    home = released.home("learner")  # their own folder, as their HOME: no course folder, no config of the course's
+    fetch, submit = commands
+    released.run("learner: fetch", ["bash", "-c", fetch], cwd=home, home=home)
+    notebook = home / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    nb = json.loads(notebook.read_text())
+    nb["cells"].append({"cell_type": "markdown", "id": "mine", "metadata": {}, "source": "my own words"})
+    notebook.write_text(json.dumps(nb))
+    released.run("learner: submit", ["bash", "-c", submit], cwd=home, home=home)
+
+    inbound = released.exchange / COURSE_ID / "inbound"
+    (sent,) = inbound.iterdir()
+    who, assignment, _ = sent.name.split("+", 2)
+    assert (who, assignment) == (getpass.getuser(), ASSIGNMENT)  # under the learner's login name
+    assert "my own words" in (sent / f"{ASSIGNMENT}.ipynb").read_text()

@@ -105,16 +105,144 @@ def test_a_range_the_kit_cannot_promise_is_refused_by_name(tmp_path, monkeypatch
     assert str(kit_in) in str(info.value) and repr(line) in str(info.value)
 
 
-def test_the_homework_zip_is_the_release(kit_dir):
+def _notebook_links(text: str) -> list[str]:
+    """Every link and image target of a notebook's Markdown cells, read with markdown-it and Python's
+    HTML parser (Markdown's own links and the raw HTML elements among them)."""
+    from html.parser import HTMLParser
+
+    from markdown_it import MarkdownIt
+
+    found: list[str] = []
+
+    class Targets(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            found.extend(value for name, value in attrs if name in ("href", "src") and value)
+
+    md = MarkdownIt("commonmark")
+    for cell in json.loads(text)["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        for token in md.parse(source):
+            for tok in [token, *(token.children or [])]:
+                if tok.type in ("link_open", "image"):
+                    found.append(str(tok.attrGet("href") or tok.attrGet("src")))
+                elif tok.type in ("html_inline", "html_block"):
+                    Targets().feed(tok.content)
+    return found
+
+
+def test_the_homework_zip_is_the_release_but_for_its_links(kit_dir):
     with zipfile.ZipFile(kit_dir / kit.HOMEWORK_ZIP) as zf:
         members = {name: zf.read(name) for name in zf.namelist()}
-    expected = {
-        str(p.relative_to(subs.REPO / "exercises")): p.read_bytes()
-        for p in (subs.REPO / "exercises").rglob("*")
-        if p.is_file()
-    }
-    assert members == expected
+    release = subs.REPO / "exercises"
+    expected = {str(p.relative_to(release)): p for p in release.rglob("*") if p.is_file()}
+    assert set(members) == set(expected)
     assert len([m for m in members if m.endswith(".ipynb")]) == len(subs.ASSIGNMENTS)
+    for name, path in expected.items():
+        if not name.endswith(".ipynb"):
+            assert members[name] == path.read_bytes(), name
+            continue
+        zipped, released = json.loads(members[name]), json.loads(path.read_bytes())
+        assert zipped["metadata"] == released["metadata"]
+        assert [c["id"] for c in zipped["cells"]] == [c["id"] for c in released["cells"]]
+        for got, was in zip(zipped["cells"], released["cells"]):
+            if got["cell_type"] == "code" or "../" not in "".join(was["source"]):
+                assert got == was, (name, was["id"])
+
+
+def _book_page(url: str, book: str):
+    from built_book import HTML
+
+    return HTML.joinpath(url.removeprefix(book).partition("#")[0])
+
+
+@pytest.mark.parametrize("book", [None, "https://example.org/attention-course/"])
+def test_every_link_in_the_homework_zip_leads_somewhere_once_unpacked(book):
+    from built_book import built_page
+
+    if book is not None:
+        built_page("index.html")
+    files = kit.homework_files(subs.REPO / "exercises", book)
+    to_book = 0
+    for name, data in files.items():
+        if not name.endswith(".ipynb"):
+            continue
+        for target in _notebook_links(data.decode()):
+            if book is not None and target.startswith(book):
+                to_book += 1
+                assert _book_page(target, book).is_file(), (name, target)
+            elif "://" not in target and not target.startswith(("#", "mailto:")):
+                inside = os.path.normpath(os.path.join(os.path.dirname(name), target.partition("#")[0]))
+                assert inside in files, (name, target)
+    # every homework links to its chapter and to the kit's three files
+    assert to_book >= (4 * len(subs.ASSIGNMENTS) if book else 0)
+
+
+def test_a_locked_cell_whose_links_changed_keeps_a_checksum_nbgrader_accepts():
+    from nbgrader.utils import compute_checksum
+
+    files = kit.homework_files(subs.REPO / "exercises", "https://example.org/attention-course/")
+    checked = 0
+    for name, data in files.items():
+        if name.endswith(".ipynb"):
+            import nbformat
+
+            for cell in nbformat.reads(data.decode(), as_version=4).cells:
+                meta = cell.metadata.get("nbgrader", {})
+                if meta.get("locked") and "checksum" in meta:
+                    assert meta["checksum"] == compute_checksum(cell), (name, meta.get("grade_id"))
+                    checked += 1
+    assert checked >= len(subs.ASSIGNMENTS)
+
+
+def _one_notebook(folder: Path, markdown: str, code: str = "x = 1") -> Path:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(markdown), nbformat.v4.new_code_cell(code)])
+    path = folder / "hw_x" / "hw_x.ipynb"
+    path.parent.mkdir(parents=True)
+    nbformat.write(nb, str(path))
+    (path.parent / "data.csv").write_text("a\n")
+    return path
+
+
+def test_only_links_that_leave_the_zip_are_rewritten(tmp_path):
+    markdown = (
+        "See [the chapter](../../chapters/04_scaled_dot_product_attention.md#the-formula), "
+        "![a figure](../../_static/logo.svg), [the data](data.csv), [up here](#top), "
+        "[elsewhere](https://example.com/a.md) and "
+        '<a href="../../kit/sdpa-course-homework.zip" download>the zip</a>.'
+    )
+    code = "# [the chapter](../../chapters/04_scaled_dot_product_attention.md)"
+    path = _one_notebook(tmp_path / "exercises", markdown, code)
+    before = path.read_bytes()
+    book = "https://example.org/c/"
+    files = kit.homework_files(tmp_path / "exercises", book)
+    got = json.loads(files["hw_x/hw_x.ipynb"])
+    assert _notebook_links(json.dumps(got)) == [
+        book + "chapters/04_scaled_dot_product_attention.html#the-formula",
+        book + "_static/logo.svg",
+        "data.csv",
+        "#top",
+        "https://example.com/a.md",
+        book + "kit/sdpa-course-homework.zip",
+    ]
+    assert "".join(got["cells"][1]["source"]) == code  # a code cell is the learner's, left alone
+    assert files["hw_x/data.csv"] == b"a\n"
+    assert path.read_bytes() == before  # only the zip's copy changes
+
+    plain = json.loads(kit.homework_files(tmp_path / "exercises", None)["hw_x/hw_x.ipynb"])
+    text = "".join(plain["cells"][0]["source"])
+    assert _notebook_links(json.dumps(plain)) == ["data.csv", "#top", "https://example.com/a.md"]
+    assert "the chapter (the course site's page chapters/04_scaled_dot_product_attention.html)" in text
+    assert "the zip." in text
+
+
+def test_a_link_to_nothing_the_book_or_the_zip_has_is_refused_by_name(tmp_path):
+    _one_notebook(tmp_path / "exercises", "[lost](../hw_y/hw_y.ipynb)")
+    with pytest.raises(kit.KitError, match=r"exercises/hw_x/hw_x.ipynb: the link '../hw_y/hw_y.ipynb' leads to no"):
+        kit.homework_files(tmp_path / "exercises", "https://example.org/c/")
 
 
 def test_nothing_is_rebuilt_when_the_inputs_are_unchanged(kit_dir, capsys):
@@ -272,6 +400,10 @@ def test_the_welcome_page_and_every_homework_page_offer_the_kit_with_its_install
         plain = html.unescape(re.sub(r"<[^>]+>", "", text))
         for line in kit.learner_lines("unix") + kit.learner_lines("windows"):
             assert line in plain, (page, line)
+        if page == pages[0]:  # the welcome page also offers the exchange's extra and its lines
+            assert kit.EXCHANGE_REQUIREMENTS in names, names
+            for line in kit.exchange_lines(kit.EXAMPLE_ASSIGNMENT, kit.EXAMPLE_EXCHANGE):
+                assert line in plain, line
 
 
 def test_the_in_browser_jupyter_loads_the_kits_own_wheel():
