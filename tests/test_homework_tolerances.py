@@ -599,7 +599,7 @@ def test_every_assignment_but_the_statistical_one_has_several_implementations():
 
 
 @pytest.mark.parametrize(("assignment", "check_id"), CHECKS)
-@settings(max_examples=12, derandomize=True, deadline=None)
+@settings(max_examples=8, derandomize=True, deadline=None)
 @given(seed=grading_seeds)
 def test_correct_implementations_earn_full_marks_on_random_hidden_inputs(assignment, check_id, seed):
     check = grading.get_check(assignment, check_id)
@@ -614,7 +614,7 @@ def _verdict(assignment: str, check_id: str, functions: dict, *args) -> Verdict:
     return check.compare([case], run_cases(functions, [case]))
 
 
-@settings(max_examples=400, derandomize=True, deadline=None)
+@settings(max_examples=200, derandomize=True, deadline=None)
 @given(z=extreme_logits())
 def test_every_sound_softmax_passes_homework_2_on_extreme_logits(z):
     for f in SOFTMAXES:
@@ -622,7 +622,7 @@ def test_every_sound_softmax_passes_homework_2_on_extreme_logits(z):
         assert verdict.passed, (f.__name__, z, verdict.message)
 
 
-@settings(max_examples=200, derandomize=True, deadline=None)
+@settings(max_examples=100, derandomize=True, deadline=None)
 @given(z=extreme_logits(), size=st.integers(1, 4))
 def test_every_sound_online_softmax_passes_homework_8_on_extreme_logits(z, size):
     size = max(size, -(-z.shape[-1] // 16))  # at most 16 blocks (plain data holds 16 items)
@@ -632,7 +632,7 @@ def test_every_sound_online_softmax_passes_homework_8_on_extreme_logits(z, size)
             assert verdict.passed, (check_id, z, size, verdict.message)
 
 
-@settings(max_examples=150, derandomize=True, deadline=None)
+@settings(max_examples=80, derandomize=True, deadline=None)
 @given(
     data=st.data(),
     dtype=st.sampled_from([np.float32, np.float64]),
@@ -656,7 +656,7 @@ def test_every_sound_attention_passes_homeworks_4_and_6_with_large_scores(data, 
         assert verdict.passed, verdict.message
 
 
-@settings(max_examples=120, derandomize=True, deadline=None)
+@settings(max_examples=60, derandomize=True, deadline=None)
 @given(
     data=st.data(),
     dtype=st.sampled_from([np.float32, np.float64]),
