@@ -16,8 +16,9 @@ every student's notebook (:mod:`classgrader.pipeline.intake`) and grades each on
 
 What is graded comes from :mod:`classgrader.assignments.course`; an assignment written
 the plain nbgrader way (asserts in its test cells, no checks in :mod:`grading`;
-:mod:`classgrader.assignments.plain_nbgrader`) is graded by :mod:`classgrader.stages.plain_grade` instead,
-each test cell as ``nbgrader autograde`` scores it; the job, the events
+:mod:`classgrader.assignments.plain_nbgrader`) goes through the same five stages, as
+:mod:`classgrader.stages.plain_grade` takes them for its kind, each test cell scored as
+``nbgrader autograde`` scores it; the job, the events
 and the result that cross between these stages are defined once in
 :mod:`classgrader.records`. :mod:`classgrader.pipeline.class_run` grades the class with a
 pool of workers and writes nbgrader's gradebook (:mod:`classgrader.books.gradebook`)

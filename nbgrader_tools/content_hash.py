@@ -6,12 +6,14 @@ grader's record of the inputs a class was graded under
 (:mod:`nbgrader_tools.kit`), the data and modules each chapter reads
 (``_ext/chapter_data.py``) and the book's own static files
 (``_ext/static_freshness.py``). It follows contents, never modification times,
-so a checkout or a copy of the same files gives the same hash.
+so a checkout or a copy of the same files gives the same hash. Settings and
+other values are hashed by :func:`text_hash`, as canonical JSON.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -26,3 +28,8 @@ def files_hash(paths: Iterable[Path], root: Path) -> str:
             continue
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+def text_hash(value: object) -> str:
+    """SHA-256 of ``value`` as JSON with sorted keys (what is not JSON, by its ``str``)."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()

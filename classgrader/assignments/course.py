@@ -1,10 +1,20 @@
-"""What is graded: one assignment's release, instructor source and checks; a submission's cache key."""
+"""What is graded: one assignment's release, instructor source and checks; a submission's cache key.
+
+An assignment is of one of two kinds, each behind the same interface
+(:class:`CourseKind`'s methods): a course assignment, whose checks live in
+:mod:`grading`, or a plain nbgrader assignment
+(:class:`~classgrader.assignments.plain_nbgrader.PlainKind`). What differs
+between them (the notebooks, what decides the checks, what a submission's key
+covers, the threat model) is asked of ``info.kind``; how a submission of each
+is graded, stage by stage, is :mod:`classgrader.stages.grade`'s.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 from pathlib import Path
+from typing import ClassVar
 
 import nbformat
 
@@ -14,6 +24,44 @@ from classgrader.settings import CourseSettings
 from classgrader.settings import read as read_course_settings
 from grading.check import Check
 from nbgrader_tools.cells import nbgrader_meta
+from nbgrader_tools.content_hash import files_hash
+
+
+@dataclasses.dataclass(frozen=True)
+class CourseKind:
+    """A course assignment: one notebook, whose checks in :mod:`grading` judge plain results outside the
+    learner's process."""
+
+    notebook: str  # file name, e.g. hw2_stable_softmax.ipynb
+    threat_model: ClassVar[str | None] = None  # the summary's: nothing to add to the course's own
+    #: Whether the gradebook's record of the source is renewed each run (its checks do not come from it).
+    refresh_record: ClassVar[bool] = False
+
+    def notebook_names(self) -> list[str]:
+        """The release's notebooks, by file name."""
+        return [self.notebook]
+
+    def cluster_refusal(self, name: str) -> str | None:
+        """Why it cannot be graded on a Dask cluster; None: it can."""
+        return None
+
+    def recorded(self, name: str, db_url: str, course_id: str) -> CourseKind:
+        """This kind once the gradebook holds the assignment's record (nothing to take from it)."""
+        return self
+
+    def checks_hash(self, name: str) -> str:
+        """What decides its scores besides the submission: grading's shared modules and its own."""
+        import grading
+
+        folder = Path(grading.__file__).parent
+        module = grading.ASSIGNMENTS.get(name)
+        own = [Path(str(module.__file__))] if module is not None else sorted(folder.glob("hw*.py"))
+        shared = [p for p in folder.rglob("*.py") if not p.name.startswith("hw")]
+        return files_hash([*shared, *own], folder)
+
+    def submitted_bytes(self, path: Path) -> bytes:
+        """What a submission's key covers: the notebook at ``path``."""
+        return path.read_bytes()
 
 
 @dataclasses.dataclass
@@ -29,14 +77,13 @@ class AssignmentInfo:
     grade_cells: dict[str, float]  # grade_id -> points, in notebook order
     grading_dir: Path
     lib_dir: Path
+    kind: CourseKind | plain_nbgrader.PlainKind  # what differs between the two kinds of assignment
     #: The hash of everything that decides a raw score; set by the class run
     #: (:mod:`classgrader.pipeline.fingerprint`), which alone knows the limits and sandbox settings.
     key: str = ""
     secret: bytes = b""
     secret_source: str = ""
     book_url: str | None = None  # the published book, for the feedback's links to its chapters
-    plain: list[plain_nbgrader.PlainNotebook] = dataclasses.field(default_factory=list)  # a plain nbgrader assignment's
-    data_files: dict[str, Path] = dataclasses.field(default_factory=dict)  # the release's files beside them
 
     @property
     def max_score(self) -> float:
@@ -91,6 +138,7 @@ def load_assignment(course: Path, name: str, course_settings: CourseSettings | N
         grade_cells=grade_cells,
         grading_dir=Path(grading.__file__).parent,
         lib_dir=Path(lib.__file__).parent,
+        kind=CourseKind(nb_name),
         secret=secret,
         secret_source=secret_source,
         book_url=course_settings.feedback.book_url,
@@ -124,11 +172,10 @@ def _load_plain(course: Path, name: str, course_settings: CourseSettings) -> Ass
         grade_cells={nb.key(gid): pts for nb in notebooks for gid, pts in nb.grade_cells.items()},
         grading_dir=Path(lib.__file__).parent.parent / "grading",
         lib_dir=Path(lib.__file__).parent,
+        kind=plain_nbgrader.PlainKind(notebooks, plain_nbgrader.data_files(course, name)),
         secret=secret,
         secret_source=secret_source,
         book_url=course_settings.feedback.book_url,
-        plain=notebooks,
-        data_files=plain_nbgrader.data_files(course, name),
     )
 
 
@@ -156,18 +203,6 @@ def unknown_message(course: Path, name: str) -> str:
     close = [k for k in known if k.startswith(name) or (name and name in k)]
     text = f"no assignment {name!r}" + (f"; did you mean {' or '.join(close)}?" if close else ".")
     return text + hint + " Assignments that can be graded here: " + ", ".join(known)
-
-
-def submitted_bytes(info: AssignmentInfo, path: Path) -> bytes:
-    """What a submission's key covers: the notebook at ``path`` or, for an assignment of several notebooks,
-    each of them found beside it (:func:`classgrader.stages.plain_grade.submitted_notebooks`)."""
-    if len(info.plain) < 2:
-        return path.read_bytes()
-    parts = []
-    for nb in info.plain:
-        found = path.parent / nb.name
-        parts.append(nb.name.encode() + b"\0" + (found.read_bytes() if found.is_file() else b"(missing)"))
-    return b"\0".join(parts)
 
 
 def submission_key(info: AssignmentInfo, data: bytes | None) -> str:

@@ -7,8 +7,9 @@ autograded test cells (asserts, hidden tests between nbgrader's
 files the notebooks read; its release (``exercises/<name>/``) is what
 ``nbgrader generate_assignment`` made of it (``./course release <name>``).
 :func:`load` reads both into an :class:`~classgrader.assignments.course.AssignmentInfo`
-whose ``plain`` lists the notebooks; :mod:`classgrader.stages.plain_grade` grades a
-submission of it, each test cell as ``nbgrader autograde`` scores it.
+whose ``kind`` is a :class:`PlainKind` (its notebooks and data files); the
+stages of :mod:`classgrader.stages.plain_grade` grade a submission of it, each
+test cell as ``nbgrader autograde`` scores it.
 
 Its tests are the instructor's own asserts, so they run *inside* the learner's
 process: :data:`THREAT_MODEL` says what that costs and what still holds.
@@ -18,11 +19,13 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import ClassVar
 
 import nbformat
 
 from classgrader.assignments.errors import SetupError
 from nbgrader_tools.cells import nbgrader_meta
+from nbgrader_tools.content_hash import text_hash
 
 #: What grading a plain assignment guarantees and what it does not (the summary and the docs say it).
 THREAT_MODEL = (
@@ -66,6 +69,42 @@ class PlainNotebook:
         """The cell's name in the assignment's result: its grade id, or ``<notebook stem>/<grade id>`` for
         an id that another notebook uses too."""
         return f"{self.stem}/{gid}" if gid in self.shared else gid
+
+
+@dataclasses.dataclass(frozen=True)
+class PlainKind:
+    """A plain assignment, as :class:`~classgrader.assignments.course.AssignmentInfo` holds it: its notebooks
+    and the release's data files. Its interface is :class:`~classgrader.assignments.course.CourseKind`'s."""
+
+    notebooks: list[PlainNotebook]
+    data_files: dict[str, Path]  # the release's files beside the notebooks, by name
+    threat_model: ClassVar[str | None] = THREAT_MODEL
+    #: Its test cells come from nbgrader's record of the source, so the record follows the source each run.
+    refresh_record: ClassVar[bool] = True
+
+    def notebook_names(self) -> list[str]:
+        return [nb.name for nb in self.notebooks]
+
+    def cluster_refusal(self, name: str) -> str | None:
+        return f"{name} is a plain nbgrader assignment: it is graded on this machine only (no --cluster)"
+
+    def recorded(self, name: str, db_url: str, course_id: str) -> PlainKind:
+        """This kind with its test cells as the gradebook recorded them (:func:`with_recorded_tests`)."""
+        return dataclasses.replace(self, notebooks=with_recorded_tests(self.notebooks, name, db_url, course_id))
+
+    def checks_hash(self, name: str) -> str:
+        """What decides its scores besides the submission: each notebook's recorded test cells."""
+        return text_hash({nb.name: nb.tests for nb in self.notebooks})
+
+    def submitted_bytes(self, path: Path) -> bytes:
+        """What a submission's key covers: the notebook at ``path``, or each notebook found beside it."""
+        if len(self.notebooks) < 2:
+            return path.read_bytes()
+        parts = []
+        for nb in self.notebooks:
+            found = path.parent / nb.name
+            parts.append(nb.name.encode() + b"\0" + (found.read_bytes() if found.is_file() else b"(missing)"))
+        return b"\0".join(parts)
 
 
 def is_plain(course: Path, name: str) -> bool:

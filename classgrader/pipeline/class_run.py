@@ -47,14 +47,12 @@ from typing import Any
 
 from classgrader import privacy, sandbox
 from classgrader.after_deadline import late
-from classgrader.assignments import plain_nbgrader
 from classgrader.assignments.course import (
     AssignmentInfo,
     SetupError,
     key_parts,
     load_assignment,
     submission_key,
-    submitted_bytes,
 )
 from classgrader.books import class_reports, gradebook, hand_grades, lms_export, nbgrader_record
 from classgrader.pipeline import fingerprint, intake
@@ -221,10 +219,9 @@ def prepare(
     course = course.resolve()
     out = (out or course).resolve()
     info = load_assignment(course, assignment, course_settings)
-    if info.plain and cluster is not None:
-        raise SetupError(
-            f"{assignment} is a plain nbgrader assignment: it is graded on this machine only (no --cluster)"
-        )
+    refusal = info.kind.cluster_refusal(assignment)
+    if refusal is not None and cluster is not None:
+        raise SetupError(refusal)
     asked = settings
     if settings.sandboxed and cluster is None:  # on a cluster, each worker checks its own
         settings = dataclasses.replace(settings, sandbox_mode=sandbox.check_available(settings.sandbox_mode))
@@ -236,12 +233,17 @@ def prepare(
     out.mkdir(parents=True, exist_ok=True)
     db_url = gradebook.normalise_url(db_url or gradebook.sqlite_url(out / "gradebook.db"))
     cid = course_settings.course_id
-    notebooks = [nb.name for nb in info.plain] or [info.notebook]
     nbgrader_record.ensure(
-        course, assignment, notebooks, db_url, cid, course_settings.nbgrader, refresh=bool(info.plain)
+        course,
+        assignment,
+        info.kind.notebook_names(),
+        db_url,
+        cid,
+        course_settings.nbgrader,
+        refresh=info.kind.refresh_record,
     )
-    if info.plain:  # its test cells as nbgrader recorded them, which the fingerprint covers
-        info = dataclasses.replace(info, plain=plain_nbgrader.with_recorded_tests(info.plain, assignment, db_url, cid))
+    # What the kind takes from nbgrader's record (a plain assignment's test cells), which the fingerprint covers.
+    info = dataclasses.replace(info, kind=info.kind.recorded(assignment, db_url, cid))
     # The key follows the sandbox mode as asked for, so a local and a cluster run share it.
     inputs = fingerprint.of(course, info, asked)
     info = dataclasses.replace(info, key=inputs.key)
@@ -301,7 +303,7 @@ def sort_out(run: ClassRun, subs: list[intake.Submission], regrade: bool) -> Sor
             continue
         saved_file, saved_print = key_parts(str(prev.get("key", "")))
         used.add(saved_print)
-        now = submission_key(run.info, submitted_bytes(run.info, sub.path))
+        now = submission_key(run.info, run.info.kind.submitted_bytes(sub.path))
         if prev.get("key") == now:
             plan.reusable.append((sub, prev))
             continue
@@ -463,7 +465,7 @@ def write_books(
         policy=run.policy,
         sandbox=_sandbox_mode(run.settings, on_cluster, results),
         lms=lms if lms is not None else lms_export.options_of(run.course_settings.lms, run.course, info.name),
-        threat_model=plain_nbgrader.THREAT_MODEL if info.plain else None,
+        threat_model=info.kind.threat_model,
     )
     if analyse:
         from classgrader.after_deadline import item_analysis

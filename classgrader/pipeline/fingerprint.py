@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from classgrader.assignments.course import SetupError
-from nbgrader_tools.content_hash import files_hash
+from nbgrader_tools.content_hash import files_hash, text_hash
 
 if TYPE_CHECKING:
     from classgrader.assignments.course import AssignmentInfo
@@ -133,23 +133,6 @@ def environment(names: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-def _text_hash(value: object) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _checks(info: AssignmentInfo) -> str:
-    """The assignment's checks: grading's shared modules and its own; a plain assignment's test cells."""
-    if info.plain:
-        return _text_hash({nb.name: nb.tests for nb in info.plain})
-    import grading
-
-    folder = Path(grading.__file__).parent
-    module = grading.ASSIGNMENTS.get(info.name)
-    own = [Path(str(module.__file__))] if module is not None else sorted(folder.glob("hw*.py"))
-    shared = [p for p in folder.rglob("*.py") if not p.name.startswith("hw")]
-    return files_hash([*shared, *own], folder)
-
-
 def _release_and_source(course: Path, name: str) -> tuple[str, str]:
     release = course / "exercises" / name
     source = course / "solutions" / name
@@ -165,7 +148,7 @@ class Fingerprint:
 
     @property
     def key(self) -> str:
-        return _text_hash(self.inputs)[:16]
+        return text_hash(self.inputs)[:16]
 
     def changed_since(self, earlier: Mapping[str, str]) -> list[str]:
         """The inputs (their names in :data:`INPUTS`) whose hash differs from ``earlier``'s."""
@@ -181,14 +164,14 @@ def of(course: Path, info: AssignmentInfo, settings: Settings) -> Fingerprint:
     return Fingerprint(
         {
             "grader": files_hash(_code(GRADER_CODE), CHECKOUT),
-            "checks": _checks(info),
+            "checks": info.kind.checks_hash(info.name),
             "lib": package_hash(Path(lib.__file__).parent),
             "release": release,
             "source": source,
             "secret": hashlib.sha256(info.secret).hexdigest(),
-            "limits": _text_hash(dataclasses.asdict(settings.limits)),
-            "sandbox": _text_hash(sandbox),
-            "environment": _text_hash(platform_and_packages(tuple(pinned_names()))),
+            "limits": text_hash(dataclasses.asdict(settings.limits)),
+            "sandbox": text_hash(sandbox),
+            "environment": text_hash(platform_and_packages(tuple(pinned_names()))),
         }
     )
 

@@ -167,9 +167,9 @@ class Session:
         self.run_dir.mkdir(mode=0o755)
         os.chmod(self.run_dir, 0o755)
         control_r, control_w = os.pipe()
-        cmd, cwd, env = self._command(tmpdir, control_w)
-        self.started = time.monotonic()
-        try:
+        try:  # the folder and the pipe go with a sandbox that cannot start (no bwrap, a mode refused)
+            cmd, cwd, env = self._command(tmpdir, control_w)
+            self.started = time.monotonic()
             self.proc = subprocess.Popen(
                 cmd,
                 stdin=subprocess.PIPE,

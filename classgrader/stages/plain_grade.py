@@ -1,6 +1,7 @@
-"""Grade one submission of a plain nbgrader assignment (:mod:`classgrader.assignments.plain_nbgrader`), by notebook.
+"""The stages of grading one submission of a plain nbgrader assignment (:mod:`classgrader.assignments.plain_nbgrader`).
 
-Each notebook goes through the same stages as a course assignment's: its cells
+:class:`PlainStages` are the five stages of :class:`classgrader.stages.grade.Stages`
+for this kind, taken notebook by notebook: its cells
 are lined up with the release (:func:`classgrader.stages.notebooks.match`: test cells
 edited, duplicated or deleted are reported and replaced), it runs in a
 sandbox of its own (:class:`classgrader.sandbox.session.Session`, as nbgrader gives
@@ -28,7 +29,7 @@ from nbgrader.utils import determine_grade
 
 from classgrader import sandbox
 from classgrader.after_deadline import late
-from classgrader.assignments.plain_nbgrader import MANUAL, PlainNotebook
+from classgrader.assignments.plain_nbgrader import MANUAL, PlainKind, PlainNotebook
 from classgrader.pipeline.intake import Submission
 from classgrader.records import (
     STATUSES,
@@ -45,7 +46,7 @@ from classgrader.sandbox.driver import FILES_CAP
 from classgrader.stages import notebooks, report
 from classgrader.stages.graded import Graded
 from classgrader.stages.record import cell_timeout_text, comments, outputs, sandbox_summary, status_notes, status_of
-from classgrader.stages.sandbox_run import Settings, _failure, job_cells, package_files
+from classgrader.stages.sandbox_run import Settings, job_cells, package_files, run_failure
 from nbgrader_tools.cells import nbgrader_meta
 
 if TYPE_CHECKING:
@@ -66,17 +67,24 @@ class Notebook:
     cells: dict[str, CellResult] = dataclasses.field(default_factory=dict)
     written: dict[str, bytes] = dataclasses.field(default_factory=dict)  # the files its cells wrote
     left_out: list[str] = dataclasses.field(default_factory=list)  # written, but over the size kept
+    autograded: nbformat.NotebookNode | None = None  # as run, with each test cell's verdict
+
+
+def _kind(info: AssignmentInfo) -> PlainKind:
+    assert isinstance(info.kind, PlainKind), f"{info.name} is not a plain nbgrader assignment"
+    return info.kind
 
 
 def submitted_notebooks(info: AssignmentInfo, sub: Submission) -> dict[str, Path | None]:
     """Each release notebook's file in the submission: by its name beside the chosen file; the chosen file
     itself, renamed, for the first notebook found under no name of the release's."""
+    specs = _kind(info).notebooks
     if sub.path is None:
-        return {nb.name: None for nb in info.plain}
-    if len(info.plain) == 1:
-        return {info.plain[0].name: sub.path}
+        return {nb.name: None for nb in specs}
+    if len(specs) == 1:
+        return {specs[0].name: sub.path}
     found: dict[str, Path | None] = {}
-    for nb in info.plain:
+    for nb in specs:
         candidate = sub.path.parent / nb.name
         found[nb.name] = candidate if candidate.is_file() else None
     if sub.path.name not in found:
@@ -86,45 +94,73 @@ def submitted_notebooks(info: AssignmentInfo, sub: Submission) -> dict[str, Path
     return found
 
 
-def grade(
-    info: AssignmentInfo,
-    sub: Submission,
-    settings: Settings,
-    policy: late.Policy | None = None,
-    *,
-    slot: int = 0,
-    registry: sandbox.Registry | None = None,
-) -> Graded:
-    """Grade every notebook of ``sub`` (see the module docstring); the result covers them all."""
-    from classgrader.assignments.course import submission_key, submitted_bytes
+class PlainStages:
+    """A plain assignment's stages; the state is the submission's notebooks, each a :class:`Notebook`."""
 
-    parts = [Notebook(spec, path) for spec, path in zip(info.plain, submitted_notebooks(info, sub).values())]
-    for part in parts:
-        _match(part)
-    if any(p.plan is not None for p in parts):
-        _run(info, sub, parts, settings, slot=slot, registry=registry)
-    for part in parts:
-        _score(part, settings.limits, renamed=sub.renamed if len(parts) == 1 else None)
-    key = submission_key(info, None if sub.path is None else submitted_bytes(info, sub.path))
-    result = _result(info, sub, parts, key, settings.limits)
-    if policy is not None:
-        late.annotate(result, sub, policy)
-    pages = {}
-    for part in parts:
-        nb = None
-        if part.plan is not None:
-            outs = outputs(part.plan, part.events, {}, None, settings.limits)
-            for n, pc in enumerate(part.plan.cells):
-                if pc.role == "test" and pc.grade_id in part.cells:
-                    outs.setdefault(n, []).append(
-                        notebooks.stream_output("stdout", report.cell_verdict(part.cells[pc.grade_id]) + "\n")
-                    )
-            nb = notebooks.autograded_notebook(part.plan, part.spec.release, outs)
-        pages[part.spec.stem] = (nb, report.render(result, nb, base_url=info.book_url, stem=part.spec.stem))
-    first_nb, first_page = pages[info.plain[0].stem]
-    kept = {name for name in info.data_files} | {p.spec.name for p in parts}
-    written = {name: data for part in parts for name, data in part.written.items() if name not in kept}
-    return Graded(result, first_nb, first_page, pages=pages, files=written)
+    def match(self, info: AssignmentInfo, sub: Submission) -> list[Notebook]:
+        specs = _kind(info).notebooks
+        parts = [Notebook(spec, path) for spec, path in zip(specs, submitted_notebooks(info, sub).values())]
+        for part in parts:
+            _match(part)
+        return parts
+
+    def run(
+        self,
+        info: AssignmentInfo,
+        sub: Submission,
+        state: list[Notebook],
+        settings: Settings,
+        *,
+        slot: int,
+        registry: sandbox.Registry | None,
+    ) -> None:
+        if any(p.plan is not None for p in state):
+            _run(info, sub, state, settings, slot=slot, registry=registry)
+
+    def compare(self, info: AssignmentInfo, sub: Submission, state: list[Notebook], settings: Settings) -> None:
+        for part in state:
+            _score(part, settings.limits, renamed=sub.renamed if len(state) == 1 else None)
+
+    def record(
+        self,
+        info: AssignmentInfo,
+        sub: Submission,
+        state: list[Notebook],
+        settings: Settings,
+        policy: late.Policy | None,
+    ) -> Result:
+        from classgrader.assignments.course import submission_key
+
+        data = None if sub.path is None else info.kind.submitted_bytes(sub.path)
+        result = _result(info, sub, state, submission_key(info, data), settings.limits)
+        if policy is not None:
+            late.annotate(result, sub, policy)
+        for part in state:
+            part.autograded = _autograded(part, settings.limits)
+        return result
+
+    def report(self, info: AssignmentInfo, state: list[Notebook], result: Result) -> Graded:
+        pages = {
+            p.spec.stem: (p.autograded, report.render(result, p.autograded, base_url=info.book_url, stem=p.spec.stem))
+            for p in state
+        }
+        first_nb, first_page = pages[state[0].spec.stem]
+        kept = set(_kind(info).data_files) | {p.spec.name for p in state}
+        written = {name: data for part in state for name, data in part.written.items() if name not in kept}
+        return Graded(result, first_nb, first_page, pages=pages, files=written)
+
+
+def _autograded(part: Notebook, limits: sandbox.Limits) -> nbformat.NotebookNode | None:
+    """The notebook as run, each test cell followed by its verdict; None when it did not run."""
+    if part.plan is None:
+        return None
+    outs = outputs(part.plan, part.events, {}, None, limits)
+    for n, pc in enumerate(part.plan.cells):
+        if pc.role == "test" and pc.grade_id in part.cells:
+            outs.setdefault(n, []).append(
+                notebooks.stream_output("stdout", report.cell_verdict(part.cells[pc.grade_id]) + "\n")
+            )
+    return notebooks.autograded_notebook(part.plan, part.spec.release, outs)
 
 
 def _match(part: Notebook) -> None:
@@ -163,7 +199,7 @@ def _run(
             settings.limits,
             uid=settings.uid_base + slot,
             # The instructor's data files win over the learner's copies of them.
-            extra_files={**sub.extra_files, **info.data_files},
+            extra_files={**sub.extra_files, **_kind(info).data_files},
             sandboxed=settings.sandboxed,
             registry=registry,
             mode=settings.sandbox_mode,
@@ -187,7 +223,7 @@ def _score(part: Notebook, limits: sandbox.Limits, *, renamed: bool | None) -> N
         why = "not submitted" if part.status == "missing" else "the submission is not a notebook"
         part.cells = {gid: CellResult(points=p, score=0.0, message=why) for gid, p in spec.grade_cells.items()}
         return
-    failure = _failure(part.outcome, part.events, {}) if part.outcome is not None else "kernel_died"
+    failure = run_failure(part.outcome, part.events, {}) if part.outcome is not None else "kernel_died"
     by_id = {pc.grade_id: n for n, pc in enumerate(part.plan.cells) if pc.grade_id}
     release = {nbgrader_meta(c).get("grade_id"): c for c in spec.release.cells}
     for gid, points in spec.grade_cells.items():
@@ -270,7 +306,7 @@ def _result(info: AssignmentInfo, sub: Submission, parts: list[Notebook], key: s
     result = new_result(
         student=sub.student,
         assignment=info.name,
-        notebook=info.plain[0].stem,
+        notebook=parts[0].spec.stem,
         display_name=sub.display_name,
         timestamp=sub.timestamp,
         submitted_file=sub.original_name,

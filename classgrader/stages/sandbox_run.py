@@ -105,7 +105,7 @@ def run(
         for e in outcome.events:
             if e.get("event") == "check" and isinstance(e.get("id"), str) and e["id"] not in checks:
                 checks[e["id"]] = cast(CheckEvent, e)
-        failure = _failure(outcome, cells, checks)
+        failure = run_failure(outcome, cells, checks)
         in_kernel = {}
         if settings.kernel_record and failure is None:
             in_kernel = _in_kernel(info, plan, session, seed)
@@ -128,7 +128,7 @@ def package_files(name: str, folder: Path) -> dict[str, Path]:
     }
 
 
-def _failure(o: sandbox.RunOutcome, cells: dict[Any, CellEvent], checks: dict[str, CheckEvent]) -> RunFailure | None:
+def run_failure(o: sandbox.RunOutcome, cells: dict[Any, CellEvent], checks: dict[str, CheckEvent]) -> RunFailure | None:
     """How the run ended badly (the most serious first), or None."""
     statuses = [e.get("status") for e in list(cells.values()) + list(checks.values())]
     done = any(e.get("event") == "done" for e in o.events)
