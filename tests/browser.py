@@ -227,8 +227,9 @@ FRAME_JS = """
 # flashcard scripts have run their delayed typesetting (500 ms timers: every
 # short timer the page set has fired, see SHORT_TIMERS_JS), the page has been
 # scrolled through once, a frame drawn at each screen, and the widget manager
-# has rendered every saved widget view. A page opened without the timer
-# tracker (a context not made by BookBrowser) waits 700 ms for the timers.
+# has rendered every saved widget view, and its images and fonts have arrived.
+# A page opened without the timer tracker (a context not made by BookBrowser)
+# waits 700 ms for the timers.
 SETTLE_JS = (
     """
 async () => {
@@ -262,6 +263,12 @@ async () => {
   }
   await timers();
   await typeset();
+  // Every image has arrived (or failed) and every font in use has loaded: the
+  // page's own resources, waited for by name. A wait for an idle network would
+  // never end on a page that keeps a request open, and proves nothing more.
+  await Promise.all([...document.images].filter((img) => !img.complete).map(
+    (img) => new Promise((r) => { img.addEventListener('load', r); img.addEventListener('error', r); })));
+  await document.fonts.ready;
   return true;
 }
 """
@@ -464,7 +471,6 @@ class BookBrowser:
         if is_redirect(self.server.file_for(url)):  # index.html: go on to its target
             page.wait_for_url(lambda now: now != url, wait_until="load")
         page.evaluate(SETTLE_JS)
-        page.wait_for_load_state("networkidle")
         SESSION["pages_opened"].add(path)
         return page, log
 

@@ -6,9 +6,10 @@ a built kit) are made once. A worker takes the next file when it is free, so
 the files that take longest start first; the rest fill in around them.
 
 ``./course test --fast`` leaves out the files marked here ``browser`` (they need
-Chromium), ``cluster`` (they start a Dask cluster) and ``end_to_end`` (they run
-whole command lines, nbgrader's apps, ``./course`` or pip into a fresh venv, in a
-scratch course: each proves what only its environment can, in the default run).
+Chromium), ``cluster`` (they start a Dask cluster) and ``end_to_end`` (they run a
+whole tool in a scratch course: nbgrader's apps, ``./course``, the class grader
+with its sandboxes, jupyter-book, pip into a fresh venv; each proves what only
+its environment can, in the default run).
 
 Every assignment meets every corpus file in-process (``test_homework_grading``,
 the cheapest place). Each other environment a notebook is graded or run in
@@ -36,15 +37,30 @@ import pytest
 # assignment plots.
 ENVIRONMENT_ASSIGNMENTS = ("hw5_sqrt_dk_experiment", "hw9_attention_backward")
 
-# The files that run whole command lines in a scratch course (nbgrader's apps, ./course, pip).
+# The files that run a whole tool in a scratch course (nbgrader's apps, ./course, the class grader's
+# sandboxes, jupyter-book, pip).
 END_TO_END = (
     "test_nbgrader_scenarios.py",
     "test_plain_nbgrader_assignment.py",
     "test_guide_commands.py",
     "test_learner_kit.py",
+    "test_kit_old_python.py",
+    "test_tiny_lm.py",
     "test_exchange_round_trip.py",
     "test_homework_nbgrader.py",
     "test_fingerprint.py",
+    "test_class_grading.py",
+    "test_class_grader_frictions.py",
+    "test_sandbox_modes.py",
+    "test_grade_preview.py",
+    "test_after_deadline_class.py",
+    "test_grading_secret.py",
+    "test_mistake_pictures.py",
+    "test_solution_pages.py",
+    "test_course_toc.py",
+    "test_rebuild.py",
+    "test_points_one_source.py",
+    "test_launch_links.py",
 )
 
 # Files by the marks they get, from their names.
@@ -56,34 +72,35 @@ MARKS = {
 
 # The longest files (pytest --durations on a 2-core machine), longest first.
 START_FIRST = (
-    "test_browser_jupyterlite.py",
-    "test_browser_phone.py",
     "test_browser_pages.py",
-    "test_nbgrader_scenarios.py",
-    "test_plain_nbgrader_assignment.py",
-    "test_class_grading.py",
-    "test_fingerprint.py",
-    "test_guide_commands.py",
-    "test_homework_tolerances.py",
-    "test_learner_kit.py",
     "test_class_grading_cluster.py",
-    "test_pdf.py",
     "test_browser_dark_mode.py",
+    "test_class_grading.py",
+    "test_browser_jupyterlite.py",
     "test_browser_progress.py",
+    "test_browser_explorers.py",
+    "test_nbgrader_scenarios.py",
+    "test_pdf.py",
+    "test_guide_commands.py",
+    "test_fingerprint.py",
+    "test_plain_nbgrader_assignment.py",
+    "test_homework_tolerances.py",
+    "test_browser_phone.py",
+    "test_learner_kit.py",
+    "test_solution_pages.py",
     "test_homework_grading.py",
     "test_homework_nbgrader.py",
-    "test_chapter_11_numbers.py",
-    "test_browser_explorers.py",
-    "test_browser_reader.py",
-    "test_solution_pages.py",
-    "test_learner_rules.py",
-    "test_rebuild.py",
-    "test_mistake_pictures.py",
-    "test_sandbox_modes.py",
-    "test_grading_secret.py",
-    "test_exchange_round_trip.py",
     "test_jupyterhub.py",
+    "test_mutants.py",
+    "test_browser_reader.py",
+    "test_sandbox_modes.py",
+    "test_browser_study_widgets.py",
     "test_course_toc.py",
+    "test_mistake_pictures.py",
+    "test_learner_rules.py",
+    "test_browser_formgrader.py",
+    "test_rebuild.py",
+    "test_exchange_round_trip.py",
 )
 
 
