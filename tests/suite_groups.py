@@ -48,6 +48,7 @@ END_TO_END = (
     "test_tiny_lm.py",
     "test_exchange_round_trip.py",
     "test_homework_nbgrader.py",
+    "test_release_run_all.py",
     "test_fingerprint.py",
     "test_class_grading.py",
     "test_class_grader_frictions.py",
