@@ -22,13 +22,14 @@ from __future__ import annotations
 import base64
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import nbformat
 from nbgrader.utils import determine_grade
 
 from classgrader import sandbox
 from classgrader.after_deadline import late
+from classgrader.assignments.course import AssignmentInfo, submission_key
 from classgrader.assignments.plain_nbgrader import MANUAL, PlainKind, PlainNotebook
 from classgrader.pipeline.intake import Submission
 from classgrader.records import (
@@ -48,9 +49,6 @@ from classgrader.stages.graded import Graded
 from classgrader.stages.record import cell_timeout_text, comments, outputs, sandbox_summary, status_notes, status_of
 from classgrader.stages.sandbox_run import Settings, job_cells, package_files, run_failure
 from nbgrader_tools.cells import nbgrader_meta
-
-if TYPE_CHECKING:
-    from classgrader.assignments.course import AssignmentInfo
 
 
 @dataclasses.dataclass
@@ -129,8 +127,6 @@ class PlainStages:
         settings: Settings,
         policy: late.Policy | None,
     ) -> Result:
-        from classgrader.assignments.course import submission_key
-
         data = None if sub.path is None else info.kind.submitted_bytes(sub.path)
         result = _result(info, sub, state, submission_key(info, data), settings.limits)
         if policy is not None:
