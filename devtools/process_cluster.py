@@ -40,7 +40,11 @@ class ProcessCluster:
         self.folder = Path(self._tmp.name)
         self.scheduler_file = self.folder / "scheduler.json"
         self.threads = threads
-        self.env = {**os.environ, **(env or {})}
+        # Every process's temporary files (a worker's sandboxes and bytecode) go in this folder, so
+        # closing the cluster removes what a killed process leaves. Others may enter it, as /tmp.
+        os.chmod(self.folder, 0o755)
+        (self.folder / "tmp").mkdir(mode=0o755)
+        self.env = {**os.environ, **(env or {}), "TMPDIR": str(self.folder / "tmp")}
         self.startup = startup
         self.scheduler: subprocess.Popen | None = None
         self.workers: list[subprocess.Popen] = []

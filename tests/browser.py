@@ -82,9 +82,11 @@ CONTROL_HTML = "<!doctype html><title>control</title>" + "".join(
     f'<img alt="control" src="{url}">' for url in CONTROL_OUTSIDE
 )
 
-# Tracks the page's short timers (setTimeout of at most a second), so that
-# How long any wait in a page may take before it fails (Playwright's own default is 30 s).
+# How long any wait in a page may take before it fails (Playwright's own default is 30 s,
+# and 5 s for its assertions): a limit for a machine far busier than the tests expect.
 WAIT_LIMIT_MS = 180_000
+
+# Tracks the page's short timers (setTimeout of at most a second), so that
 
 # SETTLE_JS can wait until the scripts that typeset or lay out after a delay
 # (the quiz and flashcard scripts wait 500 ms for MathJax) have run, instead of
@@ -381,7 +383,9 @@ class BookBrowser:
     @classmethod
     def _start_playwright(cls) -> Any:
         if cls._playwright is None:
-            from playwright.sync_api import sync_playwright
+            from playwright.sync_api import expect, sync_playwright
+
+            expect.set_options(timeout=WAIT_LIMIT_MS)
 
             cls._playwright = sync_playwright().start()
         cls._open_browsers += 1

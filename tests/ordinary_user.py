@@ -12,7 +12,9 @@ that :func:`home` makes for it.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -30,8 +32,9 @@ def _closed_ancestor(path: Path) -> Path | None:
 
 
 def home() -> Path:
-    """A fresh folder under /tmp owned by the spare uid (its HOME and output)."""
+    """A fresh folder under /tmp owned by the spare uid (its HOME and output), removed when the tests end."""
     path = Path(tempfile.mkdtemp(prefix="classgrader-user-"))
+    atexit.register(shutil.rmtree, path, True)
     os.chown(path, UID, UID)
     os.chmod(path, 0o755)
     return path

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 from browser import SCREENSHOTS, BookBrowser, chromium_for
 from local_server import free_port, stop, wait_until_up
 from test_class_grading import needs_sandbox
@@ -111,13 +112,22 @@ def _hand_grade(lab: Lab, lab_browser: BookBrowser) -> dict[str, str]:
         page.get_by_role("menuitem", name="Nbgrader").click()
         page.get_by_role("menuitem", name="Formgrader").click()
         frame = page.frame_locator("iframe").first
+        # Each click waits for the page it leads to (its breadcrumb), so none lands on the page before.
+        here = frame.locator("ol.breadcrumb li.active")
         frame.get_by_role("link", name="Manual Grading").first.click()
-        frame.get_by_role("link", name=NAME).click()
-        frame.get_by_role("link", name="part2_summary").click()
+        expect(here).to_have_text("Manual Grading")
+        frame.get_by_role("link", name=NAME, exact=True).click()
+        expect(here).to_have_text(NAME)
+        frame.get_by_role("link", name="part2_summary", exact=True).click()
+        expect(here).to_have_text("part2_summary")
         rows = frame.locator("#main-table tr")
-        rows.nth(len(STUDENTS) - 1).wait_for()
-        frame.get_by_text("Show All Names").click()  # the table names "Submission #1" and so on until asked
-        frame.get_by_role("link", name="all_right").wait_for()
+        expect(rows).to_have_count(len(STUDENTS))
+        # The table names "Submission #1" and so on until asked; its button shows every name.
+        expect(frame.locator("td .glyphicon.name-hidden").first).to_be_visible()
+        toggle = frame.locator("#toggle_names")
+        toggle.click()
+        expect(toggle).to_have_text("Hide All Names")
+        frame.get_by_role("link", name="all_right", exact=True).wait_for()
         table = {}
         for n in range(rows.count()):
             cells = rows.nth(n).locator("td")

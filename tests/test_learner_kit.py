@@ -318,7 +318,7 @@ def promised_pythons() -> list:
         asked = "import sys; print(sys.executable); print('%d.%d.%d' % sys.version_info[:3])"
         got = subprocess.run([candidate, "-c", asked], capture_output=True, text=True)
         if got.returncode == 0:
-            executable, version = got.stdout.split()
+            executable, version = got.stdout.splitlines()  # a path may hold spaces
             found.setdefault(version, executable)
     # The oldest release of each minor version: the one most likely to miss a package's floor.
     oldest: dict[tuple[int, ...], tuple[tuple[int, ...], str]] = {}
