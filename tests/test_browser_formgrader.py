@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import expect
 from browser import SCREENSHOTS, BookBrowser, chromium_for
 from local_server import free_port, stop, wait_until_up
+from playwright.sync_api import expect
 from test_class_grading import needs_sandbox
 from test_plain_nbgrader_assignment import NAME, SUBMISSIONS, course_grade, make_submissions, released_course
 
