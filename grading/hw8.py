@@ -374,12 +374,17 @@ def _judge_attention(cases: list[Case], results: list[ResultRecord]) -> str:
     return f"{judge_each(cases, results, one)} cases match lib.scaled_dot_product_attention over all the blocks"
 
 
+#: m and l are compared by value in float64, whatever their dtype (a 1-D row's may be a plain number):
+#: of the default rules, only changing the input in place can cost points.
+RUNNING_RULES = (IN_PLACE,)
+
 A.add(
     "running_state",
     ["running_max_and_sum"],
     points=2,
     cases=_running_visible,
     judge=_judge_running,
+    rules=RUNNING_RULES,
     description="the running maximum and sum after each block: 1-D and 2-D input, block sizes 1 to 8",
 )
 A.add(
@@ -388,6 +393,7 @@ A.add(
     points=1,
     cases=_running_masked,
     judge=_judge_running,
+    rules=RUNNING_RULES,
     description="-inf entries, a first block of only -inf, a row of only -inf, logits of 1000",
 )
 A.add(
@@ -396,6 +402,7 @@ A.add(
     points=2,
     cases=_running_hidden,
     judge=_judge_running,
+    rules=RUNNING_RULES,
     description="random logits of scale up to 300, batch dimensions, -inf entries, float32 and float64",
 )
 A.add(
