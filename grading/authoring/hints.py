@@ -20,4 +20,30 @@ HINTS: dict[str, str] = {
     "renormalised_after_softmax": "the softmax was taken over every key and the forbidden weights zeroed afterwards",
     # the softmax over every key, the forbidden weights zeroed and not renormalised
     "masked_after_softmax": "the mask was applied after the softmax",
+    # softmax(Q K^T): the scores never divided by sqrt(d_k)
+    "no_scale": "without the scale 1/sqrt(d_k)",
+    # softmax(Q K^T / d_k)
+    "scale_by_dk": "divide by sqrt(d_k), not d_k",
+    # softmax(Q K^T) / sqrt(d_k) (or / d_k): each row of weights sums to the factor, not 1
+    "scaled_after_softmax": "the weights were scaled after the softmax",
+    # the softmax along axis -2: each column sums to 1
+    "softmax_wrong_axis": "the softmax was taken over the wrong axis",
+    # e / e.sum(axis=-1) on a square matrix: entry (i, j) divided by row j's sum
+    "sum_without_keepdims": "the row sums were broadcast along the wrong axis",
+    # z - np.max(z, axis=-1) on a square matrix: row j's maximum subtracted from column j
+    "max_without_keepdims": "row j's maximum was subtracted from column j",
+    # a maximum or sum without keepdims=True that cannot broadcast back against the rows: an error
+    "keepdims_left_out": "did you leave out keepdims=True",
+    # the weights (or scores) with queries along the columns
+    "transposed": "transposed: row i is query i, column j is key j",
+    # x.T on a batch reverses the batch axes too: the matrix product's batch axes no longer line up
+    "transpose_all_axes": ".T reverses every axis",
+    # weights right, output not weights @ v
+    "output_not_weights_v": "the output should be the weights times the values, weights @ v",
+    # an online running sum (and weighted sum of values) not multiplied by exp(m_old - m_new)
+    "not_rescaled": "not rescaled by exp(m_old - m_new) when the maximum grew",
+    # an online running sum multiplied by exp(m_new - m_old), the inverse factor
+    "rescaled_wrong_way": "the factor is exp(m_old - m_new), at most 1",
+    # blocked attention that keeps only the last block's state
+    "last_block_only": "attention over the last block only",
 }
