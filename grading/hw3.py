@@ -76,7 +76,7 @@ def _judge_project(cases: list[Case], results: list[ResultRecord]) -> str:
                 for other, other_exp in zip("QKV", expected):
                     if other != label.upper() and isinstance(item, np.ndarray) and near(item, other_exp):
                         raise Mismatch(
-                            f"{exc}. Hint: your {label} equals X W_{other}: the projections are mixed up"
+                            f"{exc}. Hint: your {label} equals X W_{other}: {HINTS['projections_mixed_up']}"
                         ) from None
                 raise
 
@@ -124,7 +124,7 @@ def _judge_scores(cases: list[Case], results: list[ResultRecord]) -> str:
             d_k = q.shape[-1]
             if isinstance(got, np.ndarray) and d_k > 1 and near(got, expected / np.sqrt(d_k)):
                 raise Mismatch(
-                    f"{exc}. Hint: this asks for the raw scores q_i . k_j; the scale 1/sqrt(d_k) comes in chapter 4"
+                    f"{exc}. Hint: this asks for the raw scores q_i . k_j; {HINTS['scaled_too_early']}"
                 ) from None
             if isinstance(got, np.ndarray) and near(got, np.swapaxes(expected, -1, -2)):
                 raise Mismatch(f"{exc}. Hint: it is {HINTS['transposed']}") from None

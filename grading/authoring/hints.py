@@ -38,6 +38,28 @@ HINTS: dict[str, str] = {
     "transposed": "transposed: row i is query i, column j is key j",
     # x.T on a batch reverses the batch axes too: the matrix product's batch axes no longer line up
     "transpose_all_axes": ".T reverses every axis",
+    # Q = X W_K or the like: one projection's weights used for another (homework 3)
+    "projections_mixed_up": "the projections are mixed up",
+    # the raw scores asked for, scaled by 1/sqrt(d_k) already (homework 3)
+    "scaled_too_early": "the scale 1/sqrt(d_k) comes in chapter 4",
+    # the scaled scores' variance estimated for S / d_k (homework 5)
+    "variance_scaled_by_dk": "it looks like S / d_k",
+    # random numbers drawn from np.random instead of the generator given (homework 5)
+    "global_rng": "not from np.random",
+    # (..., n, h*d) reshaped straight to (..., h, n, d), or back, without swapping n and h (homework 7)
+    "reshape_without_swap": "mixes tokens between heads",
+    # multi-head attention without the final product with W_O (homework 7)
+    "no_output_projection": "the output projection W_O is missing",
+    # every head scaled by 1/sqrt of the full width h*d_k (homework 7)
+    "full_width_scale": "not of the full width",
+    # the softmax's backward pass as a * grad_a (homework 9)
+    "no_row_sum_term": "without the row-sum term",
+    # dV = A dO instead of A^T dO (homework 9)
+    "dv_not_transposed": "dV = A^T dO (the transpose of the weights), not A dO",
+    # dQ and dK without the chain rule's 1/sqrt(d_k) (homework 9)
+    "chain_rule_scale_missing": "of the chain rule; it is missing",
+    # NaN from a forward softmax that gives NaN for a query with no permitted key (homework 9)
+    "softmax_nan_empty_row": "softmax_rows must give zeros for a row of -inf",
     # weights right, output not weights @ v
     "output_not_weights_v": "the output should be the weights times the values, weights @ v",
     # an online running sum (and weighted sum of values) not multiplied by exp(m_old - m_new)
