@@ -89,9 +89,11 @@ def _judge_split(cases: list[Case], results: list[ResultRecord]) -> str:
 
 
 def _wrong_merges(x: np.ndarray) -> list[tuple[np.ndarray, str]]:
-    """The usual wrong ways of merging (..., h, n, d) heads into (..., n, h*d)."""
+    """The usual wrong ways of merging (..., h, n, d) heads into (..., n, h*d), each where it differs from
+    the right merge (with heads one feature wide, merging feature by feature is right)."""
     *lead, h, n, d = x.shape
-    return [
+    right = np.swapaxes(x, -3, -2).reshape(*lead, n, h * d)
+    candidates = [
         (
             x.reshape(*lead, n, h * d),
             f"reshaping (..., h, n, d) straight to (..., n, h*d) {HINTS['reshape_without_swap']}: swap the axes "
@@ -99,10 +101,11 @@ def _wrong_merges(x: np.ndarray) -> list[tuple[np.ndarray, str]]:
         ),
         (
             np.swapaxes(np.swapaxes(x, -3, -2), -1, -2).reshape(*lead, n, h * d),
-            "the heads are merged in the wrong order: the columns go feature by feature, mixing the heads; "
+            f"{HINTS['merged_feature_by_feature']}: the columns go feature by feature, mixing the heads; "
             "head m must fill columns m*d to (m+1)*d - 1 (swap h and n only, then reshape)",
         ),
     ]
+    return [(wrong, hint) for wrong, hint in candidates if not np.array_equal(wrong, right)]
 
 
 def _merge_hint(got: Any, x: np.ndarray) -> str | None:

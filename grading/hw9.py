@@ -154,7 +154,7 @@ def _judge_softmax(cases: list[Case], results: list[ResultRecord]) -> str:
                     "from grad_a before multiplying by a"
                 ) from None
             if np.allclose(got64, g - (g * a).sum(-1, keepdims=True), rtol=1e-4, atol=1e-7):
-                raise Mismatch(f"{exc}. Hint: multiply (grad_a - rowsum(grad_a * a)) by a, entry by entry") from None
+                raise Mismatch(f"{exc}. Hint: multiply (grad_a - rowsum(grad_a * a)) {HINTS['not_times_a']}") from None
             raise
 
     return f"{judge_each(cases, results, one)} cases match lib.softmax_backward"
@@ -244,6 +244,16 @@ def _attention_judge(parts: tuple[str, ...]) -> Judge:
                             f"{what} returned shape {got[part].shape}; expected {expected[part].shape}. "
                             f"Hint: {HINTS['dv_not_transposed']}"
                         ) from None
+                if (
+                    isinstance(got[part], np.ndarray)
+                    and part == "dk"
+                    and got[part].shape != expected["dk"].shape
+                    and got[part].shape == expected["dq"].shape
+                ):
+                    raise Mismatch(
+                        f"{what} returned shape {got[part].shape}; expected {expected[part].shape}. "
+                        f"Hint: that is the shape of dQ (n_q, d_k): {HINTS['dk_as_dq']} is (n_k, d_k)"
+                    ) from None
                 check_form(got[part], expected[part], what=what)
                 rtol, bound = tols[part]
                 try:
@@ -322,7 +332,7 @@ def _attention_hint(
         if part == "dk":
             right = lib.attention_backward(q, k, v, g, mask)
             if right[0].shape == got.shape and close(right[0]):
-                return ". Hint: this is dQ; dK = dS^T Q / sqrt(d_k)"
+                return f". Hint: this is dQ; {HINTS['dk_as_dq']}"
     if part == "dv":
         _, a = lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)
         if a.shape[-1] == a.shape[-2] and close(a @ g):

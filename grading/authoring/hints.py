@@ -52,6 +52,12 @@ HINTS: dict[str, str] = {
     "no_output_projection": "the output projection W_O is missing",
     # every head scaled by 1/sqrt of the full width h*d_k (homework 7)
     "full_width_scale": "not of the full width",
+    # the heads merged as (..., n, d, h): the columns feature by feature (homework 7)
+    "merged_feature_by_feature": "the heads are merged in the wrong order",
+    # the softmax's backward pass as grad_a - rowsum(grad_a * a), never multiplied by a (homework 9)
+    "not_times_a": "by a, entry by entry",
+    # dK computed with dQ's formula, dS K (homework 9)
+    "dk_as_dq": "dK = dS^T Q / sqrt(d_k)",
     # the softmax's backward pass as a * grad_a (homework 9)
     "no_row_sum_term": "without the row-sum term",
     # dV = A dO instead of A^T dO (homework 9)
