@@ -132,9 +132,17 @@ def value_of(record: object, what: str) -> Any:
     if record.get("error"):
         error = str(record["error"])
         hint = ""
-        if "could not be broadcast" in error:
+        from .authoring.hints import HINTS  # here, not above: the authoring package imports this module
+
+        if "could not be broadcast" in error and "remapped shapes" in error:
+            # numpy's matmul names "remapped shapes" when the batch axes of its operands do not line up
             hint = (
-                ". Hint: arrays of different shapes met; did you leave out keepdims=True in a np.max or "
+                ". Hint: a matrix product met batch axes that do not line up; did you transpose with x.T? "
+                f"{HINTS['transpose_all_axes']}, the batch axes too: use np.swapaxes(x, -1, -2) to swap the last two"
+            )
+        elif "could not be broadcast" in error:
+            hint = (
+                f". Hint: arrays of different shapes met; {HINTS['keepdims_left_out']} in a np.max or "
                 "np.sum over the last axis, so that the result cannot line up with the rows?"
             )
         raise Mismatch(f"{what} raised {error}{hint}")

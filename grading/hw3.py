@@ -12,7 +12,18 @@ from typing import Any
 
 import numpy as np
 
-from .authoring import BATCHES, DTYPES, describe_inputs, generator, judge_each, near, normal, sentence_qkv, unpack
+from .authoring import (
+    BATCHES,
+    DTYPES,
+    HINTS,
+    describe_inputs,
+    generator,
+    judge_each,
+    near,
+    normal,
+    sentence_qkv,
+    unpack,
+)
 from .check import Assignment
 from .compare import Mismatch, compare_arrays, reference
 from .notebook import before_submit_check, notebook_check
@@ -65,7 +76,7 @@ def _judge_project(cases: list[Case], results: list[ResultRecord]) -> str:
                 for other, other_exp in zip("QKV", expected):
                     if other != label.upper() and isinstance(item, np.ndarray) and near(item, other_exp):
                         raise Mismatch(
-                            f"{exc}. Hint: your {label} equals X W_{other}: the projections are mixed up"
+                            f"{exc}. Hint: your {label} equals X W_{other}: {HINTS['projections_mixed_up']}"
                         ) from None
                 raise
 
@@ -113,10 +124,10 @@ def _judge_scores(cases: list[Case], results: list[ResultRecord]) -> str:
             d_k = q.shape[-1]
             if isinstance(got, np.ndarray) and d_k > 1 and near(got, expected / np.sqrt(d_k)):
                 raise Mismatch(
-                    f"{exc}. Hint: this asks for the raw scores q_i . k_j; the scale 1/sqrt(d_k) comes in chapter 4"
+                    f"{exc}. Hint: this asks for the raw scores q_i . k_j; {HINTS['scaled_too_early']}"
                 ) from None
             if isinstance(got, np.ndarray) and near(got, np.swapaxes(expected, -1, -2)):
-                raise Mismatch(f"{exc}. Hint: it is transposed: row i is query i, column j is key j") from None
+                raise Mismatch(f"{exc}. Hint: it is {HINTS['transposed']}") from None
             raise
 
     return f"{judge_each(cases, results, one)} cases match Q K^T (lib.dot_product_scores(q, k))"

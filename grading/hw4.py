@@ -16,6 +16,7 @@ import numpy as np
 from .authoring import (
     BATCHES,
     DTYPES,
+    HINTS,
     attention_rtol,
     check_attention,
     check_weight_rows,
@@ -92,7 +93,7 @@ def _judge_one(cases: list[Case], results: list[ResultRecord]) -> str:
             d_k = q_i.shape[0]
             unscaled = lib.softmax(k.astype(np.float64) @ q_i.astype(np.float64))
             if d_k > 1 and near(a_i, unscaled):
-                raise Mismatch(f"{exc}. Hint: they match softmax(q_i . k_j) without the scale 1/sqrt(d_k)") from None
+                raise Mismatch(f"{exc}. Hint: they match softmax(q_i . k_j) {HINTS['no_scale']}") from None
             raise
         compare_arrays(o_i, exp_out[0], what=f"{name}, o_i", rtol=rtol, scale=value_scale(v))
 

@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from .authoring import judge_each, unpack
+from .authoring import HINTS, judge_each, unpack
 from .check import Assignment, Cases
 from .compare import Mismatch, Partial
 from .notebook import before_submit_check, notebook_check
@@ -140,7 +140,7 @@ def _judge_repeat(values: list[Any], name: str) -> None:
     if not np.array_equal(first, again):
         raise Partial(
             f"{name} gave different results for two generators made from the same seed: draw "
-            "every random number from rng (e.g. rng.standard_normal), not from np.random",
+            f"every random number from rng (e.g. rng.standard_normal), {HINTS['global_rng']}",
             share,
         )
     if np.array_equal(first, other):
@@ -185,7 +185,7 @@ def _judge_variance(cases: list[Case], results: list[ResultRecord]) -> str:
             _within(f"var_scaled for d_k = {d_k}", scaled, 1.0, math.sqrt((2 + 6 / d_k) / n))
         except Mismatch as exc:
             if d_k > 1 and abs(scaled * d_k - 1) < 0.2:
-                raise Mismatch(f"{exc}. Hint: it looks like S / d_k; scale by 1 / sqrt(d_k)") from None
+                raise Mismatch(f"{exc}. Hint: {HINTS['variance_scaled_by_dk']}; scale by 1 / sqrt(d_k)") from None
             raise
 
     count = judge_each(cases, results, one)

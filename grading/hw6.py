@@ -118,7 +118,8 @@ def _att_hidden(seed: int) -> list[Case]:
     for i in range(10):
         # Cases 2, 5 and 8 have a fully masked query, one in each shape of BATCHES (2-D too),
         # whatever the seed; the other kinds of mask cycle through the shapes as well.
-        # Case 0 has a forbidden key scoring FAR above query 0's permitted one, whatever the seed.
+        # Case 0 has a forbidden key scoring FAR above query 0's permitted one, whatever the seed, and a
+        # query 1 whose forbidden keys hold a third or more of its softmax over every key.
         lead, dtype = BATCHES[(i + i // 3) % len(BATCHES)], DTYPES[(i // 2) % 2]
         n_q, n_k, d_k, d_v = (int(gen.integers(1, 8)) for _ in range(4))
         if i == 0:
@@ -127,8 +128,10 @@ def _att_hidden(seed: int) -> list[Case]:
         q, k = normal(gen, (*lead, n_q, d_k), dtype, scale), normal(gen, (*lead, n_k, d_k), dtype, scale)
         v = normal(gen, (*lead, n_k, d_v), dtype)
         if i == 0:
+            q, k, v = _two_queries_three_keys(q, k, v)
             _far_future_key(q, k)
-            mask, note = lib.causal_mask(n_q, n_k), f"causal mask; query 0's last key scores {FAR:g} above its own"
+            mask = lib.causal_mask(q.shape[-2], k.shape[-2])
+            note = f"causal mask; query 0's last key scores {FAR:g} above its own"
         elif i % 3 == 0:
             mask, note = lib.causal_mask(n_q, n_k), "causal mask"
         elif i % 3 == 1:
@@ -147,8 +150,22 @@ def _att_hidden(seed: int) -> list[Case]:
 FAR = 1000.0
 
 
+def _two_queries_three_keys(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, ...]:
+    """At least two queries and three keys, without drawing more numbers (so that the later cases
+    stay as they are): a query added is a row of zeros, a key and its value added copy the first."""
+    if q.shape[-2] < 2:
+        q = np.concatenate([q, np.zeros_like(q[..., :1, :])], axis=-2)
+    while k.shape[-2] < 3:
+        k, v = (np.concatenate([a, a[..., :1, :]], axis=-2) for a in (k, v))
+    return q, k, v
+
+
 def _far_future_key(q: np.ndarray, k: np.ndarray) -> None:
-    """Make the last key (forbidden to query 0 under a causal mask) score FAR above key 0 for query 0."""
+    """Make the last key (forbidden to query 0 under a causal mask) score FAR above key 0 for query 0,
+    and query 1 zero: it scores every key 0, so a softmax over every key gives its future keys
+    (1 - 2 / n_k) of its weight. Zeroing those afterwards without renormalising then shows in query 1,
+    renormalising does not: the two ways of masking after the softmax are told apart on this case."""
+    q[..., 1, :] = 0
     q0 = q[..., 0, :].astype(np.float64)
     d_k = q.shape[-1]
     own = float(q0 @ k[..., 0, :].astype(np.float64)) / np.sqrt(d_k)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .authoring import BATCHES, DTYPES, attention_rtol, describe_inputs, generator, judge_each, near, normal
+from .authoring import BATCHES, DTYPES, HINTS, attention_rtol, describe_inputs, generator, judge_each, near, normal
 from .check import Assignment
 from .compare import Mismatch, compare_arrays, reference
 from .notebook import before_submit_check, notebook_check
@@ -71,8 +71,8 @@ def _judge_split(cases: list[Case], results: list[ResultRecord]) -> str:
                 naive = x.reshape(*x.shape[:-2], h, x.shape[-2], x.shape[-1] // h)
                 if isinstance(got, np.ndarray) and got.shape == naive.shape and np.array_equal(got, naive):
                     raise Mismatch(
-                        f"{exc}. Hint: reshaping straight to (..., h, n, d) mixes tokens between "
-                        "heads; reshape to (..., n, h, d), then swap the axes of n and h"
+                        f"{exc}. Hint: reshaping straight to (..., h, n, d) {HINTS['reshape_without_swap']}; "
+                        "reshape to (..., n, h, d), then swap the axes of n and h"
                     ) from None
                 raise
         else:
@@ -89,20 +89,23 @@ def _judge_split(cases: list[Case], results: list[ResultRecord]) -> str:
 
 
 def _wrong_merges(x: np.ndarray) -> list[tuple[np.ndarray, str]]:
-    """The usual wrong ways of merging (..., h, n, d) heads into (..., n, h*d)."""
+    """The usual wrong ways of merging (..., h, n, d) heads into (..., n, h*d), each where it differs from
+    the right merge (with heads one feature wide, merging feature by feature is right)."""
     *lead, h, n, d = x.shape
-    return [
+    right = np.swapaxes(x, -3, -2).reshape(*lead, n, h * d)
+    candidates = [
         (
             x.reshape(*lead, n, h * d),
-            "reshaping (..., h, n, d) straight to (..., n, h*d) mixes tokens between heads: swap the axes of h "
-            "and n first (np.swapaxes(x, -3, -2)), then reshape",
+            f"reshaping (..., h, n, d) straight to (..., n, h*d) {HINTS['reshape_without_swap']}: swap the axes "
+            "of h and n first (np.swapaxes(x, -3, -2)), then reshape",
         ),
         (
             np.swapaxes(np.swapaxes(x, -3, -2), -1, -2).reshape(*lead, n, h * d),
-            "the heads are merged in the wrong order: the columns go feature by feature, mixing the heads; "
+            f"{HINTS['merged_feature_by_feature']}: the columns go feature by feature, mixing the heads; "
             "head m must fill columns m*d to (m+1)*d - 1 (swap h and n only, then reshape)",
         ),
     ]
+    return [(wrong, hint) for wrong, hint in candidates if not np.array_equal(wrong, right)]
 
 
 def _merge_hint(got: Any, x: np.ndarray) -> str | None:
@@ -178,8 +181,8 @@ def _judge_mha(cases: list[Case], results: list[ResultRecord]) -> str:
             if got.shape == merged.shape:
                 raise Mismatch(
                     f"{name} returned shape {got.shape}; expected shape {expected.shape}. Hint: "
-                    f"that is the shape of the concatenated heads (n, h*d_v): the output "
-                    "projection W_O is missing; multiply the merged heads by w_o"
+                    f"that is the shape of the concatenated heads (n, h*d_v): {HINTS['no_output_projection']}; "
+                    "multiply the merged heads by w_o"
                 )
         try:
             compare_arrays(got, expected, what=name, rtol=rtol, scale=max(1.0, wide))
@@ -187,8 +190,8 @@ def _judge_mha(cases: list[Case], results: list[ResultRecord]) -> str:
             if isinstance(got, np.ndarray) and got.shape == expected.shape:
                 if near(got, lib.merge_heads(heads)):
                     raise Mismatch(
-                        f"{exc}. Hint: it equals the concatenated heads without the output "
-                        "projection: multiply by W_O (w_o) at the end"
+                        f"{exc}. Hint: it equals the concatenated heads, so {HINTS['no_output_projection']}: "
+                        "multiply by W_O (w_o) at the end"
                     ) from None
                 if h > 1:
                     for wrong, hint in _wrong_merges(heads):
@@ -201,7 +204,7 @@ def _judge_mha(cases: list[Case], results: list[ResultRecord]) -> str:
                 if np.allclose(got, lib.merge_heads(one_scale) @ w_o, rtol=1e-4, atol=1e-4):
                     raise Mismatch(
                         f"{exc}. Hint: each head must be scaled by 1/sqrt(d_k) of the head "
-                        "(its own width), not of the full width"
+                        f"(its own width), {HINTS['full_width_scale']}"
                     ) from None
             raise
 

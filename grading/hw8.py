@@ -181,10 +181,10 @@ def _judge_running(cases: list[Case], results: list[ResultRecord]) -> str:
                 for direction, hint in (
                     (
                         0,
-                        "the old sum was not rescaled when the maximum grew: multiply "
-                        "it by exp(m_old - m_new) before adding the block's terms",
+                        f"the old sum was {HINTS['not_rescaled']}: multiply it by that factor "
+                        "before adding the block's terms",
                     ),
-                    (-1, "the old sum was rescaled by exp(m_new - m_old); the factor is exp(m_old - m_new), at most 1"),
+                    (-1, f"the old sum was rescaled by exp(m_new - m_old); {HINTS['rescaled_wrong_way']}"),
                 ):
                     wrong = sums_without_rescale(x, size, direction)[b - 1]
                     if np.allclose(l, wrong, rtol=1e-6, equal_nan=True):
@@ -238,9 +238,9 @@ def _judge_softmax(cases: list[Case], results: list[ResultRecord]) -> str:
                 and np.allclose(got, softmax_without_rescale(x, size), rtol=1e-4, atol=1e-7, equal_nan=True)
             ):
                 raise Mismatch(
-                    f"{exc}. Hint: the rows sum to less than 1 because the running sum l was not "
-                    "rescaled when the maximum grew (in running_max_and_sum): multiply the old sum "
-                    "by exp(m_old - m_new) before adding the block's terms"
+                    f"{exc}. Hint: the rows sum to less than 1 because the running sum l was "
+                    f"{HINTS['not_rescaled']} (in running_max_and_sum): multiply the old sum "
+                    "by that factor before adding the block's terms"
                 ) from None
             raise
 
@@ -358,14 +358,14 @@ def _judge_attention(cases: list[Case], results: list[ResultRecord]) -> str:
                 last = lib.scaled_dot_product_attention(q, blocks[-1][0], blocks[-1][1], blocks[-1][2])
                 if np.allclose(got, last, rtol=1e-4, atol=1e-6):
                     raise Mismatch(
-                        f"{exc}. Hint: the output is attention over the last block only: "
+                        f"{exc}. Hint: the output is {HINTS['last_block_only']}: "
                         "carry m, l and the weighted sum of values across blocks"
                     ) from None
                 if np.allclose(got, attention_without_rescale(q, blocks), rtol=1e-4, atol=1e-6):
                     raise Mismatch(
-                        f"{exc}. Hint: when a block raises a query's maximum, the sum and the "
-                        "weighted sum of values carried so far were not rescaled: multiply both "
-                        "by exp(m_old - m_new) before adding the new block's terms"
+                        f"{exc}. Hint: the sum and the weighted sum of values carried so far were "
+                        f"{HINTS['not_rescaled']} (when a block raised a query's maximum): multiply "
+                        "both by that factor before adding the new block's terms"
                     ) from None
             raise
         if edge is not None:
@@ -374,12 +374,17 @@ def _judge_attention(cases: list[Case], results: list[ResultRecord]) -> str:
     return f"{judge_each(cases, results, one)} cases match lib.scaled_dot_product_attention over all the blocks"
 
 
+#: m and l are compared by value in float64, whatever their dtype (a 1-D row's may be a plain number):
+#: of the default rules, only changing the input in place can cost points.
+RUNNING_RULES = (IN_PLACE,)
+
 A.add(
     "running_state",
     ["running_max_and_sum"],
     points=2,
     cases=_running_visible,
     judge=_judge_running,
+    rules=RUNNING_RULES,
     description="the running maximum and sum after each block: 1-D and 2-D input, block sizes 1 to 8",
 )
 A.add(
@@ -388,6 +393,7 @@ A.add(
     points=1,
     cases=_running_masked,
     judge=_judge_running,
+    rules=RUNNING_RULES,
     description="-inf entries, a first block of only -inf, a row of only -inf, logits of 1000",
 )
 A.add(
@@ -396,6 +402,7 @@ A.add(
     points=2,
     cases=_running_hidden,
     judge=_judge_running,
+    rules=RUNNING_RULES,
     description="random logits of scale up to 300, batch dimensions, -inf entries, float32 and float64",
 )
 A.add(

@@ -149,12 +149,12 @@ def _judge_softmax(cases: list[Case], results: list[ResultRecord]) -> str:
             got64 = got.astype(np.float64)
             if np.allclose(got64, a * g, rtol=1e-4, atol=1e-7):
                 raise Mismatch(
-                    f"{exc}. Hint: this is a * grad_a, without the row-sum term: the weights of a "
+                    f"{exc}. Hint: this is a * grad_a, {HINTS['no_row_sum_term']}: the weights of a "
                     "row sum to 1, so raising one lowers the others; subtract sum_j a_j grad_a_j "
                     "from grad_a before multiplying by a"
                 ) from None
             if np.allclose(got64, g - (g * a).sum(-1, keepdims=True), rtol=1e-4, atol=1e-7):
-                raise Mismatch(f"{exc}. Hint: multiply (grad_a - rowsum(grad_a * a)) by a, entry by entry") from None
+                raise Mismatch(f"{exc}. Hint: multiply (grad_a - rowsum(grad_a * a)) {HINTS['not_times_a']}") from None
             raise
 
     return f"{judge_each(cases, results, one)} cases match lib.softmax_backward"
@@ -242,8 +242,18 @@ def _attention_judge(parts: tuple[str, ...]) -> Judge:
                     if got[part].shape == (a @ g).shape:
                         raise Mismatch(
                             f"{what} returned shape {got[part].shape}; expected {expected[part].shape}. "
-                            "Hint: dV = A^T dO (the transpose of the weights), not A dO"
+                            f"Hint: {HINTS['dv_not_transposed']}"
                         ) from None
+                if (
+                    isinstance(got[part], np.ndarray)
+                    and part == "dk"
+                    and got[part].shape != expected["dk"].shape
+                    and got[part].shape == expected["dq"].shape
+                ):
+                    raise Mismatch(
+                        f"{what} returned shape {got[part].shape}; expected {expected[part].shape}. "
+                        f"Hint: that is the shape of dQ (n_q, d_k): {HINTS['dk_as_dq']} is (n_k, d_k)"
+                    ) from None
                 check_form(got[part], expected[part], what=what)
                 rtol, bound = tols[part]
                 try:
@@ -278,8 +288,8 @@ def _attention_hint(
         if mask is not None and not np.asarray(mask).any(axis=-1).all():
             i = int(np.flatnonzero(~np.asarray(mask).any(axis=-1))[0])
             return (
-                f". Hint: query {i} may attend to no key: its weights must be all 0, so softmax_rows must "
-                "give zeros for a row of -inf (shift it by 0, divide only where the sum is positive), "
+                f". Hint: query {i} may attend to no key: its weights must be all 0, so "
+                f"{HINTS['softmax_nan_empty_row']} (shift it by 0, divide only where the sum is positive), "
                 "not NaN; then it gets no gradient, and its NaN does not spread to dK and dV"
             )
         return ". Hint: the result contains NaN; look for -inf - (-inf) or 0 / 0 in the forward pass"
@@ -309,26 +319,24 @@ def _attention_hint(
         if close(lib.attention_backward(q, k, v, g, mask)[index] * np.sqrt(d_k)):
             return (
                 ". Hint: the scores are S = Q K^T / sqrt(d_k), so dQ and dK carry the factor 1/sqrt(d_k) "
-                "of the chain rule; it is missing"
+                f"{HINTS['chain_rule_scale_missing']}"
             )
         _, a = lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)
         ds = a * (g @ np.swapaxes(v, -1, -2)) / np.sqrt(d_k)
         wrong = ds @ k if part == "dq" else np.swapaxes(ds, -1, -2) @ q
         if close(wrong):
             return (
-                ". Hint: it matches a softmax backward without the row-sum term: "
+                f". Hint: it matches a softmax backward {HINTS['no_row_sum_term']}: "
                 "dS = A * (dA - rowsum(dA * A)), not A * dA"
             )
         if part == "dk":
             right = lib.attention_backward(q, k, v, g, mask)
             if right[0].shape == got.shape and close(right[0]):
-                return ". Hint: this is dQ; dK = dS^T Q / sqrt(d_k)"
+                return f". Hint: this is dQ; {HINTS['dk_as_dq']}"
     if part == "dv":
         _, a = lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)
         if a.shape[-1] == a.shape[-2] and close(a @ g):
-            return (
-                ". Hint: dV = A^T dO (the transpose of the weights), not A dO: key j's value is read by every query i"
-            )
+            return f". Hint: {HINTS['dv_not_transposed']}: key j's value is read by every query i"
     return ""
 
 

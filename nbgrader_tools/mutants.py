@@ -9,7 +9,9 @@ correct files are the other side: each must earn full marks.
 Each file is graded in-process (as the tests grade the corpus) as the student named after it
 under each of :data:`SECRETS`, so that a mistake cannot pass for luck of one seed's hidden inputs.
 :func:`refusals` lists what stops a release: a mutant earning full marks under a secret, a correct
-file that does not, or an assignment with no mutant at all. ``./course release`` refuses an
+file that does not, a message naming a usual mistake (a key of ``grading.authoring.HINTS``) that
+its file does not declare (a hint pointing the wrong way, under the hidden inputs of any secret), or
+an assignment with no mutant at all. ``./course release`` refuses an
 assignment with any (``nbgrader_tools.scratch_course.release``); ``tests/test_mutants.py`` holds
 the same gate in the tests. It lives here, outside ``grading``: the checks ship in the learner
 kit, a catalogue of mistakes must not.
@@ -74,19 +76,35 @@ def catalogue(assignment: str) -> list[Entry]:
     return [e for e in entries(assignment) if not e.correct]
 
 
-def totals(entry: Entry, release: dict[str, Any] | None = None, secrets: tuple[str, ...] = SECRETS) -> dict[str, float]:
-    """The file's points out of the assignment's total under each of ``secrets``
-    (the visible checks do not depend on the secret: graded once)."""
+@dataclass(frozen=True)
+class Graded:
+    """One corpus file graded under one course secret."""
+
+    #: its points out of the assignment's total
+    total: float
+    #: the usual mistakes (keys of ``grading.authoring.HINTS``) that any of its messages names
+    named: frozenset[str]
+
+
+def graded(
+    entry: Entry, release: dict[str, Any] | None = None, secrets: tuple[str, ...] = SECRETS
+) -> dict[str, Graded]:
+    """The file graded under each of ``secrets`` (the visible checks do not depend on the secret: graded once)."""
     import grading
+    from grading.authoring import HINTS
+
+    def named(messages: list[str]) -> set[str]:
+        return {key for key, phrase in HINTS.items() if any(phrase in m for m in messages)}
 
     checks = grading.checks_for(entry.assignment)
     ns = corpus.fixture_namespace(entry.assignment, entry.path, release)
-    visible = sum(c.score(corpus.grade(entry.assignment, c.id, ns)) for c in checks if not c.hidden)
+    visible = [(c, corpus.grade(entry.assignment, c.id, ns)) for c in checks if not c.hidden]
     out = {}
     for secret in secrets:
         seed = corpus.student_seed(entry.assignment, entry.name, secret)
-        hidden = sum(c.score(corpus.grade(entry.assignment, c.id, ns, seed)) for c in checks if c.hidden)
-        out[secret] = round(visible + hidden, 2)
+        verdicts = visible + [(c, corpus.grade(entry.assignment, c.id, ns, seed)) for c in checks if c.hidden]
+        total = round(sum(c.score(v) for c, v in verdicts), 2)
+        out[secret] = Graded(total, frozenset(named([v.message for _, v in verdicts])))
     return out
 
 
@@ -110,7 +128,15 @@ def refusals(assignment: str, release: dict[str, Any] | None = None, secrets: tu
             "(or list it in nbgrader_tools.mutants.PENDING while they are written)"
         )
     for entry in found:
-        for secret, total in totals(entry, release, secrets).items():
+        makes = {key for keys in entry.expected.mistakes.values() for key in keys}
+        for secret, result in graded(entry, release, secrets).items():
+            total = result.total
+            stray = sorted(result.named - makes)
+            if stray:
+                problems.append(
+                    f"{assignment}: a message of {entry.name} names {', '.join(stray)} under {secret!r}, "
+                    "a mistake the file does not make (its '# mistake:' lines): the hint points the wrong way"
+                )
             if entry.correct and total < full - 1e-9:
                 problems.append(f"{assignment}: the correct {entry.name} earns {total:g} of {full:g} under {secret!r}")
             if not entry.correct and total >= full - 1e-9:

@@ -65,6 +65,20 @@ def test_the_gate_names_a_surviving_mutant_a_failing_correct_file_and_a_missing_
     ]
 
 
+def test_the_gate_names_a_hint_that_points_the_wrong_way(tmp_path, monkeypatch):
+    """A message naming a usual mistake that its file does not make is refused under any secret,
+    with the file and the mistake named: here a file's '# mistake:' lines taken away."""
+    assignment = "hw3_queries_keys_values"
+    folder = _corpus_copy(tmp_path, monkeypatch, assignment)
+    path = folder / "k_times_q.py"
+    path.write_text("".join(line for line in path.read_text().splitlines(keepends=True) if "# mistake:" not in line))
+    secret = mutants.SECRETS[1]
+    assert mutants.refusals(assignment, secrets=(secret,)) == [
+        f"{assignment}: a message of k_times_q names transposed under {secret!r}, a mistake the file does not "
+        "make (its '# mistake:' lines): the hint points the wrong way"
+    ]
+
+
 def test_the_release_writes_nothing_when_the_gate_refuses(tmp_path, monkeypatch):
     """./course release grades the catalogue on the new release, in-process, before it writes
     exercises/ (nbgrader's generate_assignment stands in as a copy of the committed release)."""

@@ -17,18 +17,27 @@ from .weights import EDGE_SHARE, check_weight_rows, edge_rows, near, row_label, 
 def _mask_hint(w: np.ndarray, exp_w: np.ndarray, scores: np.ndarray, permitted: np.ndarray) -> str | None:
     """What a masked attention's wrong weights are, when they are masked the wrong way round; else None."""
     dtypes: set[np.dtype] = {exp_w.dtype, np.dtype(np.float64)}
+    zeroed = reference().softmax(scores, axis=-1) * permitted
     for renormalised in (_renormalised_after_softmax(scores.astype(t), permitted) for t in dtypes):
         if near(renormalised, exp_w) or not near(np.nan_to_num(w), renormalised):
             continue
         nothing = np.any(permitted, axis=-1) & ~np.any(renormalised != 0, axis=-1)
         i = row_label(tuple(int(t) for t in np.argwhere(nothing)[0]) if nothing.any() else ())
+        if near(w, zeroed):
+            # Renormalised or not, these weights are the same (each other query's forbidden weights are
+            # too small to show): name neither way of zeroing, only what both got wrong.
+            return (
+                f"query {i} gets no weight at all: a forbidden key scoring far above the permitted ones "
+                "took the whole softmax over every key and exp underflowed to 0 on every permitted key; "
+                "set the forbidden scores to -inf before the softmax, not the weights to 0 after it"
+            )
         return (
             f"query {i} gets no weight at all: {HINTS['renormalised_after_softmax']} "
             "and the rest renormalised, so a forbidden key scoring far above the permitted ones took "
             "the whole softmax and exp underflowed to 0 on every permitted key; set the forbidden "
             "scores to -inf before the softmax"
         )
-    if near(w, reference().softmax(scores, axis=-1) * permitted):
+    if near(w, zeroed):
         return (
             "the weights are the unmasked softmax with the forbidden keys set "
             f"to 0 afterwards, so the rest no longer sum to 1: {HINTS['masked_after_softmax']}; "
@@ -59,6 +68,13 @@ def check_attention(
     lib = reference()
     out, w = unpack(value, names, what)
     exp_out, exp_w = lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True)
+    if _transposed(w, exp_w):
+        # Named before the shape and the rows are judged: transposed weights have the shape (n_k, n_q),
+        # and their columns sum to 1, which would read as the softmax taken over the wrong axis.
+        try:
+            compare_arrays(w, exp_w, what=f"{what}, {names[1]}", rtol=attention_rtol(q, k))
+        except Mismatch as exc:
+            raise Mismatch(f"{exc}. Hint: they are {HINTS['transposed']}") from None
     check_form(w, exp_w, what=f"{what}, {names[1]}")
     check_form(out, exp_out, what=f"{what}, {names[0]}")
     permitted = np.ones(exp_w.shape, dtype=bool) if mask is None else np.broadcast_to(mask, exp_w.shape)
@@ -77,8 +93,8 @@ def check_attention(
         compare_arrays(w, exp_w, what=f"{what}, {names[1]}", rtol=rtol)
     except Mismatch as exc:
         guesses = [
-            ("they match softmax(Q K^T) without the scale 1/sqrt(d_k)", dict(scale=1.0)),
-            ("they match softmax(Q K^T / d_k): divide by sqrt(d_k), not d_k", dict(scale=1.0 / d_k)),
+            (f"they match softmax(Q K^T) {HINTS['no_scale']}", dict(scale=1.0)),
+            (f"they match softmax(Q K^T / d_k): {HINTS['scale_by_dk']}", dict(scale=1.0 / d_k)),
         ]
         for hint, kw in guesses:
             if d_k > 1 and near(w, lib.scaled_dot_product_attention(q, k, v, mask, return_weights=True, **kw)[1]):
@@ -88,17 +104,23 @@ def check_attention(
         named = (_mask_hint(w, exp_w, scores, permitted) if mask is not None else None) or softmax_hint(w, logits)
         if named:
             raise Mismatch(f"{exc}. Hint: {named}") from None
-        if w.shape[-1] == w.shape[-2] and near(np.swapaxes(w, -1, -2), exp_w):
-            raise Mismatch(f"{exc}. Hint: they are transposed: row i is query i, column j is key j") from None
         raise
     try:
         compare_arrays(out, exp_out, what=f"{what}, {names[0]}", scale=value_scale(v), rtol=rtol)
     except Mismatch as exc:
         if not near(out, w.astype(np.float64) @ v.astype(np.float64), rtol=1e-4):
-            raise Mismatch(f"{exc}. Hint: the output should be the weights times the values, weights @ v") from None
+            raise Mismatch(f"{exc}. Hint: {HINTS['output_not_weights_v']}") from None
         raise
     if edge is not None:
         raise Partial(edge, 1 - EDGE_SHARE)
+
+
+def _transposed(w: Any, expected: np.ndarray) -> bool:
+    """Are the weights ``w`` the expected ones with their last two axes swapped (and not the expected ones)?"""
+    if not isinstance(w, np.ndarray) or w.dtype.kind != "f" or w.ndim < 2 or expected.ndim < 2:
+        return False
+    swapped = np.swapaxes(w, -1, -2)
+    return swapped.shape == expected.shape and not near(w, expected) and near(swapped, expected)
 
 
 def _renormalised_after_softmax(scores: np.ndarray, permitted: np.ndarray) -> np.ndarray:

@@ -145,8 +145,8 @@ def softmax_hint(got: Any, z: np.ndarray) -> str | None:
             candidates.append(
                 (
                     soft(z64, -2, guard),
-                    "they match the softmax along axis -2 (each column sums to 1): the softmax "
-                    "was taken over the wrong axis; use axis=-1 (each row sums to 1)",
+                    f"they match the softmax along axis -2 (each column sums to 1): {HINTS['softmax_wrong_axis']}; "
+                    "use axis=-1 (each row sums to 1)",
                 )
             )
             if z.shape[-1] == z.shape[-2]:
@@ -154,8 +154,8 @@ def softmax_hint(got: Any, z: np.ndarray) -> str | None:
                 candidates.append(
                     (
                         e / e.sum(axis=-1)[..., None, :],
-                        "they match e / e.sum(axis=-1) without keepdims=True: the row sums were "
-                        "broadcast along the wrong axis (entry (i, j) divided by row j's sum); "
+                        f"they match e / e.sum(axis=-1) without keepdims=True: {HINTS['sum_without_keepdims']} "
+                        "(entry (i, j) divided by row j's sum); "
                         "write e.sum(axis=-1, keepdims=True)",
                     )
                 )
@@ -163,8 +163,8 @@ def softmax_hint(got: Any, z: np.ndarray) -> str | None:
                 candidates.append(
                     (
                         e / e.sum(axis=-1, keepdims=True),
-                        "they match subtracting np.max(z, axis=-1) without keepdims=True: row j's "
-                        "maximum was subtracted from column j; write np.max(z, axis=-1, keepdims=True)",
+                        "they match subtracting np.max(z, axis=-1) without keepdims=True: "
+                        f"{HINTS['max_without_keepdims']}; write np.max(z, axis=-1, keepdims=True)",
                     )
                 )
     # the rows with nothing permitted are judged on their own (edge_rows): compare the others
@@ -241,16 +241,16 @@ def check_weight_rows(
             ):
                 if np.allclose(live, factor, rtol=1e-4):
                     raise Mismatch(
-                        f"{message}. Hint: every {row} sums to {how}: the weights were scaled after "
-                        "the softmax; divide the scores by sqrt(d_k) before the softmax, so that "
+                        f"{message}. Hint: every {row} sums to {how}: {HINTS['scaled_after_softmax']}; "
+                        "divide the scores by sqrt(d_k) before the softmax, so that "
                         "each row of weights still sums to 1"
                     )
         if got.ndim >= 2 and got.shape[-2] > 1:
             cols = g.sum(axis=-2)
             if np.allclose(cols, 1, atol=max(tol, 1e-6)):
                 raise Mismatch(
-                    f"{message}. Hint: the columns sum to 1 (along axis -2): did you take the "
-                    f"softmax over the wrong axis? Each {row} must sum to 1: use axis=-1"
+                    f"{message}. Hint: the columns sum to 1 (along axis -2), so {HINTS['softmax_wrong_axis']}; "
+                    f"each {row} must sum to 1: use axis=-1"
                 )
         raise Mismatch(message)
 
