@@ -33,14 +33,29 @@ REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "hw2_stable_softmax"
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
 
-READ_KEY = (
-    "import json, sys; from pathlib import Path\n"
-    "from classgrader.assignments.course import load_assignment\n"
-    "from classgrader.pipeline import fingerprint\n"
-    "from classgrader.stages.grade import Settings\n"
-    "fp = fingerprint.of(Path.cwd(), load_assignment(Path.cwd(), sys.argv[1]), Settings())\n"
-    "print(json.dumps({'key': fp.key, 'inputs': fp.inputs}))\n"
-)
+# Reads the key after each change in turn, in one process that imports the copy's packages: the key
+# hashes what the files hold when it is computed, so each change is made, read and put back.
+READ_KEYS = """
+import json, os, sys
+from pathlib import Path
+from classgrader.assignments.course import load_assignment
+from classgrader.pipeline import fingerprint
+from classgrader.stages.grade import Settings
+keys = {}
+for label, relative, text, secret in json.loads(sys.stdin.read()):
+    os.environ["COURSE_GRADING_SECRET"] = secret
+    path = Path.cwd() / relative if relative else None
+    saved = path.read_bytes() if path else None
+    try:
+        if path:
+            path.write_bytes(saved + text.encode())  # a blank line keeps a notebook JSON, a module Python
+        fp = fingerprint.of(Path.cwd(), load_assignment(Path.cwd(), sys.argv[1]), Settings())
+        keys[label] = {"key": fp.key, "inputs": fp.inputs}
+    finally:
+        if path:
+            path.write_bytes(saved)
+print(json.dumps(keys))
+"""
 
 
 #: Each input of the key -> a file whose change changes it.
@@ -77,66 +92,64 @@ def append(course: Path, relative: str, text: str) -> None:
     path.write_bytes(path.read_bytes() + text.encode())
 
 
-def read_key(course: Path, secret: str = "test-secret") -> dict:
-    env = {**env_for(course), "COURSE_GRADING_SECRET": secret}
+SECRET = "test-secret"
+CHANGE = "\n# changed\n"
+
+
+def read_keys(course: Path, changes: list[tuple[str, str, str, str]]) -> dict[str, dict]:
+    """The key after each (label, file, text appended, secret), each change put back before the next."""
     done = subprocess.run(
-        [sys.executable, "-c", READ_KEY, ASSIGNMENT], cwd=course, env=env, capture_output=True, text=True
+        [sys.executable, "-c", READ_KEYS, ASSIGNMENT],
+        cwd=course,
+        env=env_for(course),
+        input=json.dumps(changes),
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory) -> Path:
-    return copy_course(tmp_path_factory.mktemp("fingerprint") / "course")
+def keys(tmp_path_factory) -> dict[str, dict]:
+    """The copy's key unchanged (``baseline``), after each change named above, and under another secret."""
+    course = copy_course(tmp_path_factory.mktemp("fingerprint") / "course")
+    changes = [("baseline", "", "", SECRET), ("another secret", "", "", "another-secret")]
+    changes += [(name, rel, "\n" if name in ("release", "source") else CHANGE, SECRET) for name, rel in CHANGES.items()]
+    changes += [(rel, rel, CHANGE, SECRET) for rel in [*MORE_CHANGES, *UNRELATED.values()]]
+    return read_keys(course, changes)
 
 
-@pytest.fixture(scope="module")
-def baseline(course) -> dict:
-    return read_key(course)
-
-
-def test_the_copy_has_the_repositorys_key(baseline, monkeypatch):
+def test_the_copy_has_the_repositorys_key(keys, monkeypatch):
     """The key hashes what the files hold, not where the course lies."""
-    monkeypatch.setenv("COURSE_GRADING_SECRET", "test-secret")
+    monkeypatch.setenv("COURSE_GRADING_SECRET", SECRET)
     here = fingerprint.of(REPO, load_assignment(REPO, ASSIGNMENT), Settings())
-    assert set(baseline["inputs"]) == set(fingerprint.INPUTS)
-    assert baseline["key"] == here.key
+    assert set(keys["baseline"]["inputs"]) == set(fingerprint.INPUTS)
+    assert keys["baseline"]["key"] == here.key
 
 
-def _changed(course: Path, relative: str, text: str = "\n# changed\n") -> dict:
-    """The key with ``text`` added at the end of ``relative``, which is put back afterwards."""
-    path = course / relative
-    saved = path.read_bytes()
-    try:
-        append(course, relative, text)
-        return read_key(course)
-    finally:
-        path.write_bytes(saved)
+def _changed_inputs(keys: dict[str, dict], label: str) -> list[str]:
+    return fingerprint.Fingerprint(keys[label]["inputs"]).changed_since(keys["baseline"]["inputs"])
 
 
 @pytest.mark.parametrize("name", list(CHANGES))
-def test_changing_an_input_changes_the_key_and_names_it(course, baseline, name):
-    after = _changed(course, CHANGES[name], "\n" if name in ("release", "source") else "\n# changed\n")
-    assert after["key"] != baseline["key"]
-    assert fingerprint.Fingerprint(after["inputs"]).changed_since(baseline["inputs"]) == [name]
+def test_changing_an_input_changes_the_key_and_names_it(keys, name):
+    assert keys[name]["key"] != keys["baseline"]["key"]
+    assert _changed_inputs(keys, name) == [name]
 
 
 @pytest.mark.parametrize("relative", list(MORE_CHANGES))
-def test_other_code_that_decides_a_score_changes_the_key(course, baseline, relative):
-    after = _changed(course, relative)
-    assert fingerprint.Fingerprint(after["inputs"]).changed_since(baseline["inputs"]) == [MORE_CHANGES[relative]]
+def test_other_code_that_decides_a_score_changes_the_key(keys, relative):
+    assert _changed_inputs(keys, relative) == [MORE_CHANGES[relative]]
 
 
-def test_another_secret_changes_the_key(course, baseline):
-    after = read_key(course, secret="another-secret")
-    assert fingerprint.Fingerprint(after["inputs"]).changed_since(baseline["inputs"]) == ["secret"]
+def test_another_secret_changes_the_key(keys):
+    assert _changed_inputs(keys, "another secret") == ["secret"]
 
 
 @pytest.mark.parametrize("what", list(UNRELATED))
-def test_a_file_that_decides_no_score_leaves_the_key(course, baseline, what):
-    after = _changed(course, UNRELATED[what])
-    assert after["key"] == baseline["key"]
+def test_a_file_that_decides_no_score_leaves_the_key(keys, what):
+    assert keys[UNRELATED[what]]["key"] == keys["baseline"]["key"]
 
 
 @pytest.fixture(scope="module")
