@@ -467,6 +467,14 @@ BLOCK_HINTS = {
     ),
 }
 
+#: This module's named mistakes as usual-mistake keys, "hw10.<piece>.<mistake>" -> the table's hint
+#: (grading.authoring.all_hints reads them alongside HINTS, so the corpus declares them by key).
+MISTAKES: dict[str, str] = {
+    **{f"hw10.ln.{k}": h for k, h in LN_HINTS.items()},
+    **{f"hw10.ffn.{k}": h for k, h in FFN_HINTS.items()},
+    **{f"hw10.block.{k}": h for k, (_, h) in BLOCK_HINTS.items()},
+}
+
 
 def block_tolerance(
     x: np.ndarray,

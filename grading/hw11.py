@@ -314,6 +314,13 @@ LAYER_HINTS = {
     "no_scale": "it matches scores without the scale: divide q k^T by sqrt(d_head), the width of one head",
 }
 
+#: This module's named mistakes as usual-mistake keys, "hw11.<piece>.<mistake>" -> the table's hint
+#: (grading.authoring.all_hints reads them alongside HINTS, so the corpus declares them by key).
+MISTAKES: dict[str, str] = {
+    **{f"hw11.score.{k}": h for k, (_, h) in SCORE_HINTS.items()},
+    **{f"hw11.layer.{k}": h for k, h in LAYER_HINTS.items()},
+}
+
 
 def layer_tolerance(x: np.ndarray, w_q: Any, w_k: Any, w_v: Any, w_o: Any) -> tuple[float, np.ndarray]:
     """(rtol, scale) of a layer's output; see the module's docstring."""

@@ -26,7 +26,7 @@ from release_run import before_submit_points
 import grading
 import grading.notebook
 import lib
-from grading.authoring import HINTS
+from grading.authoring import all_hints
 from grading.plain import decode, encode, make_case
 from grading.run import run_cases
 from grading.watch import CallWatch
@@ -407,13 +407,13 @@ def test_fixture_submissions_earn_what_they_say(assignment, path):
             assert text in verdicts[cid].message, (cid, text, verdicts[cid].message)
     for cid, verdict in verdicts.items():
         # each usual mistake a message names is one the file makes: no hint points the wrong way
-        named = {key for key, phrase in HINTS.items() if phrase in verdict.message}
+        named = {key for key, phrase in all_hints().items() if phrase in verdict.message}
         assert named == set(expected.mistakes.get(cid, [])), (cid, named, verdict.message)
 
 
 def test_every_usual_mistake_a_message_can_name_is_made_by_a_corpus_file():
     declared = {key for _, path in subs.fixtures() for keys in subs.parse(path)[0].mistakes.values() for key in keys}
-    assert declared == set(HINTS), set(HINTS) ^ declared
+    assert declared == set(all_hints()), set(all_hints()) ^ declared
 
 
 @pytest.mark.parametrize("assignment", subs.ASSIGNMENTS)
