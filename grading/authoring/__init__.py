@@ -13,7 +13,8 @@ which forbidden key gets weight, whether the scale was left out.
 - :mod:`~grading.authoring.judging`: :func:`judge_each` (each case an equal share; the dtype,
   in-place and edge shares) and :func:`unpack`;
 - :mod:`~grading.authoring.tolerances`: tolerances derived from the dtype and the size of the logits;
-- :mod:`~grading.authoring.hints`: the usual mistakes' phrases, each under a key (:data:`HINTS`, and with the assignments' own tables :func:`all_hints`);
+- :mod:`~grading.authoring.hints`: the usual mistakes' phrases, each under a key (:data:`HINTS`;
+  with the assignments' own tables, :func:`all_hints`);
 - :mod:`~grading.authoring.weights`: rows of softmax weights and their usual mistakes;
 - :mod:`~grading.authoring.attention`: an attention output and weights and their usual mistakes.
 
