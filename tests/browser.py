@@ -248,8 +248,12 @@ async () => {
     // A page that keeps setting short timers forever is given 3 s.
     for (let i = 0; i < 300 && window.__courseShortTimers() > 0; i++) await sleep(10);
   };
+  const stage = (what) => { window.__courseSettling = what; };
+  stage('MathJax');
   await typeset();
+  stage('the short timers');
   await timers();
+  stage('the scroll through the page');
   // Scroll through the page as a reader would: lazy images load, and everything
   // is laid out on screen once (fonts, for one, load when text needs them).
   for (let y = 0; y < document.body.scrollHeight; y += window.innerHeight) {
@@ -260,6 +264,7 @@ async () => {
   await frame();
   const views = document.querySelectorAll(
     'script[type="application/vnd.jupyter.widget-view+json"]').length;
+  stage('the widgets');
   for (let i = 0; i < 500 && document.querySelectorAll('.widget-subarea').length < views; i++) {
     await sleep(20);
   }
@@ -268,13 +273,30 @@ async () => {
   // Every image has arrived (or failed) and every font in use has loaded: the
   // page's own resources, waited for by name. A wait for an idle network would
   // never end on a page that keeps a request open, and proves nothing more.
-  await Promise.all([...document.images].filter((img) => !img.complete).map(
-    (img) => new Promise((r) => { img.addEventListener('load', r); img.addEventListener('error', r); })));
+  // A lazy image the scroll passed too fast to start (a busy machine draws few
+  // frames) would never load: each one still missing is asked for now.
+  stage('the images');
+  await Promise.all([...document.images].filter((img) => !img.complete).map((img) => {
+    const arrived = new Promise((r) => { img.addEventListener('load', r); img.addEventListener('error', r); });
+    img.loading = 'eager';
+    return arrived;
+  }));
+  stage('the fonts');
   await document.fonts.ready;
   return true;
 }
 """
 )
+
+# SETTLE_JS bounded: a page that never settles fails, naming what it was waiting for.
+SETTLE_BOUNDED_JS = f"""
+() => Promise.race([
+  ({SETTLE_JS.strip()})(),
+  new Promise((_, fail) => setTimeout(() => fail(new Error(
+    'the page did not settle in {WAIT_LIMIT_MS // 1000} s; it was waiting for ' + window.__courseSettling)),
+    {WAIT_LIMIT_MS})),
+])
+"""
 
 
 # Resolves after two frames have been drawn (whatever a scroll or resize
@@ -474,7 +496,7 @@ class BookBrowser:
         page.goto(url, wait_until="load")
         if is_redirect(self.server.file_for(url)):  # index.html: go on to its target
             page.wait_for_url(lambda now: now != url, wait_until="load")
-        page.evaluate(SETTLE_JS)
+        page.evaluate(SETTLE_BOUNDED_JS)
         SESSION["pages_opened"].add(path)
         return page, log
 
