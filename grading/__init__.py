@@ -167,7 +167,7 @@ Adding an assignment (hwN)
 """
 
 from .compare import Verdict
-from .registry import ASSIGNMENTS, all_checks, checks_for, get_check
+from .registry import ASSIGNMENTS, all_checks, all_hints, checks_for, get_check
 from .run import run_cases
 
-__all__ = ["ASSIGNMENTS", "Verdict", "all_checks", "checks_for", "get_check", "run_cases"]
+__all__ = ["ASSIGNMENTS", "Verdict", "all_checks", "all_hints", "checks_for", "get_check", "run_cases"]

@@ -468,7 +468,7 @@ BLOCK_HINTS = {
 }
 
 #: This module's named mistakes as usual-mistake keys, "hw10.<piece>.<mistake>" -> the table's hint
-#: (grading.authoring.all_hints reads them alongside HINTS, so the corpus declares them by key).
+#: (grading.all_hints reads them alongside HINTS, so the corpus declares them by key).
 MISTAKES: dict[str, str] = {
     **{f"hw10.ln.{k}": h for k, h in LN_HINTS.items()},
     **{f"hw10.ffn.{k}": h for k, h in FFN_HINTS.items()},

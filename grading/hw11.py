@@ -315,7 +315,7 @@ LAYER_HINTS = {
 }
 
 #: This module's named mistakes as usual-mistake keys, "hw11.<piece>.<mistake>" -> the table's hint
-#: (grading.authoring.all_hints reads them alongside HINTS, so the corpus declares them by key).
+#: (grading.all_hints reads them alongside HINTS, so the corpus declares them by key).
 MISTAKES: dict[str, str] = {
     **{f"hw11.score.{k}": h for k, (_, h) in SCORE_HINTS.items()},
     **{f"hw11.layer.{k}": h for k, h in LAYER_HINTS.items()},

@@ -181,7 +181,7 @@ DECODE_HINTS = {
 }
 
 #: This module's named mistakes as usual-mistake keys, "hw12.<piece>.<mistake>" -> the table's hint
-#: (grading.authoring.all_hints reads them alongside HINTS, so the corpus declares them by key).
+#: (grading.all_hints reads them alongside HINTS, so the corpus declares them by key).
 MISTAKES: dict[str, str] = {
     **{f"hw12.rotate.{k}": h for k, h in ROTATE_HINTS.items()},
     **{f"hw12.gqa.{k}": h for k, h in GQA_HINTS.items()},

@@ -11,9 +11,10 @@ from __future__ import annotations
 from importlib import import_module
 from types import ModuleType
 
+from .authoring.hints import HINTS
 from .check import Check
 
-__all__ = ["ASSIGNMENTS", "MODULES", "all_checks", "checks_for", "get_check"]
+__all__ = ["ASSIGNMENTS", "MODULES", "all_checks", "all_hints", "checks_for", "get_check"]
 
 #: The assignment modules (``grading/<name>.py``), in course order.
 MODULES = ("hw1", "hw2", "hw3", "hw4", "hw5", "hw6", "hw7", "hw8", "hw9", "hw10", "hw11", "hw12")
@@ -43,3 +44,17 @@ def get_check(assignment: str, check_id: str) -> Check:
 def all_checks() -> dict[str, list[Check]]:
     """Every assignment's checks, by assignment name."""
     return {name: checks_for(name) for name in ASSIGNMENTS}
+
+
+def all_hints() -> dict[str, str]:
+    """Every usual mistake a message can name, key -> the phrase every message naming it contains:
+    :data:`~grading.authoring.hints.HINTS`, and the ``MISTAKES`` of each assignment module that keeps
+    its own table (keyed ``"hwN.<piece>.<mistake>"``, each phrase still kept in its table)."""
+    out = dict(HINTS)
+    for module in ASSIGNMENTS.values():
+        mistakes = getattr(module, "MISTAKES", {})
+        clash = set(out) & set(mistakes)
+        if clash:
+            raise ValueError(f"{module.__name__}.MISTAKES reuses the keys {sorted(clash)}")
+        out.update(mistakes)
+    return out

@@ -54,7 +54,7 @@ class Expected:
     points: dict[str, tuple[float, float] | None] = field(default_factory=dict)
     #: grade_id -> texts its message must contain.
     messages: dict[str, list[str]] = field(default_factory=dict)
-    #: grade_id -> keys of grading.authoring.all_hints(): the mistakes its message names, and no other.
+    #: grade_id -> keys of grading.all_hints(): the mistakes its message names, and no other.
     mistakes: dict[str, list[str]] = field(default_factory=dict)
 
     def bounds(self, grade_id: str, full: float) -> tuple[float, float]:

@@ -9,7 +9,7 @@ correct files are the other side: each must earn full marks.
 Each file is graded in-process (as the tests grade the corpus) as the student named after it
 under each of :data:`SECRETS`, so that a mistake cannot pass for luck of one seed's hidden inputs.
 :func:`refusals` lists what stops a release: a mutant earning full marks under a secret, a correct
-file that does not, a message naming a usual mistake (a key of ``grading.authoring.all_hints()``) that
+file that does not, a message naming a usual mistake (a key of ``grading.all_hints()``) that
 its file does not declare (a hint pointing the wrong way, under the hidden inputs of any secret), or
 an assignment with no mutant at all. ``./course release`` refuses an
 assignment with any (``nbgrader_tools.scratch_course.release``); ``tests/test_mutants.py`` holds
@@ -82,7 +82,7 @@ class Graded:
 
     #: its points out of the assignment's total
     total: float
-    #: the usual mistakes (keys of ``grading.authoring.all_hints()``) that any of its messages names
+    #: the usual mistakes (keys of ``grading.all_hints()``) that any of its messages names
     named: frozenset[str]
 
 
@@ -91,9 +91,8 @@ def graded(
 ) -> dict[str, Graded]:
     """The file graded under each of ``secrets`` (the visible checks do not depend on the secret: graded once)."""
     import grading
-    from grading.authoring import all_hints
 
-    hints = all_hints()
+    hints = grading.all_hints()
 
     def named(messages: list[str]) -> set[str]:
         return {key for key, phrase in hints.items() if any(phrase in m for m in messages)}

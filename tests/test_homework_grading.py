@@ -26,7 +26,7 @@ from release_run import before_submit_points
 import grading
 import grading.notebook
 import lib
-from grading.authoring import all_hints
+from grading import all_hints
 from grading.plain import decode, encode, make_case
 from grading.run import run_cases
 from grading.watch import CallWatch

@@ -14,7 +14,7 @@ which forbidden key gets weight, whether the scale was left out.
   in-place and edge shares) and :func:`unpack`;
 - :mod:`~grading.authoring.tolerances`: tolerances derived from the dtype and the size of the logits;
 - :mod:`~grading.authoring.hints`: the usual mistakes' phrases, each under a key (:data:`HINTS`;
-  with the assignments' own tables, :func:`all_hints`);
+  with the assignments' own tables, :func:`grading.all_hints`);
 - :mod:`~grading.authoring.weights`: rows of softmax weights and their usual mistakes;
 - :mod:`~grading.authoring.attention`: an attention output and weights and their usual mistakes.
 
@@ -23,7 +23,7 @@ Everything here is numpy only; ``lib`` is imported inside the judges, through
 """
 
 from .attention import check_attention, value_scale
-from .hints import HINTS, all_hints
+from .hints import HINTS
 from .inputs import BATCHES, DTYPES, describe_inputs, generator, normal, sentence_qkv
 from .judging import CaseJudge, judge_each, unpack
 from .tolerances import attention_rtol, logit_rtol, row_sum_tol
@@ -43,7 +43,6 @@ __all__ = [
     "DTYPES",
     "EDGE_SHARE",
     "HINTS",
-    "all_hints",
     "attention_rtol",
     "check_attention",
     "check_weight_rows",

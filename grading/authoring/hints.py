@@ -75,19 +75,3 @@ HINTS: dict[str, str] = {
     # blocked attention that keeps only the last block's state
     "last_block_only": "attention over the last block only",
 }
-
-
-def all_hints() -> dict[str, str]:
-    """Every usual mistake a message can name, key -> the phrase every message naming it contains:
-    :data:`HINTS` and the named mistakes of the assignment modules that keep their own tables
-    (their ``MISTAKES``, keyed ``"hwN.<piece>.<mistake>"``, each phrase still kept in its table)."""
-    # imported here: the assignment modules import this package
-    from .. import hw10, hw11, hw12
-
-    out = dict(HINTS)
-    for module in (hw10, hw11, hw12):
-        clash = set(out) & set(module.MISTAKES)
-        if clash:
-            raise ValueError(f"{module.__name__}.MISTAKES reuses the keys {sorted(clash)}")
-        out.update(module.MISTAKES)
-    return out
