@@ -233,6 +233,7 @@ def hub() -> Iterator[Hub]:
     learner = f"learner{secrets.token_hex(3)}"
     process = None
     proxy_pid = None
+    term = None
     try:
         term = Term(root)
         (root / "roster.txt").write_text(learner + "\n")
@@ -267,6 +268,8 @@ def hub() -> Iterator[Hub]:
         yield h
     finally:
         left: list[str] = []
+        if term is not None:
+            term.session.close()
         if process is not None:
             stop(process)  # the hub stops the learner's server and its proxy on the way out
         if proxy_pid is not None and _alive(proxy_pid):
