@@ -24,14 +24,14 @@ c.Execute.shutdown_kernel = "immediate"
 # assignment into reports/<assignment>/ (student_scores.csv, canvas_import.csv, moodle_import.csv).
 c.ExportPlugin.to = "nbgrader_export.csv"
 
-# The course secret that seeds each learner's hidden tests (grading/seeds.py):
+# The course secret that seeds each learner's hidden tests (sdpa_course/grading/seeds.py):
 # seed = HMAC-SHA256(secret, assignment + student), used alike by `nbgrader
 # autograde` (the hidden test cells) and `./course grade`. There is no public
 # default: with none configured, the first `./course grade` makes one in
 # ~/.config/sdpa-course/<course id>/grading-secret (mode 600) and appends its
 # c.CourseGrading.secret_file line at the end of this file. To choose the place
 # yourself, make one with
-#   python -m grading new-secret ~/.config/sdpa-course/grading-secret
+#   python -m sdpa_course.grading new-secret ~/.config/sdpa-course/grading-secret
 # and name it here (never in the repository, a release or exercises/):
 # c.CourseGrading.secret_file = "~/.config/sdpa-course/grading-secret"
 

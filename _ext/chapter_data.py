@@ -13,9 +13,11 @@ inputs and hashes their contents:
 - the files its source names in quotes ("01_self_attention.quiz.json",
   "../benchmarks/results/attention_speed_memory.json": a relative path to a
   file that exists, inside the book);
-- every module (``.py`` file) of each package of the book (a folder at its
-  root with an ``__init__.py``, such as ``lib/`` and ``teaching/``) that the
-  page imports, and of each such package that those import in turn.
+- every module (``.py`` file) of each package of the book (a folder with an
+  ``__init__.py``, such as ``sdpa_course/lib/`` and ``sdpa_course/teaching/``)
+  that the page imports, and of each such package that those import in turn;
+  a subpackage counts alone (``from sdpa_course import lib`` is ``sdpa_course/lib/``
+  and ``sdpa_course/__init__.py``, not the graders beside it).
 
 When that hash differs from the one of the last build, the page's records in
 the execution cache are removed and the page is read again, so it is executed
@@ -45,8 +47,11 @@ logger = logging.getLogger(__name__)
 STATE_NAME = "chapter_data.json"
 # A quoted relative path with a file extension: "x.quiz.json", '../a/b.json'.
 QUOTED_PATH = re.compile(r"""["']([A-Za-z0-9_.][A-Za-z0-9_./-]*\.[A-Za-z0-9]+)["']""")
-# An import statement at the start of a line of code: "import lib", "from teaching.figures import heatmap".
-IMPORT_LINE = re.compile(r"^[ \t]*(?:import[ \t]+([\w., \t]+)|from[ \t]+(\w[\w.]*)[ \t]+import\b)", re.MULTILINE)
+# An import statement at the start of a line of code: "import numpy as np, lib",
+# "from sdpa_course import lib", "from sdpa_course.teaching.figures import heatmap".
+IMPORT_LINE = re.compile(
+    r"^[ \t]*(?:import[ \t]+([\w., \t]+)|from[ \t]+(\w[\w.]*)[ \t]+import[ \t]+\(?([\w, \t]*))", re.MULTILINE
+)
 
 
 def data_files(source: Path, root: Path) -> list[Path]:
@@ -60,26 +65,28 @@ def data_files(source: Path, root: Path) -> list[Path]:
     return sorted(found)
 
 
-def _top_names(text: str) -> set[str]:
-    """The top-level names of the modules that the import lines of ``text`` import."""
+def _first_words(names: str) -> list[str]:
+    """``"a.b as x, c"`` -> ``["a.b", "c"]``."""
+    return [part.split()[0] for part in names.split(",") if part.split()]
+
+
+def _imported_names(text: str) -> set[str]:
+    """The dotted names that the import lines of ``text`` import (``from a import b`` gives ``a.b``)."""
     names = set()
-    for plain, origin in IMPORT_LINE.findall(text):
-        for part in plain.split(",") if plain else [origin]:
-            words = part.split()  # "teaching.figures as tf" -> its first word's top name
-            if words:
-                names.add(words[0].split(".")[0])
+    for plain, origin, imported in IMPORT_LINE.findall(text):
+        names |= set(_first_words(plain)) if plain else {f"{origin}.{name}" for name in _first_words(imported)}
     return names
 
 
 def _package_imports(package: Path) -> set[str]:
-    """The top-level names that the modules of ``package`` import (absolute imports)."""
+    """The dotted names that the modules of ``package`` import (absolute imports)."""
     names = set()
     for module in _modules(package):
         for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
-                names |= {alias.name.split(".")[0] for alias in node.names}
+                names |= {alias.name for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names.add(node.module.split(".")[0])
+                names |= {f"{node.module}.{alias.name}" for alias in node.names}
     return names
 
 
@@ -91,24 +98,33 @@ def module_files(source: Path, root: Path) -> list[Path]:
     """The modules of the book's packages that ``source`` imports, directly or through one another.
 
     A package counts whole: a page that imports ``lib`` depends on every
-    module of ``lib/``, since any of them may feed what it prints.
+    module of ``sdpa_course/lib/``, since any of them may feed what it prints.
     """
     root = root.resolve()
 
-    def local(name: str) -> Path | None:
-        folder = root / name
-        return folder if (folder / "__init__.py").is_file() else None
+    def local(name: str) -> list[Path]:
+        """The book's package folders a dotted name goes through, outermost first."""
+        folders: list[Path] = []
+        for part in name.split("."):
+            folder = (folders[-1] if folders else root) / part
+            if not (folder / "__init__.py").is_file():
+                break
+            folders.append(folder)
+        return folders
 
-    todo = sorted(_top_names(source.read_text(encoding="utf-8")))
-    packages: dict[str, Path] = {}
+    todo = sorted(_imported_names(source.read_text(encoding="utf-8")))
+    packages: set[Path] = set()  # imported whole
+    parents: set[Path] = set()  # only their __init__.py runs
     while todo:
-        name = todo.pop()
-        folder = local(name)
-        if name in packages or folder is None:
+        folders = local(todo.pop())
+        if not folders or folders[-1] in packages:
             continue
-        packages[name] = folder
-        todo += sorted(_package_imports(folder) - set(packages))
-    return [module for name in sorted(packages) for module in _modules(packages[name])]
+        packages.add(folders[-1])
+        parents |= set(folders[:-1])
+        todo += sorted(_package_imports(folders[-1]))
+    files = {module for folder in packages for module in _modules(folder)}
+    files |= {folder / "__init__.py" for folder in parents}
+    return sorted(files)
 
 
 def read_state(cache_dir: Path) -> dict[str, str]:

@@ -17,7 +17,7 @@ copy the formulas would then show as raw TeX. This extension (listed under
   after ``widgets-setup.js``, which makes the manager find its fonts there,
   gives the explorers' saved plots alt text and typesets widget labels with
   the page's MathJax 3.
-- The chapters' explorers (``teaching/explorer.py``) are told, through the
+- The chapters' explorers (``sdpa_course/teaching/explorer.py``) are told, through the
   environment variable ``TEACHING_EXPLORERS=static`` that the kernels running
   the chapters inherit, to emit their static form: every setting drawn at
   build time and swapped by a few lines of JavaScript, no widget state.
@@ -45,7 +45,7 @@ HERE = Path(__file__).resolve().parent
 NODE_MODULES = HERE / "node_modules"
 LOCK = HERE / "package-lock.json"
 
-# Read by teaching/explorer.py (MODE_VARIABLE) in the kernels that run the chapters.
+# Read by sdpa_course/teaching/explorer.py (MODE_VARIABLE) in the kernels that run the chapters.
 EXPLORER_MODE_VARIABLE = "TEACHING_EXPLORERS"
 
 # npm package -> files (relative to the package) served under _static/widgets.
@@ -138,7 +138,7 @@ def write_study_catalog(chapters: Path, target: Path) -> None:
     """Every chapter's question and card ids, and the cards' text, for the
     progress and review pages (teaching.study.catalog_script). Written at
     every build from the current files, so that no page shows an old deck."""
-    from teaching.study import StudyDataError, catalog_script
+    from sdpa_course.teaching.study import StudyDataError, catalog_script
 
     try:
         target.write_text(catalog_script(chapters), encoding="utf-8")
@@ -187,7 +187,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     # flashcards appendix, say): load the local MathJax on every page.
     app.set_html_assets_policy("always")
     # The kernels that execute the chapters inherit this: explorers emit their
-    # static HTML form (see teaching/explorer.py), not live widgets.
+    # static HTML form (see sdpa_course/teaching/explorer.py), not live widgets.
     os.environ[EXPLORER_MODE_VARIABLE] = "static"
     switch_off_thebe(app)
     app.connect("config-inited", configure)

@@ -2,7 +2,7 @@
 // versioned key): quiz answers per chapter, chapters marked done, and the
 // flashcards' review schedule. Nothing is sent anywhere.
 //
-// The pages say what they hold (teaching/study.py writes it): each quiz is
+// The pages say what they hold (sdpa_course/teaching/study.py writes it): each quiz is
 // preceded by <script class="study-quiz-data"> (the chapter, and each question's
 // id and options); the progress and review pages read the catalogue of every
 // chapter's question and card ids (_static/study/catalog.js). Answers are

@@ -12,7 +12,7 @@ ratio (taken round by round, each from calls of the same round).
    score matrix) on float32 inputs of shape (16, 1024, 64) (batch x heads =
    16, n = 1024, d = 64), each against the time of the two matrix products
    ``Q K^T`` and ``P V`` run the way it runs them: the reference on the whole
-   matrices, blocked attention tile by tile (``lib.tiles.tile_steps``, the
+   matrices, blocked attention tile by tile (``tiles.tile_steps``, the
    tiles it computes, causal or not) with nothing between the products. The
    products' time is a yardstick measured on the same machine, not a bound;
    where PyTorch is installed, ``torch.nn.functional.scaled_dot_product_attention``
@@ -76,8 +76,8 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing the course
 
-import lib  # noqa: E402
-import lib.tiles  # noqa: E402
+from sdpa_course import lib  # noqa: E402
+from sdpa_course.lib import tiles  # noqa: E402
 
 try:
     import torch
@@ -155,11 +155,11 @@ def summary(times: dict[str, list[float]]) -> dict[str, dict[str, float]]:
 
 
 def tiled_products(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, tile: lib.tiles.Tile, is_causal: bool
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, tile: tiles.Tile, is_causal: bool
 ) -> list[tuple[int, int]]:
     """blocked attention's two products alone, run the way it runs them; returns the tiles' shapes.
 
-    The same tiles (``lib.tiles.tile_steps``), the same groups of heads and
+    The same tiles (``tiles.tile_steps``), the same groups of heads and
     the same shapes: a block of scaled queries times a tile of keys, then the
     tile times the values with a column of ones (the row sums of the
     shift-free path), added into the block's accumulator. Nothing happens
@@ -171,7 +171,7 @@ def tiled_products(
     v_ones = np.ones((*v.shape[:-1], d_v + 1), dtype=v.dtype)
     v_ones[..., :d_v] = v
     factor = np.float32(1 / np.sqrt(q.shape[-1]))
-    steps = list(lib.tiles.tile_steps(n_q, n_k, tile, is_causal))
+    steps = list(tiles.tile_steps(n_q, n_k, tile, is_causal))
     shapes = []
     for h0 in range(0, q.shape[0], tile.heads):
         heads = slice(h0, h0 + tile.heads)
@@ -188,9 +188,9 @@ def tiled_products(
     return shapes
 
 
-def chosen_tile(shape: tuple[int, ...], side: int | None = None) -> lib.tiles.Tile:
+def chosen_tile(shape: tuple[int, ...], side: int | None = None) -> tiles.Tile:
     """The tile blocked attention takes for ``shape`` (heads, n, d), from the cache, or of ``side``."""
-    return lib.tiles.choose_tile(shape[-2], shape[-2], shape[-1], shape[-1], 4, heads=_heads(shape), side=side)
+    return tiles.choose_tile(shape[-2], shape[-2], shape[-1], shape[-1], 4, heads=_heads(shape), side=side)
 
 
 def measure_speed(shape: tuple[int, ...], rounds: int) -> dict:
@@ -472,8 +472,8 @@ def machine() -> dict:
         "blas": _blas(),
         "environment": {key: val for key, val in os.environ.items() if key.startswith(("OPENBLAS_", "OMP_", "MKL_"))},
         "torch": None if torch is None else {"version": torch.__version__, "threads": torch.get_num_threads()},
-        "caches": lib.tiles.cache_sizes(),
-        "tile_budget_bytes": lib.tiles.tile_budget_bytes(),
+        "caches": tiles.cache_sizes(),
+        "tile_budget_bytes": tiles.tile_budget_bytes(),
     }
     try:
         from threadpoolctl import threadpool_info

@@ -47,7 +47,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run from a checkout without installing the course
-# Every benchmark grades with a course secret of its own (grading/seeds.py), so that no run makes
+# Every benchmark grades with a course secret of its own (sdpa_course/grading/seeds.py), so that no run makes
 # one in the instructor's home or names it in this repository's nbgrader_config.py.
 os.environ.setdefault("COURSE_GRADING_SECRET", "benchmark-secret")
 

@@ -27,7 +27,7 @@ ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", 
 CHILD = """
 import json, time
 import numpy as np
-from lib import tiny_lm
+from sdpa_course.lib import tiny_lm
 cfg = tiny_lm.Config()
 cpu0, wall0 = time.process_time(), time.perf_counter()
 run = tiny_lm.train(cfg)

@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
 def _prepare(args: argparse.Namespace) -> _Prepared:
     """The course's settings with the command line's on top, the late policy, the LMS options, the secret."""
     from classgrader.assignments import secret
-    from grading import seeds
+    from sdpa_course.grading import seeds
 
     try:
         course = settings.read(args.course, overrides(args))

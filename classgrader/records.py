@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, cast
 
 if TYPE_CHECKING:  # the cases are grading's; this module stays importable without it
-    from grading.plain import Case
+    from sdpa_course.grading.plain import Case
 
 # --------------------------------------------------------------------------
 # Statuses

@@ -46,7 +46,7 @@ from traitlets.config.loader import LazyConfigValue
 from classgrader.sandbox.limits import Limits
 from classgrader.sandbox.mode import MODES
 from classgrader.setting_values import Address, BadSetting, Choice, Duration, File, PerAssignment, Points, Size, Zone
-from grading.seeds import CONFIG, read_config
+from sdpa_course.grading.seeds import CONFIG, read_config
 
 PERIODS = {"hour": 3600, "day": 86400}
 SANDBOX_MODES = ("auto", *MODES)

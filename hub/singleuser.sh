@@ -2,8 +2,8 @@
 # The hub's single-user environment: what every learner's and instructor's JupyterLab
 # runs from. JupyterLab, nbgrader with its JupyterLab extensions (assignment list,
 # validate, formgrader) and JupyterHub's single-user server, at the course's pinned
-# versions, and the learner kit (its pinned requirements, then its wheel: lib,
-# teaching and grading), installed with the kit's own two lines.
+# versions, and the learner kit (its pinned requirements, then its wheel: the
+# course package sdpa_course), installed with the kit's own two lines.
 #
 # Run as root in a clone of the course, after ./course kit (which writes the kit
 # into _build/html/kit):

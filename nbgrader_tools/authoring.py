@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 
-from grading import ASSIGNMENTS, checks_for
+from sdpa_course.grading import ASSIGNMENTS, checks_for
 
 from .cells import SELF_CHECK_ID, nbgrader_meta, self_check_source
 from .generated import GENERATED

@@ -84,7 +84,7 @@ def self_check_source(short: str) -> str:
 # kinds on fresh random inputs, and says what passed and what each failure means.
 # It is not graded and changes nothing.
 try:
-    from grading import {short}
+    from sdpa_course.grading import {short}
 except ImportError:
     print("The checks come with the course's learner kit: install it (see Start here at the top "
           "of this notebook) or use Run in the browser, then run this cell again. Nothing was checked.")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from nbgrader_tools.cells import nbgrader_meta
 
 if TYPE_CHECKING:  # grading is imported where it is used, as the learner's process would
-    from grading.compare import Verdict
+    from sdpa_course.grading.compare import Verdict
 
 REPO = Path(__file__).resolve().parents[1]
 #: The corpus: one folder per assignment, one submission per file.
@@ -32,7 +32,7 @@ TEST_SECRET = "corpus-test-secret"
 def student_seed(assignment: str, student: str, secret: str = TEST_SECRET) -> int:
     """The hidden-test seed that nbgrader autograde and the class grader give ``student``
     under the course secret ``secret``."""
-    from grading.seeds import seed_for
+    from sdpa_course.grading.seeds import seed_for
 
     return seed_for(secret.encode(), assignment, student)
 
@@ -40,7 +40,7 @@ def student_seed(assignment: str, student: str, secret: str = TEST_SECRET) -> in
 def grade(assignment: str, check_id: str, namespace: dict[str, Any], seed: int | None = None) -> Verdict:
     """One check of ``assignment`` on the functions of ``namespace``, in-process: on the check's
     default seed, or on ``seed`` (a hidden check's inputs)."""
-    import grading
+    from sdpa_course import grading
 
     check = grading.get_check(assignment, check_id)
     return check.grade(namespace, check.default_seed if seed is None else seed)
@@ -155,7 +155,7 @@ def fixture_namespace(assignment: str, path: Path, release: dict[str, Any] | Non
 def corpus_verdicts(assignment: str, path: Path) -> dict[str, Verdict]:
     """Every check of a fixture, graded in-process as the student named after the file:
     the visible checks on their fixed inputs, the hidden ones on that student's seed."""
-    import grading
+    from sdpa_course import grading
 
     ns = fixture_namespace(assignment, path)
     seed = student_seed(assignment, path.stem)

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import nbformat
 
-from grading import ASSIGNMENTS
-from grading.rules import rules_text
+from sdpa_course.grading import ASSIGNMENTS
+from sdpa_course.grading.rules import rules_text
 
 from .cells import SELF_CHECK_ID, nbgrader_meta, self_check_source, text_cell
 

@@ -4,8 +4,9 @@
 ``kit/`` folder:
 
 - the course wheel (:func:`wheel_name`), holding exactly the packages in
-  :data:`PACKAGES`: the reference ``lib``, the chapters' ``teaching`` helpers
-  and the homework's checks ``grading``. They are public by design; the
+  :data:`PACKAGES`: the course package ``sdpa_course``, with the reference
+  ``lib``, the chapters' ``teaching`` helpers and the homework's checks
+  ``grading``. They are public by design; the
   secret that seeds each learner's hidden inputs is not in them, and the
   solutions (``solutions/``) and the instructors' tools are not either;
 - :data:`REQUIREMENTS`: the packages the homework needs, the ranges of
@@ -67,11 +68,12 @@ __all__ = [
 ]
 
 REPO = Path(__file__).resolve().parent.parent
-#: The packages of the course wheel, and nothing else.
-PACKAGES = ("lib", "teaching", "grading")
+#: The packages of the course wheel, and nothing else: one top-level name, unlikely to be one of a
+#: learner's own folders beside their notebook (see sdpa_course/__init__.py).
+PACKAGES = ("sdpa_course",)
 #: Data files the wheel carries inside a package (package -> files of the repository): chapter 11's
 #: model, which homework 11 and its checks read through ``lib.tiny_lm.checkpoint()``.
-PACKAGE_DATA = {"lib": (REPO / "chapters" / "tiny_lm.npz",)}
+PACKAGE_DATA = {"sdpa_course.lib": (REPO / "chapters" / "tiny_lm.npz",)}
 REQUIREMENTS = "sdpa-course-requirements.txt"
 EXCHANGE_REQUIREMENTS = "sdpa-course-exchange-requirements.txt"
 #: What fetching and submitting through the exchange needs on top of the kit. Exact pins, not ranges:
@@ -332,7 +334,7 @@ def build_wheel(out: Path) -> Path:
             )
         for package, paths in PACKAGE_DATA.items():
             for path in paths:
-                shutil.copy2(path, src / package / path.name)
+                shutil.copy2(path, src.joinpath(*package.split(".")) / path.name)
         data = "".join(
             f"{package} = [{', '.join(chr(34) + p.name + chr(34) for p in paths)}]\n"
             for package, paths in PACKAGE_DATA.items()

@@ -61,7 +61,7 @@ def short(assignment: str) -> str:
 
 def entries(assignment: str) -> list[Entry]:
     """Every corpus file of ``assignment``, mutants and correct ones."""
-    import grading
+    from sdpa_course import grading
 
     ids = {c.id for c in grading.checks_for(assignment)}
     out = []
@@ -90,7 +90,7 @@ def graded(
     entry: Entry, release: dict[str, Any] | None = None, secrets: tuple[str, ...] = SECRETS
 ) -> dict[str, Graded]:
     """The file graded under each of ``secrets`` (the visible checks do not depend on the secret: graded once)."""
-    import grading
+    from sdpa_course import grading
 
     hints = grading.all_hints()
 
@@ -110,7 +110,7 @@ def graded(
 
 
 def full_marks(assignment: str) -> float:
-    import grading
+    from sdpa_course import grading
 
     return float(sum(c.points for c in grading.checks_for(assignment)))
 

@@ -1,4 +1,4 @@
-"""Points are written once, in ``grading/hwN.py`` (``points=`` of each check).
+"""Points are written once, in ``sdpa_course/grading/hwN.py`` (``points=`` of each check).
 
 A source notebook in ``solutions/`` repeats them in three places, all written
 from the checks by :func:`sync` (``./course release`` runs it before nbgrader
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import nbformat
 
-from grading import checks_for
+from sdpa_course.grading import checks_for
 
 from .cells import nbgrader_meta
 
@@ -134,7 +134,7 @@ def apply(nb: nbformat.NotebookNode, assignment: str, where: str, *, metadata: b
                 loose = LOOSE.search(MARKED.sub("", line))
                 if loose:
                     raise PointsError(
-                        f"{here}: {loose.group(0)!r} is written by hand: points live in grading/ "
+                        f"{here}: {loose.group(0)!r} is written by hand: points live in sdpa_course/grading/ "
                         f"({', '.join(f'{k} = {_fmt(v)}' for k, v in points.items())}); end a heading with "
                         "'(N points)' or follow the number with <!-- points: CHECK_ID, ... --> so that "
                         "./course release writes it"

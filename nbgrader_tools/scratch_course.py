@@ -198,7 +198,7 @@ def mutant_refusals(assignment: str, release_notebook: Path) -> list[str]:
 def release(assignments: list[str] | None = None) -> list[Path]:
     """Regenerate ``exercises/<assignment>/`` from ``solutions/`` (in a scratch course), after
     writing the source notebooks' generated cells (:func:`nbgrader_tools.generated.sync`) and
-    their points from ``grading/`` (:func:`nbgrader_tools.points.sync`, which raises
+    their points from ``sdpa_course/grading/`` (:func:`nbgrader_tools.points.sync`, which raises
     :class:`nbgrader_tools.points.PointsError` before anything is written when a number of
     points in a statement is written by hand).
 
@@ -218,7 +218,7 @@ def release(assignments: list[str] | None = None) -> list[Path]:
     for name in names:
         if not (REPO / "solutions" / name).is_dir():
             raise FileNotFoundError(f"no assignment {name!r}: solutions/{name}/ does not exist")
-    # a course homework has <name>/<name>.ipynb; a plain one has none and no points in grading/
+    # a course homework has <name>/<name>.ipynb; a plain one has none and no points in sdpa_course/grading/
     sources = {name: REPO / "solutions" / name / f"{name}.ipynb" for name in names}
     sources = {name: path for name, path in sources.items() if path.is_file()}
     for name, path in sources.items():
@@ -226,7 +226,7 @@ def release(assignments: list[str] | None = None) -> list[Path]:
         points.check(path, name, path.relative_to(REPO).as_posix())
     for name, path in sources.items():
         for change in points.sync(path, name, path.relative_to(REPO).as_posix()):
-            print(f"points from grading/: {change}")
+            print(f"points from sdpa_course/grading/: {change}")
         sync(path, name)
     written = []
     with tempfile.TemporaryDirectory() as tmp:

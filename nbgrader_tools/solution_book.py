@@ -66,7 +66,7 @@ def grader_says(assignment: str, seed: int = SEED, **functions) -> None:
     message to the learner. ``functions`` maps the learner function names
     (e.g. ``softmax_rows=...``) to implementations; hidden checks use ``seed``.
     """
-    import grading
+    from sdpa_course import grading
 
     shown = 0
     for check in grading.checks_for(assignment):

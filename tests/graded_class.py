@@ -35,7 +35,7 @@ from classgrader.stages.grade import Settings
 from devtools.sample_submissions import EXPECTED, Builder
 
 REPO = Path(__file__).resolve().parent.parent
-# Hidden-test seeds come from the course secret (grading/seeds.py): the corpus's
+# Hidden-test seeds come from the course secret (sdpa_course/grading/seeds.py): the corpus's
 # secret, so the class grader sees the same inputs as the in-process tests.
 os.environ["COURSE_GRADING_SECRET"] = corpus.TEST_SECRET
 ASSIGNMENT = "hw2_stable_softmax"

@@ -81,10 +81,13 @@ LOOK = "\n".join(
     [
         "import builtins, os",
         "print(sorted(os.listdir('.')), hasattr(builtins, 'SET_BY_THE_SCORING_RUN'))",
-        "import lib; print('lib at', lib.__file__)",
+        "from sdpa_course import lib; print('lib at', lib.__file__)",
     ]
 )
-SCORE_LOOKS_FOR_LIB = "import importlib.util; print('lib importable:', importlib.util.find_spec('lib') is not None)"
+SCORE_LOOKS_FOR_LIB = (
+    "import importlib.util as u; print('lib importable:', u.find_spec('sdpa_course') is not None"
+    " and u.find_spec('sdpa_course.lib') is not None)"
+)
 
 
 def two_runs_in_one_session(mode: str, wall: float, lib_dir: str) -> dict:
@@ -93,7 +96,7 @@ def two_runs_in_one_session(mode: str, wall: float, lib_dir: str) -> dict:
 
     limits = sandbox.Limits(wall_seconds=wall, memory_bytes=512 * 1024**2)
     lib_files = {
-        f"lib/{p.relative_to(lib_dir).as_posix()}": p
+        f"sdpa_course/lib/{p.relative_to(lib_dir).as_posix()}": p
         for p in sorted(Path(lib_dir).rglob("*.py"))
         if "__pycache__" not in p.parts
     }

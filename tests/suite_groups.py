@@ -122,7 +122,7 @@ def _taken(config: Any, assignment: str) -> bool:
 @pytest.fixture
 def environment_assignments(request: Any) -> list[str]:
     """The assignments an environment test loops over: every one with --matrix, else the chosen ones."""
-    import grading
+    from sdpa_course import grading
 
     return [a for a in grading.ASSIGNMENTS if _taken(request.config, a)]
 

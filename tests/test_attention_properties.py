@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from naive import naive_attention
 from strategies import attention_cases, bool_masks, logit_rows
 
-import lib
+from sdpa_course import lib
 
 TOL = {np.dtype(np.float32): 2e-5, np.dtype(np.float64): 1e-11}
 

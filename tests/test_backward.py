@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import attention_cases, bool_masks, finite_arrays, logit_rows
 
-import lib
+from sdpa_course import lib
 
 STEP = 1e-6
 # The central difference's error is about h^2 |f'''| / 6 (truncation) plus

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-import lib
+from sdpa_course import lib
 
 q = np.ones((3, 4))
 k = np.ones((5, 4))

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from naive import feed_forward_row, layer_norm_row, naive_block
 from strategies import finite_arrays
 
-import lib
+from sdpa_course import lib
 
 
 def as_lists(w: lib.BlockWeights) -> dict:

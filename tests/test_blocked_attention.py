@@ -21,8 +21,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import attention_cases, bool_masks, finite_arrays, logit_rows
 
-import lib
-import lib.blocked
+from sdpa_course import lib
+from sdpa_course.lib import blocked
 
 TOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-10}
 
@@ -98,13 +98,13 @@ def test_the_shifted_path_equals_the_reference_where_the_shift_free_one_would_ru
     # exp(score) cannot overflow (most ordinary inputs, so most cases of
     # test_blocked_equals_the_reference). Force the shifted path everywhere:
     # it must give the reference's output too.
-    step_run = lib.blocked._HeadStep.run
+    step_run = blocked._HeadStep.run
 
     def shifted(self, *args):
         return step_run(self._replace(shift_free=False), *args)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(lib.blocked._HeadStep, "run", shifted)
+        mp.setattr(blocked._HeadStep, "run", shifted)
         assert_same_as_reference(
             case.q,
             case.k,
@@ -119,13 +119,13 @@ def test_the_shifted_path_equals_the_reference_where_the_shift_free_one_would_ru
 def shift_free_calls(monkeypatch) -> list[bool]:
     """One entry for every tile that blocked attention runs on its shift-free path."""
     taken: list[bool] = []
-    real = lib.blocked._HeadStep._run_shift_free
+    real = blocked._HeadStep._run_shift_free
 
     def recording(self, *args):
         taken.append(True)
         return real(self, *args)
 
-    monkeypatch.setattr(lib.blocked._HeadStep, "_run_shift_free", recording)
+    monkeypatch.setattr(blocked._HeadStep, "_run_shift_free", recording)
     return taken
 
 
@@ -160,10 +160,10 @@ def test_the_shift_free_path_is_taken_exactly_when_the_bound_allows(dtype):
     for length, expected in ((math.sqrt(limit) * 0.99, True), (math.sqrt(limit) * 1.01, False)):
         q = np.array([[length, 0.0]], dtype)
         k = np.array([[0.0, length]], dtype)  # orthogonal: the score itself is 0, the bound is not
-        assert lib.blocked._shift_free(q, k, v, 1.0, None) is expected
+        assert blocked._shift_free(q, k, v, 1.0, None) is expected
     q = np.ones((1, 1), dtype)
-    assert lib.blocked._shift_free(q, q, v, 1.0, np.zeros((1, 1), dtype)) is False  # a float mask
-    assert lib.blocked._shift_free(q, q, v, 1.0, np.ones((1, 1), bool)) is True
+    assert blocked._shift_free(q, q, v, 1.0, np.zeros((1, 1), dtype)) is False  # a float mask
+    assert blocked._shift_free(q, q, v, 1.0, np.ones((1, 1), bool)) is True
 
 
 def test_fully_masked_rows_get_a_zero_output():
@@ -284,7 +284,7 @@ def test_causal_skips_key_blocks_in_the_future(monkeypatch):
     # block of keys j0.. is computed for the block of queries ..i1 only if
     # some key in it is not in the future of every query, i.e. j0 < i1.
     seen = []
-    real = lib.blocked._tile_scores
+    real = blocked._tile_scores
 
     def recording(qa, ka, checked, shapes):
         seen.append((qa.shape[-2], ka.shape[-1]))
@@ -426,7 +426,7 @@ def test_the_benchmark_times_the_products_of_the_tiles_blocked_attention_compute
     q, k, v = (rng.standard_normal((2, 40, 4)).astype(np.float32) for _ in range(3))
     for causal in (False, True):
         seen: list[tuple[int, ...]] = []
-        real = lib.blocked._tile_scores
+        real = blocked._tile_scores
 
         def recording(q_block, k_t, checked, shapes, seen=seen, real=real):
             scores = real(q_block, k_t, checked, shapes)
@@ -436,7 +436,7 @@ def test_the_benchmark_times_the_products_of_the_tiles_blocked_attention_compute
         monkeypatch.setattr(lib.blocked, "_tile_scores", recording)
         lib.blocked_attention(q, k, v, is_causal=causal, block_size=16)
         monkeypatch.undo()
-        tile = lib.tiles.choose_tile(40, 40, 4, 4, 4, heads=2, side=16)
+        tile = tiles.choose_tile(40, 40, 4, 4, 4, heads=2, side=16)
         assert sorted(bench.tiled_products(q, k, v, tile, causal) * tile.heads) == sorted(seen)
         assert len(seen) == 2 * (9 if not causal else 6)  # 3 x 3 tiles a head, or the lower triangle of them
 
@@ -460,15 +460,15 @@ def test_the_committed_benchmark_results_meet_the_targets():
     # The machine's caches and the tile chosen from them are recorded.
     machine = data["machine"]
     assert machine["caches"] and all(size > 0 for size in machine["caches"].values())
-    l2 = machine["caches"].get("L2", lib.tiles.DEFAULT_L2_BYTES)
-    assert speed["tile"] == lib.tiles.choose_tile(1024, 1024, 64, 64, 4, heads=16, budget_bytes=l2 // 2)._asdict()
+    l2 = machine["caches"].get("L2", tiles.DEFAULT_L2_BYTES)
+    assert speed["tile"] == tiles.choose_tile(1024, 1024, 64, 64, 4, heads=16, budget_bytes=l2 // 2)._asdict()
     points = data["tile_curve"]["points"]
     assert [p["tile"] for p in points if p["chosen"]] == [speed["tile"]] and len(points) >= 5
 
 
 # --- Tiles chosen from the cache (lib.tiles) ---------------------------------
 
-import lib.tiles  # noqa: E402
+from sdpa_course.lib import tiles  # noqa: E402
 
 
 def fake_sysfs(root: Path, entries: list[tuple[str, str, str]]) -> Path:
@@ -486,16 +486,16 @@ def test_cache_sizes_are_read_from_sysfs(tmp_path):
         tmp_path / "cache",
         [("1", "Data", "48K"), ("1", "Instruction", "32K"), ("2", "Unified", "2048K"), ("3", "Unified", "260M")],
     )
-    sizes = lib.tiles.cache_sizes(root)
+    sizes = tiles.cache_sizes(root)
     assert sizes["L1d"] == 48 * 1024 and sizes["L2"] == 2 * 2**20 and sizes["L3"] == 260 * 2**20
 
 
 def test_an_unreported_l2_falls_back_to_the_default(monkeypatch):
     monkeypatch.setattr(lib.tiles, "cache_sizes", lambda root=None: {})
-    assert lib.tiles.tile_budget_bytes() == lib.tiles.DEFAULT_L2_BYTES // 2
-    assert lib.tiles.tile_budget_bytes(4 * 2**20) == 2 * 2**20
+    assert tiles.tile_budget_bytes() == tiles.DEFAULT_L2_BYTES // 2
+    assert tiles.tile_budget_bytes(4 * 2**20) == 2 * 2**20
     with pytest.raises(ValueError, match="l2_bytes must be 1 or more; got 0"):
-        lib.tiles.tile_budget_bytes(0)
+        tiles.tile_budget_bytes(0)
 
 
 @given(
@@ -508,13 +508,13 @@ def test_an_unreported_l2_falls_back_to_the_default(monkeypatch):
     st.integers(2**14, 2**24),
 )
 def test_the_chosen_tile_fits_the_budget(n_q, n_k, d_k, d_v, itemsize, heads, budget):
-    tile = lib.tiles.choose_tile(n_q, n_k, d_k, d_v, itemsize, heads=heads, budget_bytes=budget)
+    tile = tiles.choose_tile(n_q, n_k, d_k, d_v, itemsize, heads=heads, budget_bytes=budget)
     assert 1 <= tile.rows <= n_q and 1 <= tile.cols <= n_k and 1 <= tile.heads <= heads
     # The bytes one step touches: scores, and the slices of Q, K, V and the output.
     step = tile.heads * itemsize * (tile.rows * tile.cols + tile.rows * (d_k + d_v) + tile.cols * (d_k + d_v))
     # Over budget only when even the smallest tile allowed is: one head, sides
     # of MIN_SIDE (or n, when shorter).
-    r, c = min(n_q, lib.tiles.MIN_SIDE), min(n_k, lib.tiles.MIN_SIDE)
+    r, c = min(n_q, tiles.MIN_SIDE), min(n_k, tiles.MIN_SIDE)
     smallest_step = itemsize * (r * c + r * (d_k + d_v) + c * (d_k + d_v))
     assert step <= budget or (tile.heads == 1 and smallest_step > budget), tile
     # Balanced blocks: the side is n over the number of blocks, rounded up, so
@@ -524,7 +524,7 @@ def test_the_chosen_tile_fits_the_budget(n_q, n_k, d_k, d_v, itemsize, heads, bu
 
 
 def test_a_larger_cache_gets_larger_tiles():
-    sides = [lib.tiles.choose_tile(4096, 4096, 64, 64, 4, budget_bytes=b).rows for b in (2**18, 2**20, 2**22)]
+    sides = [tiles.choose_tile(4096, 4096, 64, 64, 4, budget_bytes=b).rows for b in (2**18, 2**20, 2**22)]
     assert sides[0] < sides[1] < sides[2]
 
 
@@ -537,6 +537,6 @@ def test_tiles_chosen_from_a_small_cache_give_the_reference_s_output(monkeypatch
     q = rng.normal(size=(3, 2, 300, 8)).astype(dtype)
     k, v = (rng.normal(size=(2, 250, 8)).astype(dtype) for _ in range(2))
     mask = rng.random((300, 250)) < 0.9
-    tile = lib.tiles.choose_tile(300, 250, 8, 8, np.dtype(dtype).itemsize, heads=2)
+    tile = tiles.choose_tile(300, 250, 8, 8, np.dtype(dtype).itemsize, heads=2)
     assert tile.rows < 300 and tile.cols < 250
     assert_same_as_reference(q, k, v, mask, is_causal=causal, block_size=None)

@@ -28,7 +28,7 @@ import pytest
 from browser import DRAWN_JS, SESSION
 from built_book import HTML, ROOT
 
-from teaching.explorer import Explorer
+from sdpa_course.teaching.explorer import Explorer
 
 REPORT = ROOT / "_build" / "reports" / "explorers.json"
 

@@ -34,8 +34,8 @@ from lite.markdown import notebook_path
 from release_run import before_submit_points, execute_as_learner
 from suite_groups import matrix_only
 
-import grading
 from nbgrader_tools.cells import nbgrader_meta
+from sdpa_course import grading
 
 # How long the in-browser kernel may take at most before the test gives up
 # (a limit for a hung page, not a speed requirement: the kernel loads numpy,
@@ -58,7 +58,7 @@ def explorer_chapter() -> Path:
     """
     for md in CHAPTERS:
         text = md.read_text(encoding="utf-8")
-        if "from teaching.explorer import" in text and "Slider(" in text:
+        if "from sdpa_course.teaching.explorer import" in text and "Slider(" in text:
             return md
     pytest.fail("no chapter has an explorer with a slider: choose another chapter for the live-explorer test")
 
@@ -470,9 +470,9 @@ def test_lite_ships_the_bytecode_of_what_the_kernel_imports_as_it_starts():
         "jedi/__init__.py",
         "pyodide_kernel/__init__.py",
         "numpy/__init__.py",
-        "lib/__init__.py",
-        "teaching/figures.py",
-        "teaching/study.py",
+        "sdpa_course/lib/__init__.py",
+        "sdpa_course/teaching/figures.py",
+        "sdpa_course/teaching/study.py",
         "matplotlib/pyplot.py",
         "matplotlib_inline/backend_inline.py",
     ):

@@ -33,7 +33,7 @@ from browser import HTML, ROOT, SCREENSHOTS, SETTLE_BOUNDED_JS, BookBrowser, des
 from built_book import built_page
 from suite_groups import matrix_only
 
-from teaching.study import card_id, load_cards, load_quiz, prepare_quiz, question_id
+from sdpa_course.teaching.study import card_id, load_cards, load_quiz, prepare_quiz, question_id
 
 KEY = "attention-course-progress-v1"
 CHAPTER = "03_queries_keys_values"  # a quiz with every kind of question

@@ -23,7 +23,7 @@ import pytest
 import yaml
 from browser import DRAWN_JS, HTML, RAW_TEX_JS, ROOT, SCREENSHOTS, VIEWPORT, read_json
 
-from teaching.study import markdown_html
+from sdpa_course.teaching.study import markdown_html
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))

@@ -13,8 +13,8 @@ import pytest
 from chapter_pages import Page, assert_printed, numbers
 from naive import dot, naive_attention, softmax
 
-import lib
-from lib import handbuilt
+from sdpa_course import lib
+from sdpa_course.lib import handbuilt
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ import pytest
 from chapter_pages import Page, assert_printed, numbers
 from glued import glued
 
-import lib
-from lib import handbuilt
+from sdpa_course import lib
+from sdpa_course.lib import handbuilt
 
 
 @pytest.fixture(scope="module")

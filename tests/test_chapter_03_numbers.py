@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from chapter_pages import Page, assert_printed, numbers
 
-import lib
-from lib import handbuilt
+from sdpa_course import lib
+from sdpa_course.lib import handbuilt
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,8 @@ import pytest
 from chapter_pages import Page, assert_printed, numbers
 from naive import naive_attention
 
-import lib
-from lib import handbuilt
+from sdpa_course import lib
+from sdpa_course.lib import handbuilt
 
 PAGE = "chapters/04_scaled_dot_product_attention.html"
 

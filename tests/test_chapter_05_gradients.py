@@ -240,7 +240,7 @@ def test_claim_std_of_a_score_at_64_and_512():
 
 
 def test_lib_softmax_jacobian_matches_finite_differences_and_rejects_bad_input():
-    from lib.softmax import softmax_jacobian
+    from sdpa_course.lib.softmax import softmax_jacobian
 
     rng = np.random.default_rng(5)
     s = rng.normal(scale=3, size=(3, 7))

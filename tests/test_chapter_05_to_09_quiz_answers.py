@@ -16,7 +16,7 @@ import pytest
 from naive import softmax
 from quiz_files import accepts, explains_as_a_mistake, question_starting, quiz, right_option
 
-import lib
+from sdpa_course import lib
 
 CH5, CH6, CH7, CH9 = (
     "05_why_divide_by_sqrt_dk",

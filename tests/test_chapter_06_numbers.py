@@ -24,8 +24,8 @@ from chapter_pages import Page
 from glued import glued
 from naive import naive_attention
 
-import lib
-from lib import handbuilt
+from sdpa_course import lib
+from sdpa_course.lib import handbuilt
 
 CHAPTER = "chapters/06_causal_masking.html"
 FILL16 = -65504.0
@@ -373,7 +373,7 @@ def test_previous_token_head_under_the_causal_mask(page, values):
 
 def test_the_chapter_s_glue_runs_where_myst_nb_is_missing(monkeypatch):
     # The in-browser Python has no myst-nb: the chapter's cells that glue must still run there.
-    from teaching.glue import glue
+    from sdpa_course.teaching.glue import glue
 
     monkeypatch.setitem(sys.modules, "myst_nb", None)  # "import myst_nb" now raises ImportError
     with pytest.raises(ImportError):

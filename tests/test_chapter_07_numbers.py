@@ -19,7 +19,7 @@ from built_book import built_page
 from chapter_pages import Page, printed_flag
 from naive import naive_attention
 
-import lib
+from sdpa_course import lib
 
 CHAPTER = "chapters/07_multi_head_preview.html"
 SOURCE = "chapters/07_multi_head_preview.md"

@@ -25,7 +25,7 @@ from chapter_pages import printed_flag
 from naive import naive_attention
 from naive import softmax as naive_softmax
 
-import lib
+from sdpa_course import lib
 
 PAGE = "chapters/09_a_head_that_learns.html"
 VOCAB, N, BATCH, D_POS, D_K, STEPS, LR = 5, 8, 64, 8, 8, 300, 0.05

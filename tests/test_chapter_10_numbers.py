@@ -18,8 +18,8 @@ from chapter_pages import Page, assert_printed, numbers
 from glued import glued
 from naive import layer_norm_row, matmul, naive_attention, naive_block
 
-import lib
-from teaching.block_diagram import POST_LN_STEPS, PRE_LN_STEPS
+from sdpa_course import lib
+from sdpa_course.teaching.block_diagram import POST_LN_STEPS, PRE_LN_STEPS
 
 CHAPTER = "chapters/10_attention_in_its_block.html"
 D_MODEL, D_FF, HEADS = 8, 32, 2

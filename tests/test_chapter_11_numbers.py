@@ -27,7 +27,7 @@ from glued import glued
 from quiz_files import accepts, explains_as_a_mistake, question_starting, right_option
 from tiny_lm_reference import array_forward, array_loss, repeat_accuracy, scores
 
-from lib import tiny_lm
+from sdpa_course.lib import tiny_lm
 
 PAGE = "chapters/11_a_tiny_model_that_reads.html"
 VOCAB, HALF, D, HEADS, D_HEAD, LAYERS = 32, 8, 32, 2, 16, 2

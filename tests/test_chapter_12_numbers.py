@@ -21,7 +21,7 @@ from chapter_pages import Page, assert_printed, numbers
 from naive import matmul, naive_attention
 from naive_decoding import decoder_heads, grouped, rotate_row, sinusoid
 
-import lib
+from sdpa_course import lib
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = "chapters/12_attention_as_models_run_it"

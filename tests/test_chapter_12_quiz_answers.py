@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from quiz_files import accepts, explains_as_a_mistake, question_starting, quiz, right_option
 
-import lib
+from sdpa_course import lib
 
 CH12 = "12_attention_as_models_run_it"
 

@@ -32,7 +32,6 @@ from graded_class import ASSIGNMENT, LIMITS, REPO, WALL, graded_class, holding, 
 from notebook_lines import hidden_test_lines as notebook_hidden_lines
 from sandbox_probes import assert_fork_bomb_and_flood_contained, fork_bomb_and_flood
 
-import grading
 from classgrader import sandbox
 from classgrader.books import gradebook
 from classgrader.pipeline import intake
@@ -41,6 +40,7 @@ from classgrader.stages import notebooks
 from classgrader.stages.grade import Settings
 from devtools.sample_submissions import EXPECTED, Builder
 from nbgrader_tools.cells import nbgrader_meta
+from sdpa_course import grading
 
 # A notebook's own cells are stopped at their share of the wall-clock limit (the
 # checks get the rest); how long the stop itself takes depends on how busy the
@@ -423,7 +423,7 @@ def test_the_sandbox_is_an_unprivileged_empty_world(mode):
             "print(json.dumps({'uid': os.getuid(), 'gid': os.getgid(), 'caps': caps, 'root': sorted(os.listdir('/')),",
             "  'pids': sorted(p for p in os.listdir('/proc') if p.isdigit()),",
             f"  'repo': os.path.exists({str(REPO / 'solutions')!r}),"
-            f" 'venv_lib': os.path.exists({str(REPO / 'lib')!r})}}))",
+            f" 'venv_lib': os.path.exists({str(REPO / 'sdpa_course' / 'lib')!r})}}))",
             "try:\n    open('/usr/evil', 'w')\nexcept OSError as e:\n    print('usr', type(e).__name__)",
             "try:\n    open('/tmp/big', 'wb').write(b'x' * (100 * 1024 * 1024))\n"
             "except OSError as e:\n    print('tmp', type(e).__name__)",

@@ -9,8 +9,8 @@ import re
 import numpy as np
 import pytest
 
-import lib
-from teaching.explorer import MODE_VARIABLE, Choice, Explorer, Slider, Toggle
+from sdpa_course import lib
+from sdpa_course.teaching.explorer import MODE_VARIABLE, Choice, Explorer, Slider, Toggle
 
 SCORES = np.array([1.0, 0.0, -1.0])
 

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-import lib
+from sdpa_course import lib
 
 
 @pytest.mark.parametrize("dtype, big", [(np.float32, 1e4), (np.float64, 1e300)])

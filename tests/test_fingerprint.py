@@ -61,25 +61,25 @@ print(json.dumps(keys))
 #: Each input of the key -> a file whose change changes it.
 CHANGES = {
     "grader": "classgrader/stages/scoring.py",
-    "checks": "grading/hw2.py",
-    "lib": "lib/softmax.py",
+    "checks": "sdpa_course/grading/hw2.py",
+    "lib": "sdpa_course/lib/softmax.py",
     "release": f"exercises/{ASSIGNMENT}/{NOTEBOOK}",
     "source": f"solutions/{ASSIGNMENT}/{NOTEBOOK}",
 }
 #: More files that decide a score -> the input they belong to.
 MORE_CHANGES = {
-    "grading/authoring/weights.py": "checks",  # the checks' shared code, in a subpackage
+    "sdpa_course/grading/authoring/weights.py": "checks",  # the checks' shared code, in a subpackage
     "classgrader/records.py": "grader",  # the recording code
     "classgrader/sandbox/driver.py": "grader",  # the program that runs the notebook in the sandbox
     "classgrader/stages/match.py": "grader",
-    "lib/blocked.py": "lib",
+    "sdpa_course/lib/blocked.py": "lib",
 }
 #: Files that decide no score of hw2.
 UNRELATED = {
     "a chapter": "chapters/01_self_attention.md",
     "the README": "README.md",
     "a test": "tests/test_block.py",
-    "another assignment's checks": "grading/hw3.py",
+    "another assignment's checks": "sdpa_course/grading/hw3.py",
     "the gradebook writer": "classgrader/books/gradebook.py",
     "the late policy's code": "classgrader/after_deadline/late.py",
     "the class run": "classgrader/pipeline/class_run.py",
@@ -251,7 +251,7 @@ def test_grade_names_a_change_to_lib_and_regrades_only_when_asked(tmp_path, monk
     record = json.loads((course / "out" / "reports" / ASSIGNMENT / "fingerprint.json").read_text())
     assert record["key"] == first["ada"]["key"].split("-")[1] and set(record["inputs"]) == set(fingerprint.INPUTS)
 
-    append(course, "lib/softmax.py", "\n# a mid-term fix\n")
+    append(course, "sdpa_course/lib/softmax.py", "\n# a mid-term fix\n")
     code, said = grade_in_copy(course)
     assert code == 2, said
     assert named_inputs(said) == ["lib"]  # only what changed is named

@@ -1,6 +1,6 @@
 """The class grader's settings: declared once (classgrader/settings.py), read once per run.
 
-The learner's kernel reads only the secret file's name (grading/seeds.py);
+The learner's kernel reads only the secret file's name (sdpa_course/grading/seeds.py);
 the command-line options of ``./course grade`` come from the declarations and
 win over the file; a bad value, in the file or on the command line, is an
 error that names the setting.
@@ -20,7 +20,7 @@ import pytest
 from classgrader import cli, settings
 from classgrader.setting_values import Amount
 from classgrader.settings import ClassGrader, ConfigError, CourseGrading, LatePolicy
-from grading import seeds
+from sdpa_course.grading import seeds
 
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "hw2_stable_softmax"
@@ -36,7 +36,7 @@ def test_the_learners_kernel_reads_the_secret_file_named_in_the_config_without_t
     (tmp_path / "secret.txt").write_text("s3cret\n")
     write_config(tmp_path, 'c.CourseGrading.secret_file = "secret.txt"', 'c.LatePolicy.penalty = "10%"')
     code = (
-        "import sys; from pathlib import Path; from grading import seeds; "
+        "import sys; from pathlib import Path; from sdpa_course.grading import seeds; "
         f"print(seeds.course_secret(Path({str(tmp_path)!r}))[0].decode()); "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'nbconvert', 'nbgrader', 'classgrader'}))"
     )
@@ -62,7 +62,7 @@ def test_a_secret_file_setting_that_is_not_a_name_is_an_error_naming_it_in_the_l
 
 def test_the_learners_reader_imports_only_the_standard_library_and_traitlets():
     # numpy, nbconvert, nbgrader and the grader stay out of it, whatever the grading package imports.
-    tree = ast.parse((REPO / "grading" / "seeds.py").read_text())
+    tree = ast.parse((REPO / "sdpa_course" / "grading" / "seeds.py").read_text())
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

@@ -23,12 +23,12 @@ import pytest
 from fixtures.homework import submissions as corpus
 from traitlets.config import Config
 
-import grading
 from classgrader import cli, settings
 from classgrader.assignments import secret as course_secret_file
 from classgrader.assignments.course import SetupError, load_assignment
-from grading import seeds
 from nbgrader_tools import scratch_course as nbt
+from sdpa_course import grading
+from sdpa_course.grading import seeds
 
 ASSIGNMENT = "hw2_stable_softmax"
 COURSE_ID = "sdpa-course"  # c.CourseDirectory.course_id in the repository's nbgrader_config.py
@@ -84,7 +84,7 @@ def _hidden_seed_in_kernel(course: Path, student: str) -> subprocess.CompletedPr
     """What a hidden test cell computes under ``nbgrader autograde`` (a fresh process in ``autograded/``)."""
     folder = course / "autograded" / student / ASSIGNMENT
     folder.mkdir(parents=True, exist_ok=True)
-    code = f"from grading import seeds; print(seeds.hidden_seed({ASSIGNMENT!r}))"
+    code = f"from sdpa_course.grading import seeds; print(seeds.hidden_seed({ASSIGNMENT!r}))"
     return subprocess.run(
         [sys.executable, "-c", code], cwd=folder, env=nbt.nbgrader_env(), capture_output=True, text=True
     )
@@ -167,7 +167,7 @@ def test_an_existing_secret_file_is_never_overwritten(course, tmp_path, monkeypa
 
 def test_the_instructors_command_makes_a_private_secret_once_and_warns_of_nothing(tmp_path):
     path = tmp_path / "config" / "grading-secret"
-    command = [sys.executable, "-m", "grading", "new-secret", str(path)]
+    command = [sys.executable, "-m", "sdpa_course.grading", "new-secret", str(path)]
     made = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
     assert made.returncode == 0 and made.stderr == "", made.stderr
     told = re.search(r"c\.CourseGrading\.secret_file = .*", made.stdout)  # the line to paste into the config
@@ -181,7 +181,7 @@ def test_the_instructors_command_makes_a_private_secret_once_and_warns_of_nothin
     again = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
     assert again.returncode == 1 and "not overwritten" in again.stderr
     assert path.read_text() == secret
-    wrong = subprocess.run([sys.executable, "-m", "grading", "new-secret"], capture_output=True, text=True)
+    wrong = subprocess.run([sys.executable, "-m", "sdpa_course.grading", "new-secret"], capture_output=True, text=True)
     assert wrong.returncode == 2 and "usage:" in wrong.stderr and "new-secret PATH" in wrong.stderr
 
 
@@ -192,7 +192,7 @@ def test_a_configured_but_missing_file_is_not_replaced_by_a_new_one(home, course
     code = cli.main([ASSIGNMENT, str(course / "submitted"), "--course", str(course), "--no-sandbox", "--quiet"])
     assert code == 2
     err = capsys.readouterr().err
-    assert "cannot be read" in err and "python -m grading new-secret" in err
+    assert "cannot be read" in err and "python -m sdpa_course.grading new-secret" in err
     assert not (home / "elsewhere").exists() and not (home / ".config").exists()
 
 
@@ -204,14 +204,14 @@ def test_nothing_falls_back_to_the_course_id(home, course):
     # A hidden test cell under nbgrader autograde fails, saying how to make a secret.
     done = _hidden_seed_in_kernel(course, "ada")
     assert done.returncode != 0
-    assert "SecretMissing" in done.stderr and "python -m grading new-secret" in done.stderr
+    assert "SecretMissing" in done.stderr and "python -m sdpa_course.grading new-secret" in done.stderr
     assert not (home / ".config").exists()  # only ./course grade makes a secret
 
 
 @pytest.mark.usefixtures("home")
 def test_a_learner_without_any_secret_still_practises(course, monkeypatch):
     # The learner's own runs (check-before-submit, the hidden kinds on fresh inputs) need no secret.
-    from grading import hw2
+    from sdpa_course.grading import hw2
 
     monkeypatch.chdir(course / "exercises" / ASSIGNMENT)
     assert len({seeds.hidden_seed(ASSIGNMENT) for _ in range(5)}) > 1

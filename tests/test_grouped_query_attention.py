@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from naive_decoding import grouped
 from strategies import bool_masks, grouped_cases
 
-import lib
+from sdpa_course import lib
 
 TOL = {np.dtype(np.float32): 2e-5, np.dtype(np.float64): 1e-11}
 

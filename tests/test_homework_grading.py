@@ -1,4 +1,4 @@
-"""Unit tests of the homework checks in grading/, run in-process (fast).
+"""Unit tests of the homework checks in sdpa_course/grading/, run in-process (fast).
 
 The end-to-end runs through nbgrader are in test_homework_nbgrader.py.
 """
@@ -23,16 +23,14 @@ import pytest
 from fixtures.homework import submissions as subs
 from release_run import before_submit_points
 
-import grading
-import grading.notebook
-import lib
-from grading import all_hints
-from grading.plain import decode, encode, make_case
-from grading.run import run_cases
-from grading.watch import CallWatch
 from nbgrader_tools.authoring import problems
 from nbgrader_tools.cells import nbgrader_meta
 from nbgrader_tools.corpus import grade
+from sdpa_course import grading, lib
+from sdpa_course.grading import all_hints
+from sdpa_course.grading.plain import decode, encode, make_case
+from sdpa_course.grading.run import run_cases
+from sdpa_course.grading.watch import CallWatch
 
 ALL_CHECKS = [(a, c.id) for a, checks in grading.all_checks().items() for c in checks]
 
@@ -84,7 +82,10 @@ def test_the_notebook_validator_reports_a_wrong_points_value(tmp_path):
 
 def test_importing_grading_does_not_import_lib():
     """The runner must work where lib cannot be imported (a sandbox)."""
-    code = "import sys, grading; grading.checks_for('hw2_stable_softmax'); print('lib' in sys.modules)"
+    code = (
+        "import sys; from sdpa_course import grading; grading.checks_for('hw2_stable_softmax');"
+        " print('sdpa_course.lib' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -212,7 +213,7 @@ def _wrapper(z):
         pytest.param(lambda z: _alias(z), id="alias"),
         pytest.param(lambda z: _wrapper(z), id="wrapper"),
         pytest.param(lib.softmax, id="the reference itself"),
-        pytest.param(lambda z: __import__("lib").softmax(z), id="dunder import"),
+        pytest.param(lambda z: __import__("sdpa_course.lib").lib.softmax(z), id="dunder import"),
         pytest.param(lambda z: np.apply_along_axis(lib.softmax, -1, z), id="through numpy"),
         pytest.param(
             types.FunctionType(
@@ -223,7 +224,7 @@ def _wrapper(z):
     ],
 )
 def test_the_watch_sees_the_reference_however_it_is_reached(fn):
-    assert any(name.startswith("lib.") for name in _flags(fn, Z))
+    assert any(name.startswith("sdpa_course.lib.") for name in _flags(fn, Z))
 
 
 def test_the_watch_sees_an_import_inside_the_function():
@@ -231,16 +232,18 @@ def test_the_watch_sees_an_import_inside_the_function():
     exec(
         textwrap.dedent("""
         def f(z):
-            from lib import softmax as s
+            from sdpa_course.lib import softmax as s
             return s(z)
     """),
         namespace,
     )
-    assert "lib.softmax.softmax" in _flags(namespace["f"], Z)
+    assert "sdpa_course.lib.softmax.softmax" in _flags(namespace["f"], Z)
 
 
 def test_the_watch_sees_the_graders_themselves():
-    assert any(n.startswith("grading.") for n in _flags(lambda z: grading.hw2.check_softmax_basic(lib.softmax), Z))
+    assert any(
+        n.startswith("sdpa_course.grading.") for n in _flags(lambda z: grading.hw2.check_softmax_basic(lib.softmax), Z)
+    )
 
 
 @pytest.fixture
@@ -521,7 +524,7 @@ def test_messages_say_why_a_reference_call_earns_nothing():
         attention=lambda q, k, v: lib.scaled_dot_product_attention(q, k, v, return_weights=True),
     )
     who, _, called = msg.partition(" calls ")
-    assert who == "attention" and called.startswith("lib.attention.scaled_dot_product_attention"), msg
+    assert who == "attention" and called.startswith("sdpa_course.lib.attention.scaled_dot_product_attention"), msg
     assert "asks for your own implementation" in msg
 
 
@@ -563,7 +566,7 @@ def test_results_are_strict_json_even_for_strange_returns():
 
 @pytest.mark.parametrize("d_k", [1, 16])
 def test_the_spread_that_the_variance_tolerance_assumes_is_right(d_k):
-    """Var(V) = (2 d^2 + 6 d) / n for the sample variance V of n scores q . k (grading/hw5.py)."""
+    """Var(V) = (2 d^2 + 6 d) / n for the sample variance V of n scores q . k (sdpa_course/grading/hw5.py)."""
     rng = np.random.default_rng(2024)
     n, runs = 400, 1500
     q = rng.standard_normal((runs, n, d_k))
@@ -661,7 +664,7 @@ def test_check_before_submit_names_unanswered_and_undefined_functions(capsys):
 
 def test_check_before_submit_degrades_without_lib_and_is_silent_while_grading(capsys, monkeypatch):
     def no_lib():
-        raise ModuleNotFoundError("No module named 'lib'")
+        raise ModuleNotFoundError("No module named 'sdpa_course.lib'")
 
     monkeypatch.setattr(grading.notebook, "reference", no_lib)
     assert grading.hw2.check_before_submit({}) == {}
@@ -750,7 +753,7 @@ def test_seeds_are_an_hmac_of_the_secret_assignment_and_student():
     import hashlib
     import hmac
 
-    from grading.seeds import seed_for
+    from sdpa_course.grading.seeds import seed_for
 
     want = int.from_bytes(hmac.new(b"s3cret", b"hw2_stable_softmax\0ada", hashlib.sha256).digest()[:4], "big")
     assert seed_for(b"s3cret", "hw2_stable_softmax", "ada") == want & 0x7FFFFFFF
@@ -760,7 +763,7 @@ def test_seeds_are_an_hmac_of_the_secret_assignment_and_student():
 
 
 def test_the_course_secret_comes_from_the_file_the_config_names(tmp_path, monkeypatch):
-    from grading import seeds
+    from sdpa_course.grading import seeds
 
     monkeypatch.delenv(seeds.ENV_SECRET, raising=False)
     config = tmp_path / "nbgrader_config.py"
@@ -768,7 +771,7 @@ def test_the_course_secret_comes_from_the_file_the_config_names(tmp_path, monkey
     with pytest.raises(seeds.SecretMissing, match="no course secret is configured"):
         seeds.course_secret(tmp_path)  # no public default: never the course id
     config.write_text(config.read_text() + 'c.CourseGrading.secret_file = "private/secret.txt"\n')
-    with pytest.raises(seeds.SecretMissing, match=r"python -m grading new-secret .*secret.txt"):
+    with pytest.raises(seeds.SecretMissing, match=r"python -m sdpa_course.grading new-secret .*secret.txt"):
         seeds.course_secret(tmp_path)
     assert seeds.main(["new-secret", str(tmp_path / "private" / "secret.txt")]) == 0
     secret, where = seeds.course_secret(tmp_path)
@@ -785,7 +788,7 @@ def test_reading_the_courses_config_in_a_hidden_cell_imports_no_nbconvert():
     # not import nbconvert or nbgrader there (that took ~2.7 s per notebook).
     repo = Path(__file__).resolve().parent.parent
     code = (
-        "import sys; from pathlib import Path; from grading import seeds; "
+        "import sys; from pathlib import Path; from sdpa_course.grading import seeds; "
         f"config = seeds.read_config(Path({str(repo)!r})); seeds.secret_file_named(Path({str(repo)!r})); "
         "print(sorted(config.get('GenerateFeedback', {}).get('preprocessors', []))); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('nbconvert', 'nbgrader')))"
@@ -798,7 +801,7 @@ def test_reading_the_courses_config_in_a_hidden_cell_imports_no_nbconvert():
 
 
 def test_a_hidden_cell_under_nbgrader_autograde_uses_the_students_seed(tmp_path, monkeypatch):
-    from grading import seeds
+    from sdpa_course.grading import seeds
 
     monkeypatch.setenv(seeds.ENV_SECRET, "k")
     monkeypatch.delenv(seeds.ENV_SEED, raising=False)
@@ -833,9 +836,9 @@ def test_the_notebook_states_the_share_kept_for_a_carried_mistake(assignment):
 def test_homework_12_states_the_tolerances_its_checks_use():
     """The notebook's "How close is right": about 1e-10 of the values' size in float64, from about
     1e-5 to a few times 1e-3 in float32, on the checks' own inputs (visible and hidden)."""
-    from grading import hw12
-    from grading.authoring import attention_rtol
-    from grading.plain import case_inputs
+    from sdpa_course.grading import hw12
+    from sdpa_course.grading.authoring import attention_rtol
+    from sdpa_course.grading.plain import case_inputs
 
     tolerance = {
         "rotate": lambda a: hw12.rotate_tolerance(*a)[0],

@@ -26,13 +26,13 @@ from pathlib import Path
 import pytest
 from fixtures.homework import submissions as subs
 
-import grading
 from nbgrader_tools import scratch_course as nbt
 from nbgrader_tools.cells import nbgrader_meta
+from sdpa_course import grading
 
 HIDDEN_MARKERS = ("BEGIN HIDDEN TESTS", "hidden=True")
 # The hidden test cells derive each student's seed from the course secret
-# (grading/seeds.py): the corpus's secret, so nbgrader grades each fixture on
+# (sdpa_course/grading/seeds.py): the corpus's secret, so nbgrader grades each fixture on
 # the same inputs as the in-process tests and the class grader.
 os.environ["COURSE_GRADING_SECRET"] = subs.TEST_SECRET
 

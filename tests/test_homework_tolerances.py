@@ -12,7 +12,7 @@ float32, batches, -inf). Every one must earn full marks.
 
 Examples are derandomized (the same every run) so CI is stable; homework 5's
 statistical checks are left out here (their false-failure rate is derived in
-``grading/hw5.py`` and tested in ``test_homework_grading.py``).
+``sdpa_course/grading/hw5.py`` and tested in ``test_homework_grading.py``).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import extreme_logits, grading_seeds
 
-import grading
-from grading.compare import Verdict
-from grading.plain import make_case
-from grading.run import run_cases
+from sdpa_course import grading
+from sdpa_course.grading.compare import Verdict
+from sdpa_course.grading.plain import make_case
+from sdpa_course.grading.run import run_cases
 
 # ---------------------------------------------------------------- softmax, several ways
 
@@ -726,8 +726,8 @@ def test_the_reproduced_logsumexp_softmax_now_earns_full_marks():
 
 def test_a_row_just_off_one_is_never_reported_as_summing_to_1():
     """A float64 row 2e-7 short of 1 fails the row-sum check; the message shows digits enough to differ from 1."""
-    from grading.authoring.weights import check_weight_rows
-    from grading.compare import Mismatch
+    from sdpa_course.grading.authoring.weights import check_weight_rows
+    from sdpa_course.grading.compare import Mismatch
 
     got = np.array([[0.5, 0.5 - 2e-7]])
     with pytest.raises(Mismatch) as caught:

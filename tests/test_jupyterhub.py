@@ -121,9 +121,13 @@ def _singleuser_env(root: Path, user: str) -> Path:
             [env / "bin" / "python", "-m", "jupyterlab.labextensions", *args], check=True, capture_output=True
         )
     where = subprocess.run(
-        [env / "bin" / "python", "-c", "import grading, lib, teaching; print(grading.__file__, lib.__file__)"],
+        [
+            env / "bin" / "python",
+            "-c",
+            "from sdpa_course import grading, lib, teaching; print(grading.__file__, lib.__file__)",
+        ],
         user=user,
-        cwd=env,  # not this repository, whose lib/ would come first
+        cwd=env,  # not this repository, whose sdpa_course/lib/ would come first
         capture_output=True,
         text=True,
         check=True,

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from naive_decoding import decoder_heads
 from strategies import decoder_cases
 
-import lib
+from sdpa_course import lib
 
 windows = st.one_of(st.none(), st.integers(1, 4))
 

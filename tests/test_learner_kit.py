@@ -32,6 +32,7 @@ from suite_groups import matrix_only
 
 from nbgrader_tools import kit
 from nbgrader_tools.cells import nbgrader_meta
+from sdpa_course import grading
 
 
 @pytest.fixture(scope="module")
@@ -39,11 +40,11 @@ def kit_dir(tmp_path_factory) -> Path:
     return kit.build(tmp_path_factory.mktemp("site"))
 
 
-def test_the_wheel_holds_exactly_lib_teaching_and_grading(kit_dir):
+def test_the_wheel_holds_exactly_the_course_package(kit_dir):
     with zipfile.ZipFile(kit_dir / kit.wheel_name()) as zf:
         tops = {name.split("/", 1)[0] for name in zf.namelist()}
-        model = zf.read("lib/tiny_lm.npz")  # chapter 11's model, which homework 11 reads
-    assert {t for t in tops if not t.endswith(".dist-info")} == {"lib", "teaching", "grading"}
+        model = zf.read("sdpa_course/lib/tiny_lm.npz")  # chapter 11's model, which homework 11 reads
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"sdpa_course"}
     assert len([t for t in tops if t.endswith(".dist-info")]) == 1
     assert model == (subs.REPO / "chapters" / "tiny_lm.npz").read_bytes()
 
@@ -52,11 +53,11 @@ def test_the_wheels_lib_reads_chapter_11s_model_from_beside_itself(kit_dir, tmp_
     """Homework 11's checks load the model through lib.tiny_lm.checkpoint(), with no chapters folder."""
     with zipfile.ZipFile(kit_dir / kit.wheel_name()) as zf:
         zf.extractall(tmp_path / "site")
-    ask = "import lib.tiny_lm as t; cfg, run = t.load(t.checkpoint()); print(t.checkpoint(), cfg.n_layers)"
+    ask = "from sdpa_course.lib import tiny_lm as t; print(t.checkpoint(), t.load(t.checkpoint())[0].n_layers)"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(tmp_path / "site")}
     done = subprocess.run([sys.executable, "-c", ask], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == [str(tmp_path / "site" / "lib" / "tiny_lm.npz"), "2"]
+    assert done.stdout.split() == [str(tmp_path / "site" / "sdpa_course" / "lib" / "tiny_lm.npz"), "2"]
 
 
 def _course_pins() -> dict[str, str]:
@@ -270,7 +271,7 @@ def _answered(release: dict, assignment: str) -> dict:
             "metadata": {},
             "execution_count": None,
             "outputs": [],
-            "source": "import grading, lib\nprint('FROM', lib.__file__, grading.__file__)",
+            "source": "from sdpa_course import grading, lib\nprint('FROM', lib.__file__, grading.__file__)",
         }
     )
     return release
@@ -377,7 +378,7 @@ def test_the_learners_lines_install_the_kit_and_run_the_homework(kit_dir, tmp_pa
         assert where[0] == "FROM" and all(Path(p).is_relative_to(venv) for p in where[1:]), where
         assert not any(Path(p).is_relative_to(subs.REPO) for p in where[1:]), where
         report = outputs[-2]
-        total = sum(c.points for c in __import__("grading").checks_for(assignment))
+        total = sum(c.points for c in grading.checks_for(assignment))
         assert before_submit_points(report) == (assignment, total, total), report
         assert sum(o.count("passed:") for o in outputs) >= 1, outputs
 

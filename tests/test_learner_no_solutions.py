@@ -71,10 +71,10 @@ def reasoning_paragraphs() -> dict[str, str]:
 
 
 def lib_text() -> str:
-    return _norm("\n".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "lib").rglob("*.py"))))
+    return _norm("\n".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "sdpa_course" / "lib").rglob("*.py"))))
 
 
-PUBLIC_PACKAGES = ("lib/", "teaching/", "grading/")
+PUBLIC_PACKAGES = ("sdpa_course/lib/", "sdpa_course/teaching/", "sdpa_course/grading/")
 CHAPTER = re.compile(r"(?:^|/)chapters/([^/.!]+)\.")
 
 
@@ -209,12 +209,12 @@ def test_the_scan_finds_a_planted_solution_line(tmp_path):
     (site / "chapters" / "01_self_attention.html").write_text(f"<p>{html.escape(needle)}</p>")
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as zf:
-        zf.writestr("grading/hw2.py", f"x = 1\n{needle}\n")
+        zf.writestr("sdpa_course/grading/hw2.py", f"x = 1\n{needle}\n")
     (site / "course-0.1-py3-none-any.whl").write_bytes(buffer.getvalue())
     hits, counts = scan(site, tmp_path)
     assert sorted(set(hits[needle])) == [
         "chapters/01_self_attention.html",
-        "course-0.1-py3-none-any.whl!grading/hw2.py",
+        "course-0.1-py3-none-any.whl!sdpa_course/grading/hw2.py",
         "kit.zip!nb.ipynb",
         "page.html",
     ]

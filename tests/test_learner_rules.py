@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from fixtures.homework import submissions as subs
 
-import grading
-from grading.plain import case_inputs
-from grading.rules import ALL_RULES, DTYPE, IN_PLACE, OWN_CODE, Rule
+from sdpa_course import grading
+from sdpa_course.grading.plain import case_inputs
+from sdpa_course.grading.rules import ALL_RULES, DTYPE, IN_PLACE, OWN_CODE, Rule
 
 
 def _norm(text: str) -> str:
@@ -59,7 +59,7 @@ def _breaking(fn, how: str):
                     v.astype(np.float64) if isinstance(v, np.ndarray) and v.dtype == np.float32 else v for v in value
                 )
         elif how == "own_code":
-            import lib
+            from sdpa_course import lib
 
             lib.softmax(np.zeros(2))
         return value

@@ -29,17 +29,14 @@ from fixtures.homework import submissions as subs
 from release_run import run_release
 from test_class_grading import LIMITS, needs_sandbox, quiet
 
-import grading
-import grading.hw2
-import grading.hw4
-import grading.hw6
 from classgrader.pipeline.class_run import grade_class
 from classgrader.stages.grade import Settings
 from devtools.sample_submissions import Builder
-from grading import pictures
-from grading.plain import case_inputs
-from grading.run import run_cases
 from nbgrader_tools.cells import nbgrader_meta
+from sdpa_course import grading
+from sdpa_course.grading import pictures
+from sdpa_course.grading.plain import case_inputs
+from sdpa_course.grading.run import run_cases
 
 REPO = Path(__file__).resolve().parent.parent
 os.environ["COURSE_GRADING_SECRET"] = subs.TEST_SECRET
@@ -156,9 +153,9 @@ def test_drawing_outside_a_kernel_writes_nothing_to_stderr(tmp_path):
         import sys
         sys.path.insert(0, {str(REPO / "tests")!r})
         from fixtures.homework import submissions as subs
-        import grading.hw2
+        from sdpa_course.grading import hw2
         ns = subs.fixture_namespace("hw2_stable_softmax", subs.HERE / "hw2_stable_softmax" / "wrong_axis.py")
-        grading.hw2.check_before_submit(ns, seed=1)
+        hw2.check_before_submit(ns, seed=1)
         """
     )
     env = {**os.environ, "MPLCONFIGDIR": str(tmp_path / "mpl"), "PYTHONPATH": str(REPO)}

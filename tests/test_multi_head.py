@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from naive import naive_attention
 
-import lib
+from sdpa_course import lib
 
 
 @pytest.mark.parametrize("n_heads", [1, 2, 4])

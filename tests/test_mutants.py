@@ -10,8 +10,8 @@ import shutil
 import pytest
 from fixtures.homework import submissions as subs
 
-import grading
 from nbgrader_tools import corpus, mutants, scratch_course
+from sdpa_course import grading
 
 
 def test_every_assignment_has_mutants_unless_listed_as_pending():

@@ -106,9 +106,9 @@ LEARNER_FILES = sorted(
         "solutions/*/*.md",
         "solutions/*/*.ipynb",
         "exercises/*/*.ipynb",
-        "lib/*.py",
-        "teaching/*.py",
-        "grading/*.py",
+        "sdpa_course/lib/*.py",
+        "sdpa_course/teaching/*.py",
+        "sdpa_course/grading/*.py",
     )
     for path in ROOT.glob(pattern)
 )
@@ -124,9 +124,9 @@ def test_the_scan_covers_every_kind_of_learner_text():
         "solutions/hw1_dot_product_scores/hw1_dot_product_scores.ipynb",
         "solutions/hw1_dot_product_scores/reasoning.md",
         "exercises/hw1_dot_product_scores/hw1_dot_product_scores.ipynb",
-        "lib/scores.py",
-        "lib/softmax.py",
-        "teaching/study.py",
+        "sdpa_course/lib/scores.py",
+        "sdpa_course/lib/softmax.py",
+        "sdpa_course/teaching/study.py",
     ):
         assert expected in names
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-PRODUCT = ("lib", "teaching", "grading", "nbgrader_tools", "classgrader", "_ext")
+PRODUCT = ("sdpa_course", "nbgrader_tools", "classgrader", "_ext")
 MAX_FUNCTION = 80
 MAX_MODULE = 450
 

@@ -1,7 +1,7 @@
-"""Points are written once, in ``grading/hwN.py``; ``./course release`` writes the rest.
+"""Points are written once, in ``sdpa_course/grading/hwN.py``; ``./course release`` writes the rest.
 
 In a copy of the course (never the repository): a check's points change in
-``grading/hw9.py``; the release then carries the new value in the test cell's
+``sdpa_course/grading/hw9.py``; the release then carries the new value in the test cell's
 metadata, the section heading and the marked prose, in the source notebook and
 in the learners' release; the instructors' table in the solutions book shows
 it; and a number of points written by hand in a statement stops the release
@@ -47,7 +47,7 @@ def changed(tmp_path_factory) -> Path:
     """A copy of the course where attention_dv is worth 3 points (1 in the repository),
     after ``python -m nbgrader_tools release hw9`` (what ``./course release`` runs)."""
     copy = copy_course(tmp_path_factory.mktemp("points") / "course")
-    set_points(copy / "grading" / "hw9.py", "attention_dv", 3)
+    set_points(copy / "sdpa_course" / "grading" / "hw9.py", "attention_dv", 3)
     done = run_in(copy, ["-m", "nbgrader_tools", "release", HW9])
     assert done.returncode == 0, done.stdout + done.stderr
     assert "attention_dv" in done.stdout and "-> 3 points" in done.stdout  # it says what it rewrote
@@ -95,7 +95,7 @@ def test_a_hand_written_number_of_points_stops_the_release_and_names_both_values
 
 def test_the_instructors_table_in_the_solutions_book_shows_the_new_points(changed, tmp_path):
     """The solutions book executes every page at each build (execute_notebooks: force), so
-    its table follows grading/ with no cache to go stale."""
+    its table follows sdpa_course/grading/ with no cache to go stale."""
     done = run_in(changed, ["-m", "nbgrader_tools.solution_book", HW9, "--out", str(tmp_path / "book")])
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     page = (tmp_path / "book" / "html" / "instructors.html").read_text(encoding="utf-8")

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from teaching.study import load_quiz
+from sdpa_course.teaching.study import load_quiz
 
 ROOT = Path(__file__).resolve().parents[1]
 QUIZZES = sorted(ROOT.glob("chapters/*.quiz.json"))

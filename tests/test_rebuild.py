@@ -86,12 +86,19 @@ def test_a_page_depends_on_every_module_of_the_packages_it_imports_and_of_those_
     assert module_files(page, book) == sorted(imported)
     assert module_files(write(book / "chapters" / "b.md", "import unused\n"), book) == [book / "unused" / "__init__.py"]
     assert module_files(write(book / "chapters" / "c.md", "no code\n"), book) == []
+    # a subpackage counts alone, with its parent's __init__.py (which runs when it is imported)
+    course = [write(book / "course" / "__init__.py", ""), write(book / "course" / "sub" / "__init__.py", "")]
+    write(book / "course" / "other" / "__init__.py", "")
+    assert module_files(write(book / "chapters" / "d.md", "from course import sub\n"), book) == sorted(course)
 
 
 def test_the_chapters_depend_on_lib_and_teaching():
     for chapter in ("06_causal_masking.md", "08_online_softmax.md"):
         modules = {p.relative_to(ROOT).as_posix() for p in module_files(ROOT / "chapters" / chapter, ROOT)}
-        assert {"lib/attention.py", "lib/_checks.py", "teaching/figures.py", "teaching/study.py"} <= modules
+        assert {"lib/attention.py", "lib/_checks.py", "teaching/figures.py", "teaching/study.py", "__init__.py"} <= {
+            p.removeprefix("sdpa_course/") for p in modules
+        }
+        assert not any(p.startswith("sdpa_course/grading/") for p in modules)  # the graders are not the page's
 
 
 def test_a_page_is_stale_when_a_module_it_imports_changes(tmp_path):
@@ -198,12 +205,14 @@ def test_a_change_to_lib_reaches_the_page_that_imports_it(small_book):
     """A copy of the course's lib beside a page that prints what it computes:
     a number changed in the copy's lib is on the page after a rebuild."""
     src, out, cache = small_book
-    shutil.copytree(ROOT / "lib", src / "lib", ignore=shutil.ignore_patterns("__pycache__"))
+    course = src / "sdpa_course"
+    shutil.copytree(ROOT / "sdpa_course" / "lib", course / "lib", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(ROOT / "sdpa_course" / "__init__.py", course / "__init__.py")
     write(
         src / "index.md",
         myst_page(
             "A chapter",
-            "import lib\nex = lib.seed_toy_example()\n"
+            "from sdpa_course import lib\nex = lib.seed_toy_example()\n"
             'print("toy output", lib.scaled_dot_product_attention(ex["q"], ex["k"], ex["v"])[0, 0].round(4))',
         ),
     )
@@ -219,7 +228,7 @@ def test_a_change_to_lib_reaches_the_page_that_imports_it(small_book):
 
     build(src, out)
     assert printed() == round(expected(2.0), 4)
-    examples = src / "lib" / "examples.py"
+    examples = course / "lib" / "examples.py"
     text = examples.read_text(encoding="utf-8")
     assert text.count('"v": np.array([[2.0, 3.0], [4.0, 5.0]])') == 1
     examples.write_text(text.replace('"v": np.array([[2.0, 3.0]', '"v": np.array([[12.0, 3.0]'), encoding="utf-8")

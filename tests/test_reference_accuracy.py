@@ -21,7 +21,7 @@ import math
 import numpy as np
 import pytest
 
-import lib
+from sdpa_course import lib
 from tests.naive import naive_attention
 
 CASES = 300

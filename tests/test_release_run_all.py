@@ -15,7 +15,7 @@ import pytest
 from fixtures.homework import submissions as subs
 from release_run import before_submit_points, execute_as_learner
 
-import grading
+from sdpa_course import grading
 
 
 @pytest.mark.parametrize("assignment", sorted(grading.ASSIGNMENTS))

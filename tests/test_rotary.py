@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from naive_decoding import rotate_row, sinusoid
 from strategies import FLOAT_DTYPES, finite_arrays
 
-import lib
+from sdpa_course import lib
 
 widths = st.integers(1, 4).map(lambda pairs: 2 * pairs)
 TOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from test_class_grading import LIMITS, SANDBOX_MODES, needs_sandbox
 
-import grading
 from classgrader import sandbox
 from classgrader.sandbox import bytecode
 from classgrader.stages.sandbox_run import package_files
+from sdpa_course import grading
 
 # Counts every module the learner's interpreter compiles from source while importing grading.
 PROBE = "\n".join(
@@ -24,10 +24,10 @@ PROBE = "\n".join(
         "    compiled.append(path)",
         "    return original(self, data, path, **kw)",
         "ext.SourceLoader.source_to_code = counting",
-        "import grading",
+        "from sdpa_course import grading",
         "ext.SourceLoader.source_to_code = original",
         "files = [getattr(m, '__file__', None) or '' for m in list(sys.modules.values())]",
-        "names = sorted(f for f in files if f.startswith('/grader/grading'))",
+        "names = sorted(f for f in files if f.startswith('/grader/sdpa_course/grading'))",
         "print(json.dumps({'compiled': compiled, 'grading': names}))",
     ]
 )
@@ -36,7 +36,7 @@ PROBE = "\n".join(
 @needs_sandbox
 @pytest.mark.parametrize("mode", SANDBOX_MODES)
 def test_grading_is_imported_from_the_graders_bytecode_in_the_sandbox(mode):
-    files = package_files("grading", Path(grading.__file__).parent)
+    files = package_files("sdpa_course/grading", Path(grading.__file__).parent)
     job = {"cells": [{"n": 0, "source": PROBE, "role": "extra", "grade_id": None}], "checks": []}
     outcome = sandbox.run(job, files, LIMITS, uid=61125, mode=mode)
     cell = next(e for e in outcome.events if e.get("event") == "cell")

@@ -210,14 +210,14 @@ def test_a_submissions_two_runs_share_the_imports_and_nothing_else(mode):
         pytest.skip("root mode needs the tests to run as root (they do in CI)")
     import sandbox_probes
 
-    facts = sandbox_probes.two_runs_in_one_session(mode, WALL, str(REPO / "lib"))
+    facts = sandbox_probes.two_runs_in_one_session(mode, WALL, str(REPO / "sdpa_course" / "lib"))
     assert facts["mode"] == mode
     assert_two_runs_share_nothing_but_the_imports(facts)
 
 
 @needs_userns
 def test_an_ordinary_users_two_runs_share_the_imports_and_nothing_else():
-    facts = probe_as_ordinary_user(f"two_runs_in_one_session('auto', {WALL!r}, {str(REPO / 'lib')!r})")
+    facts = probe_as_ordinary_user(f"two_runs_in_one_session('auto', {WALL!r}, {str(REPO / 'sdpa_course' / 'lib')!r})")
     assert facts["mode"] == "userns"
     assert_two_runs_share_nothing_but_the_imports(facts)
 

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from naive_decoding import window_allowed
 
-import lib
+from sdpa_course import lib
 
 shapes = st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(1, 10))
 

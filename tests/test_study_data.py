@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from built_book import built_page
 
-from teaching.study import (
+from sdpa_course.teaching.study import (
     StudyDataError,
     load_cards,
     load_quiz,

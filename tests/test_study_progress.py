@@ -1,4 +1,4 @@
-"""What the pages tell the progress script (teaching/study.py), and what the
+"""What the pages tell the progress script (sdpa_course/teaching/study.py), and what the
 review page says about its schedule.
 
 Questions and cards are known by ids that do not depend on their position;
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from built_book import built_page
 
-from teaching.study import (
+from sdpa_course.teaching.study import (
     StudyDataError,
     card_id,
     catalog_script,

@@ -103,13 +103,11 @@ FOLDERS = (
     "chapters",
     "classgrader",
     "devtools",
-    "grading",
     "hub",
-    "lib",
     "nbgrader_tools",
     "requirements",
+    "sdpa_course",
     "solution_book",
-    "teaching",
     "tests",
 )
 SOURCE_SUFFIXES = (".py", ".toml", ".yml", ".yaml", ".cfg")

@@ -27,7 +27,7 @@ import pytest
 from built_book import ROOT
 from tiny_lm_reference import array_forward, array_loss, bayes_loss, loop_logits, loop_loss, repeat_accuracy, scores
 
-from lib import tiny_lm
+from sdpa_course.lib import tiny_lm
 
 SMALL = tiny_lm.Config(vocab=5, half=3, min_half=2, d_model=6, n_heads=2, d_head=3, batch=3)
 ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
@@ -128,7 +128,7 @@ ONE_LAYER = ROOT / "chapters" / "tiny_lm_one_layer.npz"
 def train_by_command(out, *options: str) -> tuple[tiny_lm.Config, tiny_lm.TrainResult]:
     """A run through the documented command with one BLAS thread."""
     subprocess.run(
-        [sys.executable, "-m", "lib.tiny_lm", "train", "--out", str(out), *options],
+        [sys.executable, "-m", "sdpa_course.lib.tiny_lm", "train", "--out", str(out), *options],
         cwd=ROOT,
         env={**os.environ, **ONE_THREAD},
         check=True,
@@ -195,7 +195,7 @@ def test_the_command_refuses_to_overwrite(tmp_path):
     out = tmp_path / "keep.npz"
     out.write_bytes(b"mine")
     done = subprocess.run(
-        [sys.executable, "-m", "lib.tiny_lm", "train", "--out", str(out), "--steps", "1"],
+        [sys.executable, "-m", "sdpa_course.lib.tiny_lm", "train", "--out", str(out), "--steps", "1"],
         cwd=ROOT,
         capture_output=True,
         text=True,

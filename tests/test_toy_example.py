@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-import lib
+from sdpa_course import lib
 
 
 def exact_toy_values():

@@ -43,9 +43,9 @@ STARTUP_IMPORTS = (
     "piplite.piplite",
     "pyodide_kernel",
     "numpy",
-    "lib",
-    "teaching.figures",
-    "teaching.study",
+    "sdpa_course.lib",
+    "sdpa_course.teaching.figures",
+    "sdpa_course.teaching.study",
     "matplotlib.pyplot",
     "matplotlib_inline.backend_inline",
 )

@@ -29,7 +29,7 @@ WIDGETS_FRONTEND = "jupyterlab_widgets"
 # them: they load with the course.
 COURSE_PACKAGE = (
     "sdpa-course",
-    ["lib", "teaching", "grading"],
+    ["sdpa_course"],
     ["numpy", "matplotlib", "jupyterquiz", "jupytercards", "ipywidgets"],
 )
 KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"

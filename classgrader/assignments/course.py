@@ -22,9 +22,9 @@ from classgrader.assignments import plain_nbgrader
 from classgrader.assignments.errors import SetupError as SetupError
 from classgrader.settings import CourseSettings
 from classgrader.settings import read as read_course_settings
-from grading.check import Check
 from nbgrader_tools.cells import nbgrader_meta
 from nbgrader_tools.content_hash import files_hash
+from sdpa_course.grading.check import Check
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +51,7 @@ class CourseKind:
 
     def checks_hash(self, name: str) -> str:
         """What decides its scores besides the submission: grading's shared modules and its own."""
-        import grading
+        from sdpa_course import grading
 
         folder = Path(grading.__file__).parent
         module = grading.ASSIGNMENTS.get(name)
@@ -95,8 +95,7 @@ def load_assignment(course: Path, name: str, course_settings: CourseSettings | N
 
     ``course_settings`` are the course's, as the run read them (read here when not given).
     """
-    import grading
-    import lib
+    from sdpa_course import grading, lib
 
     if course_settings is None:
         course_settings = read_course_settings(course)
@@ -147,7 +146,7 @@ def load_assignment(course: Path, name: str, course_settings: CourseSettings | N
 
 def _secret(course: Path, course_settings: CourseSettings) -> tuple[bytes, str]:
     """The course secret and where it came from."""
-    from grading import seeds
+    from sdpa_course.grading import seeds
 
     try:
         return seeds.course_secret(course, course_settings.grading.secret_file)
@@ -157,7 +156,7 @@ def _secret(course: Path, course_settings: CourseSettings) -> tuple[bytes, str]:
 
 def _load_plain(course: Path, name: str, course_settings: CourseSettings) -> AssignmentInfo:
     """A plain nbgrader assignment (:mod:`classgrader.assignments.plain_nbgrader`): its notebooks and data files."""
-    import lib
+    from sdpa_course import lib
 
     notebooks = plain_nbgrader.read_notebooks(course, name)
     secret, secret_source = _secret(course, course_settings)
@@ -183,7 +182,7 @@ def known_assignments(course: Path) -> list[str]:
     """The assignments this course can grade: a release in ``exercises/`` and either checks in ``grading``
     or, for a plain nbgrader assignment (:mod:`classgrader.assignments.plain_nbgrader`), its instructor source
     in ``solutions/``."""
-    import grading
+    from sdpa_course import grading
 
     released = {p.name for p in (course / "exercises").glob("*") if p.is_dir()}
     return sorted((released & set(grading.ASSIGNMENTS)) | set(plain_nbgrader.plain_assignments(course)))
@@ -197,7 +196,7 @@ def unknown_message(course: Path, name: str) -> str:
         hint = f" It has a source but no release: run ./course release {name} first."
     if not known:
         return (
-            f"no assignment {name!r}: {course / 'exercises'} holds no assignment with checks in grading/ "
+            f"no assignment {name!r}: {course / 'exercises'} holds no assignment with checks in sdpa_course/grading/ "
             "or with its instructor source in solutions/." + hint
         )
     close = [k for k in known if k.startswith(name) or (name and name in k)]

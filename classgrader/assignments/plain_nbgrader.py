@@ -109,7 +109,7 @@ class PlainKind:
 
 def is_plain(course: Path, name: str) -> bool:
     """Whether ``name`` is a plain assignment: a release and an instructor source, and no checks in grading."""
-    import grading
+    from sdpa_course import grading
 
     return (
         name not in grading.ASSIGNMENTS

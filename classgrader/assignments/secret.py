@@ -20,7 +20,7 @@ import os
 import re
 from pathlib import Path
 
-from grading import seeds
+from sdpa_course.grading import seeds
 
 APP = "sdpa-course"
 FILE_NAME = "grading-secret"
@@ -82,7 +82,7 @@ def ensure_secret(course: Path, course_id: str, named: str) -> tuple[str, str | 
     if text and not text.endswith("\n"):
         text += "\n"
     text += (
-        "\n# The course secret that seeds the hidden tests (grading/seeds.py), made by the first\n"
+        "\n# The course secret that seeds the hidden tests (sdpa_course/grading/seeds.py), made by the first\n"
         "# ./course grade; nbgrader autograde's hidden test cells read it from here too.\n"
         f"{line}\n"
     )

@@ -162,8 +162,7 @@ def _worker_info(info: AssignmentInfo) -> AssignmentInfo:
     """The assignment with this worker's checks and packages (identical to the client's: fingerprinted)."""
     cached = _INFOS.get(info.key)
     if cached is None:
-        import grading
-        import lib
+        from sdpa_course import grading, lib
 
         cached = dataclasses.replace(
             info,

@@ -122,8 +122,7 @@ def environment(names: tuple[str, ...]) -> dict[str, Any]:
 
     A Dask worker must match the client on all of it (:mod:`classgrader.pipeline.dask_cluster`).
     """
-    import grading
-    import lib
+    from sdpa_course import grading, lib
 
     return {
         **platform_and_packages(names),
@@ -157,7 +156,7 @@ class Fingerprint:
 
 def of(course: Path, info: AssignmentInfo, settings: Settings) -> Fingerprint:
     """The fingerprint of grading ``info`` of ``course`` with ``settings`` (the sandbox mode as asked for)."""
-    import lib
+    from sdpa_course import lib
 
     release, source = _release_and_source(course, info.name)
     sandbox = {"sandboxed": settings.sandboxed, "mode": settings.sandbox_mode, "kernel": settings.kernel_record}

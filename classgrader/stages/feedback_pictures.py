@@ -36,7 +36,7 @@ _BASE64 = re.compile(r"^[A-Za-z0-9+/\s]*={0,2}\s*$")
 
 def attach(nb: nbformat.NotebookNode, info: AssignmentInfo, runs: Runs, scores: Scores) -> int:
     """Add the picture of each failed visible check's mistake under its test cell; return how many."""
-    from grading import pictures
+    from sdpa_course.grading import pictures
 
     cells = {}
     for c in nb.cells:

@@ -191,7 +191,7 @@ def _run(
                 c = JobCell(n=c["n"], source=part.spec.tests[c["grade_id"] or ""], role="test", grade_id=c["grade_id"])
             cells.append(c)
         with sandbox.Session(
-            package_files("lib", info.lib_dir),
+            package_files("sdpa_course/lib", info.lib_dir),
             settings.limits,
             uid=settings.uid_base + slot,
             # The instructor's data files win over the learner's copies of them.

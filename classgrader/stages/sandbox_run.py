@@ -26,8 +26,8 @@ from classgrader.assignments.course import AssignmentInfo
 from classgrader.pipeline.intake import Submission
 from classgrader.records import CellEvent, CheckEvent, Job, JobCell, JobCheck, RunFailure
 from classgrader.stages import notebooks
-from grading.plain import Case
 from nbgrader_tools.cells import SELF_CHECK_ID, nbgrader_meta
+from sdpa_course.grading.plain import Case
 
 
 @dataclasses.dataclass
@@ -56,7 +56,7 @@ class Runs:
 
 def collector() -> str:
     """``module:function`` of grading's collector, the code that calls the learner's functions."""
-    import grading
+    from sdpa_course import grading
 
     return f"{grading.run_cases.__module__}:{grading.run_cases.__name__}"
 
@@ -71,7 +71,7 @@ def run(
     registry: sandbox.Registry | None = None,
 ) -> Runs:
     """The scoring run, then (settings allowing, and if it ended well) the in-kernel run."""
-    from grading import seeds
+    from sdpa_course.grading import seeds
 
     seed = seeds.seed_for(info.secret, info.name, sub.student)
     cases = {c.id: c.make_cases(seed if c.hidden else None) for c in info.checks}
@@ -88,7 +88,7 @@ def run(
     # One sandbox for both runs of this learner (and no one else): the record run's process is forked
     # from the same imports, and gets lib only once the scoring run's process has ended.
     with sandbox.Session(
-        package_files("grading", info.grading_dir),
+        package_files("sdpa_course/grading", info.grading_dir),
         settings.limits,
         uid=settings.uid_base + slot,
         extra_files=sub.extra_files,
@@ -120,7 +120,11 @@ def job_cells(plan: notebooks.Plan) -> list[JobCell]:
 
 
 def package_files(name: str, folder: Path) -> dict[str, Path]:
-    """Every .py file of a package, keyed by its path inside the sandbox's /grader."""
+    """Every .py file of a package, keyed by its path ``name/...`` inside the sandbox's /grader.
+
+    ``name`` is ``sdpa_course/grading`` or ``sdpa_course/lib``, without ``sdpa_course/__init__.py``:
+    inside the sandbox ``sdpa_course`` is a namespace package, so the record run's ``lib``, handed
+    to it in a second folder on its path, joins the ``grading`` the scoring run imported."""
     return {
         f"{name}/{p.relative_to(folder).as_posix()}": p
         for p in sorted(folder.rglob("*.py"))
@@ -166,7 +170,7 @@ def _in_kernel(info: AssignmentInfo, plan: notebooks.Plan, session: sandbox.Sess
             )
         cells.append(c)
     job = Job(mode="record", cells=cells, checks=[], hidden_seed=int(seed))
-    outcome = session.run(job, files=package_files("lib", info.lib_dir))
+    outcome = session.run(job, files=package_files("sdpa_course/lib", info.lib_dir))
     by_n = {e.get("n"): e for e in outcome.events if e.get("event") == "cell"}
     record = {}
     for c in cells:

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from classgrader.assignments.course import AssignmentInfo
 from classgrader.records import CellResult
 from classgrader.stages.sandbox_run import Runs
-from grading.check import Check
-from grading.compare import Verdict
+from sdpa_course.grading.check import Check
+from sdpa_course.grading.compare import Verdict
 
 __all__ = ["Scores", "Verdict", "check_timeout_text", "compare", "in_kernel_points"]
 

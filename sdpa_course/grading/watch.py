@@ -26,9 +26,10 @@ _Tracer = Callable[[FrameType, str, Any], Any]
 __all__ = ["FORBIDDEN_PACKAGES", "NOTED_CALLS", "CallWatch", "GRADING_DIR", "SYSTEM_DIRS"]
 
 #: Top-level packages whose code a learner's function may not run: the
-#: course's reference and graders, and libraries that ship an attention or a
-#: softmax. numpy is allowed: it is what the exercises are written in.
-FORBIDDEN_PACKAGES = ("lib", "grading", "torch", "scipy", "jax", "jaxlib", "tensorflow", "keras", "sklearn")
+#: course's own (its reference, graders and teaching helpers), and libraries
+#: that ship an attention or a softmax. numpy is allowed: it is what the
+#: exercises are written in.
+FORBIDDEN_PACKAGES = ("sdpa_course", "torch", "scipy", "jax", "jaxlib", "tensorflow", "keras", "sklearn")
 #: Packages whose use means work done where the watch cannot see it (another
 #: thread or process) or an attempt to switch the watch off.
 _HIDING_PACKAGES = ("multiprocessing", "concurrent", "subprocess", "_posixsubprocess", "queue", "_queue", "ctypes")
@@ -63,8 +64,9 @@ _HIDING_FUNCTIONS = {
 }
 
 
-def _package_dir(name: str) -> str | None:
-    """The folder of an installed top-level package, found without importing it."""
+def _package_dirs(name: str) -> list[str]:
+    """The folders of an installed top-level package, found without importing it (a namespace
+    package, as the course is inside the grader's sandbox, may have several)."""
     mod = sys.modules.get(name)
     paths = getattr(mod, "__path__", None) if mod is not None else None
     if not paths:
@@ -73,10 +75,7 @@ def _package_dir(name: str) -> str | None:
         except (ImportError, ValueError):
             spec = None
         paths = spec.submodule_search_locations if spec is not None else None
-    if not paths:
-        return None
-    first: str = list(paths)[0]
-    return os.path.realpath(first) + os.sep
+    return [os.path.realpath(path) + os.sep for path in paths or ()]
 
 
 #: numpy functions whose use is recorded (``record["calls"]``): the ways of
@@ -90,6 +89,8 @@ _NUMPY_DIR = os.path.dirname(np.__file__)
 
 #: This package's folder: its code is the grader's, never the learner's.
 GRADING_DIR = os.path.realpath(os.path.dirname(__file__)) + os.sep
+#: The course package's folder, which holds this one.
+_COURSE_DIR = os.path.dirname(GRADING_DIR.rstrip(os.sep)) + os.sep
 #: The standard library's and the installed packages' folders.
 SYSTEM_DIRS = tuple(
     {
@@ -111,7 +112,7 @@ class CallWatch:
     alias, a wrapper, ``np.vectorize``, an import inside the function or a
     copied code object. Starting threads or processes and switching the watch
     off are recorded too. ``watch.forbidden`` lists what was seen, e.g.
-    ``["lib.softmax.softmax"]``.
+    ``["sdpa_course.lib.softmax.softmax"]``.
 
     With ``count_lines=True`` it also counts the lines of learner code
     executed (``sys.settrace``), outside numpy and the standard library.
@@ -124,8 +125,8 @@ class CallWatch:
         #: "never concatenate the blocks" are judged from these).
         self.noted_calls: set[str] = set()
         self.lines = 0
-        self._packages = {d: p for p in FORBIDDEN_PACKAGES + _HIDING_PACKAGES if (d := _package_dir(p))}
-        self._packages[GRADING_DIR] = "grading"
+        self._packages = {d: p for p in FORBIDDEN_PACKAGES + _HIDING_PACKAGES for d in _package_dirs(p)}
+        self._packages.setdefault(_COURSE_DIR, "sdpa_course")
         self._dirs = tuple(d for d, p in self._packages.items() if p in FORBIDDEN_PACKAGES)
         self._hiding_dirs = tuple(d for d, p in self._packages.items() if p in _HIDING_PACKAGES)
         self._code_verdicts: dict[Any, str | None] = {}

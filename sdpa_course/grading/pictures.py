@@ -202,7 +202,7 @@ def _draw(w: Weights) -> bytes:
     with _quiet():
         from matplotlib.figure import Figure
 
-        from teaching.figures import heatmap
+        from sdpa_course.teaching.figures import heatmap
 
         n_rows, n_cols = w.got.shape
         labels_r, labels_c = [str(i) for i in range(n_rows)], [str(j) for j in range(n_cols)]

@@ -1,6 +1,6 @@
 """What a check is: :class:`Check` (one graded test cell) and :class:`Assignment` (its checks).
 
-An assignment module (``grading/hwN.py``) makes one ``Assignment``, adds its
+An assignment module (``sdpa_course/grading/hwN.py``) makes one ``Assignment``, adds its
 checks in notebook order, and names the functions its notebook calls
 (:func:`grading.notebook.notebook_check`). Which assignments exist is
 :mod:`grading.registry`'s business, not this module's: nothing here is

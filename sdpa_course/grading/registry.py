@@ -16,7 +16,7 @@ from .check import Check
 
 __all__ = ["ASSIGNMENTS", "MODULES", "all_checks", "all_hints", "checks_for", "get_check"]
 
-#: The assignment modules (``grading/<name>.py``), in course order.
+#: The assignment modules (``sdpa_course/grading/<name>.py``), in course order.
 MODULES = ("hw1", "hw2", "hw3", "hw4", "hw5", "hw6", "hw7", "hw8", "hw9", "hw10", "hw11", "hw12")
 
 #: Assignment name -> its module (``hw1.A.name == "hw1_dot_product_scores"``), in course order.

@@ -9,42 +9,42 @@ Layout
 The files follow a check from its inputs to its score, and the process each
 part runs in:
 
-``grading/plain.py``
+``sdpa_course/grading/plain.py``
     The plain JSON data that crosses between processes: values
     (:func:`~grading.plain.encode`, :func:`~grading.plain.decode`), input cases
     (:class:`~grading.plain.Case`, made by :func:`~grading.plain.make_case`) and
     result records (:class:`~grading.plain.ResultRecord`).
-``grading/watch.py``, ``grading/run.py``
+``sdpa_course/grading/watch.py``, ``sdpa_course/grading/run.py``
     The learner's process: :class:`~grading.watch.CallWatch` (catches calls
     into the reference) and :func:`~grading.run.run_cases` (calls the
     learner's functions on the cases). numpy only, never ``lib``.
-``grading/compare.py``
+``sdpa_course/grading/compare.py``
     The grader's process: :class:`~grading.compare.Mismatch`,
     :class:`~grading.compare.Partial`, :class:`~grading.compare.Verdict`,
     :func:`~grading.compare.compare_arrays` and
     :func:`~grading.compare.decide`; expected values come from ``lib``.
-``grading/authoring/``
+``sdpa_course/grading/authoring/``
     What an assignment module is written with: the inputs and judges that
     several assignments share (rows of softmax weights, attention outputs,
     tolerances for logits, the share of a case each kind of mistake earns).
-``grading/check.py``
+``sdpa_course/grading/check.py``
     :class:`~grading.check.Check` (one graded test cell) and
     :class:`~grading.check.Assignment` (the checks of one notebook).
-``grading/hw1.py`` ... ``grading/hw12.py``
+``sdpa_course/grading/hw1.py`` ... ``sdpa_course/grading/hw12.py``
     One module per assignment, named after its number; ``hwN.A`` is its
     ``Assignment`` (``hw1.A.name == "hw1_dot_product_scores"``) and its
-    ``check_*`` functions; ``grading/online_softmax_mistakes.py`` computes
+    ``check_*`` functions; ``sdpa_course/grading/online_softmax_mistakes.py`` computes
     homework 8's usual mistake for its judges.
-``grading/registry.py``
+``sdpa_course/grading/registry.py``
     The one list of assignment modules (:data:`~grading.registry.MODULES`)
     and the look-ups :func:`checks_for`, :func:`get_check`, :func:`all_checks`.
-``grading/notebook.py``
+``sdpa_course/grading/notebook.py``
     What a notebook's test cells call: ``check_<name>`` and
     ``check_before_submit``, all three pieces in one process.
-``grading/seeds.py``
+``sdpa_course/grading/seeds.py``
     The seed of each learner's hidden tests, and the course secret it comes
     from (the class grader's other settings are in :mod:`classgrader.settings`).
-``grading/pictures.py``
+``sdpa_course/grading/pictures.py``
     A failed check's wrong matrix of weights drawn beside the expected one
     (the chapters' heatmaps), for the "check before you submit" and the
     class grader's feedback; never a hidden check's inputs.
@@ -122,7 +122,7 @@ side.
 
 Adding an assignment (hwN)
 --------------------------------
-1. ``grading/hwN.py``: ``A = Assignment("hwN_<name>", chapter="chapters/...")``;
+1. ``sdpa_course/grading/hwN.py``: ``A = Assignment("hwN_<name>", chapter="chapters/...")``;
    for each graded cell a ``cases(seed)`` function built with
    :func:`~grading.plain.make_case` (and :mod:`grading.authoring`'s inputs) and a
    ``judge(cases, results)`` that calls

@@ -131,7 +131,7 @@ def attention_backward(
     Seed 002's toy example with L = the sum of the output's entries
     (so dL/dO is all ones):
 
-    >>> from lib.examples import seed_toy_example
+    >>> from sdpa_course.lib.examples import seed_toy_example
     >>> ex = seed_toy_example()
     >>> dq, dk, dv = attention_backward(ex["q"], ex["k"], ex["v"], np.ones((1, 2)))
     >>> dv                    # each value row gets its weight

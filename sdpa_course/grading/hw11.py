@@ -59,7 +59,7 @@ EPS = float(np.finfo(np.float64).eps)
 def _tiny_lm() -> ModuleType:
     """``lib.tiny_lm``, imported where expected values are computed (as :func:`reference` imports lib)."""
     reference()
-    return import_module("lib.tiny_lm")
+    return import_module("sdpa_course.lib.tiny_lm")
 
 
 @cache

@@ -291,7 +291,7 @@ def notes_of(record: Mapping[str, Any]) -> str:
 
 def reference() -> ModuleType:
     """The reference implementation, imported only where expected values are computed."""
-    import lib
+    from sdpa_course import lib
 
     return lib
 

@@ -30,9 +30,9 @@ Chapter 11's two checkpoints are made by this module's command line, with one
 BLAS thread (so that sums are added in the same order every time)::
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \\
-        python -m lib.tiny_lm train --out chapters/tiny_lm.npz --force
+        python -m sdpa_course.lib.tiny_lm train --out chapters/tiny_lm.npz --force
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \\
-        python -m lib.tiny_lm train --n-layers 1 --out chapters/tiny_lm_one_layer.npz --force
+        python -m sdpa_course.lib.tiny_lm train --n-layers 1 --out chapters/tiny_lm_one_layer.npz --force
 
 ``tests/test_tiny_lm.py`` runs both commands again and compares the results
 with the committed files.
@@ -666,10 +666,11 @@ def checkpoint() -> Path:
     homework 11 and its checks can read it without the book's folders.
     """
     here = Path(__file__).resolve().parent
-    for path in (here / CHECKPOINT, here.parent / "chapters" / CHECKPOINT):
+    chapters = here.parent.parent / "chapters"  # the repository's, beside sdpa_course/
+    for path in (here / CHECKPOINT, chapters / CHECKPOINT):
         if path.is_file():
             return path
-    raise FileNotFoundError(f"chapter 11's model {CHECKPOINT} is neither beside {here} nor in its chapters folder")
+    raise FileNotFoundError(f"chapter 11's model {CHECKPOINT} is neither beside {here} nor in {chapters}")
 
 
 def load(path: Path) -> tuple[Config, TrainResult]:
@@ -698,8 +699,8 @@ CLI_SETTINGS = tuple(f.name for f in fields(Config))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``python -m lib.tiny_lm train --out FILE [--steps N] [--seed S] ...``."""
-    parser = argparse.ArgumentParser(prog="python -m lib.tiny_lm", description=__doc__.split("\n\n")[0])
+    """Command line: ``python -m sdpa_course.lib.tiny_lm train --out FILE [--steps N] [--seed S] ...``."""
+    parser = argparse.ArgumentParser(prog="python -m sdpa_course.lib.tiny_lm", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     tr = sub.add_parser("train", help="train the tiny model and write it to an .npz file")
     tr.add_argument("--out", type=Path, required=True, help="the .npz file to write (refuses to overwrite)")

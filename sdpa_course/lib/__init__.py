@@ -26,7 +26,7 @@ KVCache, decode_with_cache, decoder_attention, kv_cache_bytes    decoding one to
 
 Submodules imported by name: ``lib.handbuilt`` (heads built by hand) and
 ``lib.tiny_lm`` (chapter 11's two-layer attention-only language model, its
-training, and ``python -m lib.tiny_lm train``).
+training, and ``python -m sdpa_course.lib.tiny_lm train``).
 """
 
 from .attention import attend_one_query, scaled_dot_product_attention, scaled_scores

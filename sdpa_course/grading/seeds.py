@@ -21,7 +21,7 @@ Looked for, in order:
    hidden test cell under ``nbgrader autograde`` reads only that one line
    (:func:`secret_file_named`).
    A file that is named but missing or empty is an error with a message
-   saying how to make one (``python -m grading new-secret PATH``);
+   saying how to make one (``python -m sdpa_course.grading new-secret PATH``);
 3. nothing configured: an error (:class:`SecretMissing`) saying how to make
    one. There is no public default: a seed anyone could compute from the
    course id would make the hidden inputs predictable. The first
@@ -116,18 +116,19 @@ def course_secret(course: Path, named: str | None = None) -> tuple[bytes, str]:
         except OSError as exc:
             raise SecretMissing(
                 f"the course secret file {path} (c.CourseGrading.secret_file in {CONFIG}) cannot be read "
-                f"({exc.strerror or exc}). Make one with: python -m grading new-secret {path}  "
+                f"({exc.strerror or exc}). Make one with: python -m sdpa_course.grading new-secret {path}  "
                 "(keep it: regrades need the same secret; never commit or release it)"
             ) from None
         if not text:
             raise SecretMissing(
-                f"the course secret file {path} is empty; make one with: python -m grading new-secret {path}"
+                f"the course secret file {path} is empty; make one with: "
+                f"python -m sdpa_course.grading new-secret {path}"
             )
         return text.encode(), f"the file {path}"
     raise SecretMissing(
         f"no course secret is configured for {Path(course)}, so the hidden tests have no seed. "
         "Run ./course grade once (it makes a private secret file and names it in "
-        f"{CONFIG}), or make one with: python -m grading new-secret "
+        f"{CONFIG}), or make one with: python -m sdpa_course.grading new-secret "
         f"~/.config/sdpa-course/<course id>/grading-secret and add the line "
         f'c.CourseGrading.secret_file = "<that path>" to {CONFIG}, or set {ENV_SECRET}'
     )
@@ -189,5 +190,8 @@ def main(argv: list[str]) -> int:
             f"c.CourseGrading.secret_file = {str(path)!r}"
         )
         return 0
-    print("usage: python -m grading new-secret PATH   (writes a new course secret file at PATH)", file=sys.stderr)
+    print(
+        "usage: python -m sdpa_course.grading new-secret PATH   (writes a new course secret file at PATH)",
+        file=sys.stderr,
+    )
     return 2
