@@ -336,7 +336,7 @@ def build_wheel(out: Path) -> Path:
             for path in paths:
                 shutil.copy2(path, src.joinpath(*package.split(".")) / path.name)
         data = "".join(
-            f"{package} = [{', '.join(chr(34) + p.name + chr(34) for p in paths)}]\n"
+            f'"{package}" = [{", ".join(chr(34) + p.name + chr(34) for p in paths)}]\n'
             for package, paths in PACKAGE_DATA.items()
         )
         deps = ", ".join(f'"{d}"' for d in project.get("dependencies", []))

@@ -58,7 +58,7 @@ def test_each_check_has_one_named_notebook_function_and_the_notebooks_call_only_
     named = {
         name: fn
         for name, fn in vars(module).items()
-        if name.startswith("check_") and getattr(fn, "__module__", None) == "grading.notebook"
+        if name.startswith("check_") and getattr(fn, "__module__", None) == "sdpa_course.grading.notebook"
     }
     bases = {cid.removesuffix("_hidden") for cid in module.A.checks}
     assert set(named) == {f"check_{b}" for b in bases} | {"check_before_submit"}

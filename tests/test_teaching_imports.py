@@ -1,7 +1,7 @@
 """What a chapter's first cell costs: importing the course does not import matplotlib.
 
 In the in-browser Jupyter importing ``matplotlib.pyplot`` takes seconds, and a
-chapter's first cell imports ``teaching.figures``; matplotlib is imported where
+chapter's first cell imports ``sdpa_course.teaching.figures``; matplotlib is imported where
 a figure is drawn. Checked in a fresh interpreter, as the kernel starts.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-FIRST_CELL = "import numpy, lib, teaching.figures, teaching.study"
+FIRST_CELL = "import numpy\nfrom sdpa_course import lib\nfrom sdpa_course.teaching import figures, study"
 
 
 def modules_after(code: str) -> set[str]:
@@ -25,12 +25,12 @@ def modules_after(code: str) -> set[str]:
 
 def test_a_first_cell_imports_no_matplotlib():
     loaded = modules_after(FIRST_CELL)
-    assert "teaching.figures" in loaded
+    assert "sdpa_course.teaching.figures" in loaded
     assert not {m for m in loaded if m.split(".")[0] == "matplotlib"}
 
 
 def test_drawing_a_heatmap_imports_pyplot():
     loaded = modules_after(
-        f"{FIRST_CELL}\nimport matplotlib\nmatplotlib.use('Agg')\nteaching.figures.heatmap(numpy.eye(2), ['a', 'b'])"
+        f"{FIRST_CELL}\nimport matplotlib\nmatplotlib.use('Agg')\nfigures.heatmap(numpy.eye(2), ['a', 'b'])"
     )
     assert "matplotlib.pyplot" in loaded
