@@ -131,7 +131,8 @@ def assert_two_runs_share_nothing_but_the_imports(facts: dict) -> None:
     assert "lib importable: False" in facts["score_stdout"], facts
     assert facts["record_error"] is None, facts
     where = re.search(r"^lib at (\S+)$", facts["record_stdout"], flags=re.M)
-    assert where and where[1] == "/grader/.run/pkgs/lib/__init__.py", facts  # bound in for the record run only
+    # bound in for the record run only
+    assert where and where[1] == "/grader/.run/pkgs/sdpa_course/lib/__init__.py", facts
     assert "left-by-the-scoring-run.txt" not in facts["record_stdout"], facts  # a fresh scratch folder
     assert facts["record_stdout"].splitlines()[0].endswith("] False"), facts  # no module state carried over
     assert facts["score_pid"] != facts["record_pid"], facts

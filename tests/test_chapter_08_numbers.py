@@ -28,7 +28,7 @@ from built_book import built_page
 from glued import glued
 
 from sdpa_course import lib
-from sdpa_course.lib import tiles
+from sdpa_course.lib import tiles as tiling
 
 PAGE = "chapters/08_online_softmax.html"
 ROOT = Path(__file__).resolve().parents[1]
@@ -293,10 +293,10 @@ def test_the_two_effects_are_quoted_with_their_spread(values, data):
     chosen_first = verdict.find("chosen") < verdict.find("whole")  # which tile the sentence says was faster
     assert (not tell and chosen_first, not tell and not chosen_first, tell) == (q1 > 1, q3 < 1, q1 <= 1 <= q3)
     # The curve's tiles are those lib.tiles gives for each side, from the recorded L2 size.
-    l2 = data["machine"]["caches"].get("L2", tiles.DEFAULT_L2_BYTES)
+    l2 = data["machine"]["caches"].get("L2", tiling.DEFAULT_L2_BYTES)
     for point in points:
         side = None if point["side"] == "chosen" else int(point["side"])
-        want = tiles.choose_tile(1024, 1024, 64, 64, 4, heads=16, budget_bytes=l2 // 2, side=side)
+        want = tiling.choose_tile(1024, 1024, 64, 64, 4, heads=16, budget_bytes=l2 // 2, side=side)
         assert point["tile"] == want._asdict()
     assert data["machine"]["tile_budget_bytes"] == l2 // 2
 
@@ -304,9 +304,9 @@ def test_the_two_effects_are_quoted_with_their_spread(values, data):
 def test_the_causal_tile_count_and_time_at_the_benchmark_s_size(values, data):
     """The tiles a causal call computes at n = 1024, derived from lib.tiles and
     counted with plain loops, and the measured times, from the results file."""
-    l2 = data["machine"]["caches"].get("L2", tiles.DEFAULT_L2_BYTES)
+    l2 = data["machine"]["caches"].get("L2", tiling.DEFAULT_L2_BYTES)
     n = data["speed"]["shape"][1]
-    tile = tiles.choose_tile(n, n, 64, 64, 4, heads=16, budget_bytes=l2 // 2)
+    tile = tiling.choose_tile(n, n, 64, 64, 4, heads=16, budget_bytes=l2 // 2)
     assert data["speed"]["tile"] == tile._asdict()
     row_starts, col_starts = range(0, n, tile.rows), range(0, n, tile.cols)
     # A tile is computed when some query in it may see some key in it: its first
@@ -323,7 +323,7 @@ def test_the_causal_tile_count_and_time_at_the_benchmark_s_size(values, data):
     )
     assert values["causal_share_of_time"] == pytest.approx(causal / unmasked)
     # With 342-row tiles (a 2 MiB L2), 6 of 9 tiles are computed.
-    wide = tiles.choose_tile(n, n, 64, 64, 4, heads=16, budget_bytes=2**20)
+    wide = tiling.choose_tile(n, n, 64, 64, 4, heads=16, budget_bytes=2**20)
     assert wide.rows == 342
     assert sum(1 for i0 in range(0, n, 342) for j0 in range(0, n, 342) if j0 <= min(i0 + 342, n) - 1) == 6
 

@@ -349,8 +349,8 @@ def test_a_lost_scheduler_stops_the_run_and_the_next_run_resumes(tmp_path, build
 def test_a_worker_with_another_lib_or_checks_is_refused_before_grading(tmp_path, builder, package, what):
     """One worker imports a copy of the package with one line added: the run stops before any task."""
     shadow = tmp_path / "shadow"
-    shutil.copytree(REPO / package, shadow / package, ignore=shutil.ignore_patterns("__pycache__"))
-    init = shadow / package / "__init__.py"
+    shutil.copytree(REPO / "sdpa_course", shadow / "sdpa_course", ignore=shutil.ignore_patterns("__pycache__"))
+    init = shadow / "sdpa_course" / package / "__init__.py"
     init.write_text(init.read_text() + "\n# changed on this worker only\n")
     submitted = builder.write_submitted(tmp_path, ["solution", "blank"])
     with ProcessCluster(workers=1) as cluster:

@@ -366,6 +366,12 @@ def test_the_learners_lines_install_the_kit_and_run_the_homework(kit_dir, tmp_pa
     paths = [work / assignment / f"{assignment}.ipynb" for assignment in environment_assignments]
     for assignment, path in zip(environment_assignments, paths):
         path.write_text(json.dumps(_answered(json.loads(path.read_text()), assignment)))
+        # A learner's own folder and files, named as the course's subpackages are, beside the notebook
+        # (first on the kernel's path): the homework never imports them.
+        for own_module in ("lib/__init__.py", "grading.py", "teaching/__init__.py"):
+            planted = path.parent / own_module
+            planted.parent.mkdir(exist_ok=True)
+            planted.write_text(f"raise ImportError('the learner\\'s own {own_module} was imported')\n")
     done = subprocess.run(
         [str(venv_python), str(work / "run.py"), *map(str, paths)], cwd=work, env=env, capture_output=True, text=True
     )
