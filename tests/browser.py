@@ -165,6 +165,8 @@ class _Kinds(HTMLParser):
         self.depth = dict.fromkeys(self.REGIONS, 0)
         self.elements = 0
         self.script: str | None = None
+        # How many divs deep the parser is inside a cell's output (0: not in one).
+        self.output_divs = 0
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.elements += 1
@@ -173,6 +175,9 @@ class _Kinds(HTMLParser):
         if tag in self.REGIONS and (self.depth[tag] or self.REGIONS[tag] in (None, *classes)):
             self.depth[tag] += 1
         inside = [region for region, depth in self.depth.items() if depth]
+        in_output = self.output_divs > 0
+        if tag == "div" and (in_output or "cell_output" in classes):
+            self.output_divs += 1
         if tag == "script":
             self.script = ""
             found = {f"script {attributes.get('type') or 'text/javascript'}"}
@@ -180,6 +185,9 @@ class _Kinds(HTMLParser):
             return
         else:
             found = {tag, *(f"{tag}.{c}" for c in classes)}
+        # The theme styles a cell's output apart (in dark mode, a light panel for pictures):
+        # an element there is a kind of its own.
+        found |= {f"output {kind}" for kind in found} if in_output else set()
         for region in inside:
             self.kinds[region] |= found
 
@@ -193,6 +201,8 @@ class _Kinds(HTMLParser):
             self.script += data
 
     def handle_endtag(self, tag: str) -> None:
+        if tag == "div" and self.output_divs:
+            self.output_divs -= 1
         if tag == "script" and self.script is not None:
             found = {f"script function {name}" for name in SCRIPT_FUNCTION.findall(self.script)}
             found |= {f"script question {kind}" for kind in QUESTION_TYPE.findall(self.script)}
