@@ -527,12 +527,15 @@ def corner_luminance(png: bytes) -> float:
 
 def switch_to_dark(page: Any) -> None:
     """Switch a light page to dark with the theme's own button, as a reader does, and wait until
-    the page shows it: the theme's colour transitions have ended, and the button is left as on
-    a page opened dark (not hovered, its tooltip gone, not focused)."""
+    the page shows it: the colour transitions the switch started have ended, and the button is
+    left as on a page opened dark (not hovered, its tooltip gone, not focused)."""
     page.locator(".theme-switch-button").first.click()
     page.mouse.move(0, VIEWPORT["height"] - 1)
     page.wait_for_function("() => !document.querySelector('.tooltip')")
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    # Chromium runs no frame of a transition on an element off screen (a copy button far down
+    # the page), so DRAWN_JS would wait out its limit: end them all at their last colours.
+    page.evaluate("() => document.getAnimations().forEach((a) => a instanceof CSSTransition && a.finish())")
     page.evaluate(DRAWN_JS)
 
 
