@@ -76,7 +76,6 @@ MARKS = {
 START_FIRST = (
     "test_browser_pages.py",
     "test_class_grading_cluster.py",
-    "test_browser_dark_mode.py",
     "test_class_grading.py",
     "test_browser_jupyterlite.py",
     "test_browser_progress.py",
@@ -102,6 +101,7 @@ START_FIRST = (
     "test_learner_rules.py",
     "test_browser_formgrader.py",
     "test_rebuild.py",
+    "test_browser_dark_mode.py",
     "test_exchange_round_trip.py",
 )
 
