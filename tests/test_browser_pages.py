@@ -30,6 +30,10 @@ depends on the theme is checked again, on the same load:
 That the theme follows a reader's system setting, and a page opened dark
 looks as one switched, is ``test_browser_dark_mode.py``'s.
 
+The math of every page (its TeX is the page's content; the script that
+typesets it is the same everywhere) is typeset in one page by the book's
+MathJax, in the default run too: no TeX that does not parse, no undefined macro.
+
 The default run opens a cover of the pages: between them they hold every kind
 of content of the book, read from the built HTML (``browser.pages_by_cover``:
 explorers, quizzes by kind of question, flashcards, the progress and review
@@ -109,6 +113,9 @@ INSPECT_JS = r"""
     .map((m) => m.textContent.trim().slice(0, 80));
   const texErrors = [...document.querySelectorAll('mjx-merror')]
     .map((e) => e.getAttribute('data-mjx-error') || e.textContent);
+  // The book's MathJax loads noundefined: an undefined macro shows as its name in red.
+  const undefinedMacros = [...document.querySelectorAll('mjx-assistive-mml mtext[mathcolor="red"]')]
+    .map((e) => e.textContent).filter((t) => t.startsWith('\\'));
   const views = document.querySelectorAll(
     'script[type="application/vnd.jupyter.widget-view+json"]').length;
   const renderedViews = [...document.querySelectorAll('.widget-subarea')]
@@ -116,7 +123,7 @@ INSPECT_JS = r"""
   return {
     headings, images, links, fonts, ids: [...ids], mathSources: mathSources.length,
     mathOutputs: document.querySelectorAll('mjx-container').length,
-    untypeset, texErrors, views, renderedViews,
+    untypeset, texErrors, undefinedMacros, views, renderedViews,
   };
 }
 """
@@ -181,6 +188,7 @@ def test_page_shows_as_designed_offline(settled_page, site_server):
     problems = log.problems()
     problems += [f"math not typeset: {t!r}" for t in seen["untypeset"]]
     problems += [f"TeX error from MathJax: {t!r}" for t in seen["texErrors"]]
+    problems += [f"undefined TeX macro: {t!r}" for t in seen["undefinedMacros"]]
     problems += [f"raw TeX in the page's text: {t!r}" for t in page.evaluate(RAW_TEX_JS)]
     if seen["mathSources"] and not seen["mathOutputs"]:
         problems.append(f"{seen['mathSources']} math elements but no MathJax output")
