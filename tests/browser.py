@@ -23,12 +23,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.server
+import io
 import json
 import os
+import re
 import shutil
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -36,7 +38,8 @@ from typing import Any
 from urllib.parse import unquote, urldefrag, urlsplit
 
 import pytest
-from built_book import HTML, ROOT
+from built_book import HTML, ROOT, built_page
+from suite_groups import cover, matrix_only
 
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 
@@ -133,6 +136,111 @@ def book_pages() -> list[str]:
     )
 
 
+# --------------------------------------------------------------------------- the cover
+
+# What a browser test proves on one page it proves for every page whose content is of the
+# same kinds: the same scripts run on the same markup, under the same style sheets. The
+# kinds of a page are read from its built HTML (its article, where pages differ; the
+# theme's frame around it is the same on every page): each block element's tag, and tag
+# with each of its classes (an explorer, a flashcard, a glossary, a warning box, a
+# definition list...), and for each script in the article its type, the functions it
+# defines (a quiz, the cards) and the kinds of question it carries (a numeric answer is
+# typed, a choice is clicked). Inline elements (links, spans, code) only style text.
+INLINE = frozenset(
+    "a abbr b bdi bdo br cite code data dfn em i kbd mark q s samp small span strong sub sup time u var wbr".split()
+)
+SCRIPT_FUNCTION = re.compile(r"\bfunction\s+([A-Za-z_$][\w$]*)")
+QUESTION_TYPE = re.compile(r'"type"\s*:\s*"(\w+)"')
+
+
+class _Kinds(HTMLParser):
+    """Reads a page once: the kinds of content in its article, its main and its body (see
+    INLINE above), and how many elements it has."""
+
+    REGIONS = {"article": "bd-article", "main": None, "body": None}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kinds: dict[str, set[str]] = {region: set() for region in self.REGIONS}
+        self.depth = dict.fromkeys(self.REGIONS, 0)
+        self.elements = 0
+        self.script: str | None = None
+        # How many divs deep the parser is inside a cell's output (0: not in one).
+        self.output_divs = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements += 1
+        attributes = dict(attrs)
+        classes = (attributes.get("class") or "").split()
+        if tag in self.REGIONS and (self.depth[tag] or self.REGIONS[tag] in (None, *classes)):
+            self.depth[tag] += 1
+        inside = [region for region, depth in self.depth.items() if depth]
+        in_output = self.output_divs > 0
+        if tag == "div" and (in_output or "cell_output" in classes):
+            self.output_divs += 1
+        if tag == "script":
+            self.script = ""
+            found = {f"script {attributes.get('type') or 'text/javascript'}"}
+        elif tag in INLINE:
+            return
+        else:
+            found = {tag, *(f"{tag}.{c}" for c in classes)}
+        # The theme styles a cell's output apart (in dark mode, a light panel for pictures):
+        # an element there is a kind of its own.
+        found |= {f"output {kind}" for kind in found} if in_output else set()
+        for region in inside:
+            self.kinds[region] |= found
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)
+        if tag in self.REGIONS and self.depth[tag]:
+            self.depth[tag] -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self.script is not None:
+            self.script += data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "div" and self.output_divs:
+            self.output_divs -= 1
+        if tag == "script" and self.script is not None:
+            found = {f"script function {name}" for name in SCRIPT_FUNCTION.findall(self.script)}
+            found |= {f"script question {kind}" for kind in QUESTION_TYPE.findall(self.script)}
+            for region, depth in self.depth.items():
+                if depth:
+                    self.kinds[region] |= found
+            self.script = None
+        if tag in self.REGIONS and self.depth[tag]:
+            self.depth[tag] -= 1
+
+
+@functools.cache
+def _read_kinds(relative: str) -> tuple[frozenset[str], int]:
+    parser = _Kinds()
+    parser.feed(built_page(relative))
+    own = next((k for k in parser.kinds.values() if k), set())
+    return frozenset(own), parser.elements
+
+
+def page_kinds(relative: str) -> frozenset[str]:
+    """The kinds of content a built page holds in its own part (the theme's article, else its
+    main, else its body; the frame around it is the theme's, the same on every page)."""
+    return _read_kinds(relative)[0]
+
+
+def page_weight(relative: str) -> int:
+    """What a page costs a browser test, roughly: its elements (layout, axe-core and MathJax grow with them)."""
+    return _read_kinds(relative)[1]
+
+
+def pages_by_cover(pages: list[str]) -> list[Any]:
+    """``pages`` as parameters: a cover of their kinds of content (:func:`suite_groups.cover`,
+    each page weighed by its elements) in the default run, every other page only with
+    ``./course test --matrix``."""
+    chosen = set(cover({p: page_kinds(p) for p in pages}, {p: page_weight(p) for p in pages}))
+    return [p if p in chosen else matrix_only(p, id=p) for p in pages]
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         pass
@@ -183,14 +291,20 @@ class SiteServer:
 
     def file_for(self, url: str) -> Path | None:
         """The file a URL of this server names, or None for another origin."""
-        parts = urlsplit(url)
-        if f"{parts.scheme}://{parts.netloc}" != self.origin:
-            return None
-        path = unquote(parts.path).lstrip("/")
-        target = self.root / path
-        if path == "" or target.is_dir():
-            target = target / "index.html"
-        return target
+        return site_file(self.origin, self.root, url)
+
+
+def site_file(origin: str, root: Path, url: str) -> Path | None:
+    """The file under ``root`` that a URL of a server at ``origin`` serving it names, or None
+    for another origin (a folder names its index.html)."""
+    parts = urlsplit(url)
+    if f"{parts.scheme}://{parts.netloc}" != origin:
+        return None
+    path = unquote(parts.path).lstrip("/")
+    target = root / path
+    if path == "" or target.is_dir():
+        target = target / "index.html"
+    return target
 
 
 @dataclass
@@ -361,6 +475,68 @@ TEXT_CONTRAST_JS = """
   return (light + 0.05) / (dark + 0.05);
 }
 """
+
+
+# --------------------------------------------------------------------------- dark mode
+
+# Figures the checks look at: images in cell outputs and explorers, in view.
+BACKDROP_FIGURES_JS = """
+() => [...document.querySelectorAll('.bd-content .cell_output img, .bd-content .explorer img')]
+  .filter((img) => img.getClientRects().length > 0 && img.naturalWidth > 0)
+  .map((img, i) => { img.dataset.darkCheck = String(i); return i; })
+"""
+
+
+# The luminance of the first opaque background behind the first quiz question.
+QUIZ_PANEL_JS = """
+() => {
+  for (let e = document.querySelector('.Quiz').parentElement; e; e = e.parentElement) {
+    const c = getComputedStyle(e).backgroundColor.match(/[\\d.]+/g).map(Number);
+    if (c.length === 3 || c[3] === 1) {
+      const [r, g, b] = c.slice(0, 3).map((v) => {
+        v /= 255;
+        return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+      });
+      return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    }
+  }
+  return 0;
+}
+"""
+
+
+def luminance(pixel: tuple[int, ...]) -> float:
+    """Relative luminance (WCAG) of an sRGB pixel, 0 (black) to 1 (white)."""
+    channels = []
+    for value in pixel[:3]:
+        c = value / 255
+        channels.append(c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4)
+    return 0.2126 * channels[0] + 0.7152 * channels[1] + 0.0722 * channels[2]
+
+
+def corner_luminance(png: bytes) -> float:
+    """The darkest of the four corner pixels (just inside the element's border)."""
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    w, h = image.size
+    inset = 3
+    corners = [(inset, inset), (w - 1 - inset, inset), (inset, h - 1 - inset), (w - 1 - inset, h - 1 - inset)]
+    return min(luminance(image.getpixel(c)) for c in corners)
+
+
+def switch_to_dark(page: Any) -> None:
+    """Switch a light page to dark with the theme's own button, as a reader does, and wait until
+    the page shows it: the colour transitions the switch started have ended, and the button is
+    left as on a page opened dark (not hovered, its tooltip gone, not focused)."""
+    page.locator(".theme-switch-button").first.click()
+    page.mouse.move(0, VIEWPORT["height"] - 1)
+    page.wait_for_function("() => !document.querySelector('.tooltip')")
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    # Chromium runs no frame of a transition on an element off screen (a copy button far down
+    # the page), so DRAWN_JS would wait out its limit: end them all at their last colours.
+    page.evaluate("() => document.getAnimations().forEach((a) => a instanceof CSSTransition && a.finish())")
+    page.evaluate(DRAWN_JS)
 
 
 def typed_answer_contrast(page: Any) -> tuple[float | None, float | None]:
@@ -584,16 +760,19 @@ def anchors_of(path: Path) -> frozenset[str]:
     return frozenset(parser.anchors)
 
 
-def broken_internal_links(server: SiteServer, page_url: str, live_ids: set[str], urls: list[str]) -> list[str]:
+def broken_internal_links(
+    file_for: Callable[[str], Path | None], page_url: str, page_ids: set[str], urls: list[str]
+) -> list[str]:
     """Internal URLs (links and image sources) that lead nowhere.
 
-    A URL of the test server must name an existing file, and a #fragment must
-    name an id on the target page: the live page for links within it (scripts
-    may add ids), the built file for links to other pages.
+    ``file_for`` names the file of the site a URL leads to, or None for a URL
+    outside the site. Such a file must exist, and a #fragment must name an id on
+    the target page: ``page_ids`` for links within the page (a live page's, as
+    scripts may add ids), the built file for links to other pages.
     """
     broken = []
     for url in sorted(set(urls)):
-        target = server.file_for(url)
+        target = file_for(url)
         if target is None:
             continue
         base, fragment = urldefrag(url)
@@ -604,10 +783,29 @@ def broken_internal_links(server: SiteServer, page_url: str, live_ids: set[str],
             continue
         fragment = unquote(fragment)
         same_page = urldefrag(page_url)[0].split("?")[0] == base.split("?")[0]
-        ids = live_ids if same_page else anchors_of(target)
+        ids = page_ids if same_page else anchors_of(target)
         if target.suffix == ".html" and fragment not in ids:
             broken.append(f"{url} (no element with id {fragment!r})")
     return broken
+
+
+def heading_problems(headings: list[dict]) -> list[str]:
+    """The article starts with its one h1, and no heading goes down more than one level."""
+    if not headings:
+        return ["the page has no heading"]
+    problems = []
+    if headings[0]["level"] != 1:
+        problems.append(f"first heading is h{headings[0]['level']} ({headings[0]['text']!r}), not h1")
+    h1s = [h["text"] for h in headings if h["level"] == 1]
+    if len(h1s) > 1:
+        problems.append(f"{len(h1s)} h1 headings: {h1s}")
+    for before, after in zip(headings, headings[1:]):
+        if after["level"] > before["level"] + 1:
+            problems.append(
+                f"h{before['level']} {before['text']!r} is followed by h{after['level']} "
+                f"{after['text']!r} (skips a level)"
+            )
+    return problems
 
 
 def read_json(path: Path) -> Any:

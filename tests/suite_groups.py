@@ -20,8 +20,9 @@ The choice is by name, so a new assignment adds no environment run to the
 default tier. Other parameters go to ``--matrix`` the same way, one value at a
 time (:func:`matrix_only`): a kit venv for each Python but the oldest, the
 nbgrader scenarios that repeat what another test proves, the chapters whose
-rendering in JupyterLite adds no role or directive kind; and a module fixture
-may read the option (``test_sandbox_modes`` grades its class a third time).
+rendering in JupyterLite adds no role or directive kind, the book's pages whose
+kinds of content (:func:`cover`) other pages hold; and a module fixture may
+read the option (``test_sandbox_modes`` grades its class a third time).
 """
 
 from __future__ import annotations
@@ -75,7 +76,6 @@ MARKS = {
 START_FIRST = (
     "test_browser_pages.py",
     "test_class_grading_cluster.py",
-    "test_browser_dark_mode.py",
     "test_class_grading.py",
     "test_browser_jupyterlite.py",
     "test_browser_progress.py",
@@ -101,6 +101,7 @@ START_FIRST = (
     "test_learner_rules.py",
     "test_browser_formgrader.py",
     "test_rebuild.py",
+    "test_browser_dark_mode.py",
     "test_exchange_round_trip.py",
 )
 
@@ -147,6 +148,28 @@ def _start_rank(item: Any) -> int:
 def matrix_only(value: Any, id: str | None = None) -> Any:
     """A parameter value that only ``./course test --matrix`` takes."""
     return pytest.param(value, id=id, marks=pytest.mark.matrix)
+
+
+def cover(kinds: dict[str, frozenset[str]], weight: dict[str, int] | None = None) -> list[str]:
+    """Values that between them hold every kind of ``kinds`` (value -> its kinds), sorted: the values
+    of a parameter the default run takes when one of each kind proves what the rest would.
+
+    Greedy: the value with the most kinds not yet held per unit of ``weight`` (its cost; 1 each
+    unless given) first, ties to the lighter and then by name, so that every pytest-xdist worker
+    collects the same values; then a value whose kinds the others already hold is dropped again,
+    heaviest first."""
+    weight = weight or dict.fromkeys(kinds, 1)
+    left = set().union(*kinds.values())
+    chosen: list[str] = []
+    while left:
+        best = max(sorted(kinds), key=lambda v: (len(kinds[v] & left) / weight[v], -weight[v]))
+        chosen.append(best)
+        left -= kinds[best]
+    for value in sorted(chosen, key=lambda v: (-weight[v], v)):
+        others = set().union(*(kinds[v] for v in chosen if v != value))
+        if kinds[value] <= others:
+            chosen.remove(value)
+    return sorted(chosen)
 
 
 def _outside_the_matrix(config: Any, item: Any) -> bool:
