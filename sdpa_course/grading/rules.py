@@ -54,8 +54,8 @@ OWN_CODE = Rule(
     "own_code",
     "Your own code",
     "This exercise asks for your own implementation (numpy only): a function that calls the course's "
-    "reference lib, or torch, scipy, jax, tensorflow or sklearn (directly or however it reaches them), "
-    "earns no points in any check that calls it.",
+    "own package sdpa_course (its reference lib, its checks or its helpers), or torch, scipy, jax, "
+    "tensorflow or sklearn (directly or however it reaches them), earns no points in any check that calls it.",
 )
 IN_PLACE = Rule(
     "in_place",
