@@ -2,8 +2,9 @@
 
 It runs in the learner's process (inside the sandbox, when the class grader
 runs), around every call that :func:`grading.run.call_learner` makes. A
-function that hands its work to the reference (``lib``, ``grading``, torch,
-scipy, ...) is caught however it reaches it; so is one that starts a thread
+function that hands its work to the course's own package (``sdpa_course``:
+its reference ``lib``, its checks, its helpers), torch, scipy, ... is caught
+however it reaches it; so is one that starts a thread
 or a process, or switches the watch off.
 """
 
