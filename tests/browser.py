@@ -402,15 +402,41 @@ async () => {
 """
 )
 
-# SETTLE_JS bounded: a page that never settles fails, naming what it was waiting for.
-SETTLE_BOUNDED_JS = f"""
-() => Promise.race([
-  ({SETTLE_JS.strip()})(),
-  new Promise((_, fail) => setTimeout(() => fail(new Error(
-    'the page did not settle in {WAIT_LIMIT_MS // 1000} s; it was waiting for ' + window.__courseSettling)),
-    {WAIT_LIMIT_MS})),
-])
+# Starts SETTLE_JS once, on the first poll of settle()'s wait, and then reads how it went:
+# true once settled, an error's text if it failed, undefined while it runs.
+SETTLE_POLL_JS = f"""
+() => {{
+  if (window.__courseSettled === undefined) {{
+    window.__courseSettled = null;
+    ({SETTLE_JS.strip()})().then(
+      () => {{ window.__courseSettled = true; }},
+      (e) => {{ window.__courseSettled = String(e); }});
+  }}
+  return window.__courseSettled;
+}}
 """
+
+
+class RendererStuck(AssertionError):
+    """A page's renderer stopped answering (Chromium's fault, not the page's: it runs no script at all)."""
+
+
+def wait_until_settled(page: Any) -> None:
+    """Wait until ``page`` has settled (SETTLE_JS), at most WAIT_LIMIT_MS.
+
+    The limit is kept by Playwright, outside the page: a timer in the page would
+    never fire in a renderer that has stopped running its scripts, and
+    ``page.evaluate`` has no limit of its own (so the stage is read with one too).
+    """
+    try:
+        outcome = page.wait_for_function(SETTLE_POLL_JS, polling=50, timeout=WAIT_LIMIT_MS).json_value()
+    except Exception as error:
+        try:
+            stage = page.wait_for_function("() => window.__courseSettling", timeout=5000).json_value()
+        except Exception:
+            raise RendererStuck(f"{page.url}: the renderer stopped answering while the page settled") from error
+        raise AssertionError(f"{page.url} did not settle in {WAIT_LIMIT_MS // 1000} s: it was at {stage}") from error
+    assert outcome is True, f"{page.url} failed while settling: {outcome}"
 
 
 # Resolves after two frames have been drawn (whatever a scroll or resize
@@ -648,8 +674,9 @@ class BookBrowser:
         ]
         return problems
 
-    def open(self, context: Any, path: str) -> tuple[Any, PageLog]:
-        """Open a page of the book, wait until it has settled, and log its errors."""
+    def open(self, context: Any, path: str, retried: bool = False) -> tuple[Any, PageLog]:
+        """Open a page of the book, wait until it has settled, and log its errors
+        (in a new page once more if its renderer stopped answering)."""
         page = context.new_page()
         log = PageLog(path)
         self.current = log
@@ -672,7 +699,13 @@ class BookBrowser:
         page.goto(url, wait_until="load")
         if is_redirect(self.server.file_for(url)):  # index.html: go on to its target
             page.wait_for_url(lambda now: now != url, wait_until="load")
-        page.evaluate(SETTLE_BOUNDED_JS)
+        try:
+            wait_until_settled(page)
+        except RendererStuck:
+            if retried:
+                raise
+            page.close()
+            return self.open(context, path, retried=True)
         SESSION["pages_opened"].add(path)
         return page, log
 

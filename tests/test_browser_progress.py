@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import HTML, ROOT, SCREENSHOTS, SETTLE_BOUNDED_JS, BookBrowser, describe_axe, record_axe, run_axe
+from browser import HTML, ROOT, SCREENSHOTS, BookBrowser, describe_axe, record_axe, run_axe, wait_until_settled
 from built_book import built_page
 from suite_groups import matrix_only
 
@@ -69,7 +69,7 @@ class Site:
             self.settle(page)
         page = page or self.new_page()
         page.goto(self.url(path), wait_until="load")
-        page.evaluate(SETTLE_BOUNDED_JS)
+        wait_until_settled(page)
         return page
 
     def settle(self, page: Any) -> None:
