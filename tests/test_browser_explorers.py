@@ -49,19 +49,34 @@ PAGES = {
 # --------------------------------------------------------------------------- the chapters' explorers
 
 
-@functools.cache
 def explorer_and_inputs(name: str) -> tuple[Explorer, dict[str, Any]]:
-    """Run a chapter's code cells, as the build does, up to the cell that shows explorer ``name``.
+    """Explorer ``name`` and its chapter's namespace at the cell that shows it (its inputs:
+    tokens, x, the projection matrices...), from one run of that chapter (:func:`chapter_explorers`)."""
+    shown = chapter_explorers(PAGES[name])
+    if name not in shown:
+        pytest.fail(f"{PAGES[name]}.md displays no explorer named {name!r}")
+    explorer, namespace, first_frame = shown[name]
+    # A cell after the explorer may rebind a name its draw function reads; the build drew
+    # every frame before that cell ran, so the frames drawn now must still be the same.
+    if first_frame is not None:
+        assert explorer.render() == first_frame, f"{name}: a later cell of its chapter changes what it draws"
+    return explorer, namespace
 
-    Returns that explorer and the chapter's namespace at that point (its
-    inputs: tokens, x, the projection matrices...).
-    """
+
+@functools.cache
+def chapter_explorers(chapter: str) -> dict[str, tuple[Explorer, dict[str, Any], tuple[bytes, str] | None]]:
+    """Run a chapter's code cells, as the build does, up to the last cell that shows an explorer
+    of :data:`PAGES`. Returns, for each explorer shown, the explorer, a copy of the chapter's
+    namespace at that point, and (if more cells ran after it) its first frame drawn then
+    (see :func:`explorer_and_inputs`)."""
     import jupytext
     import matplotlib
 
     matplotlib.use("Agg")
-    source = ROOT / f"{PAGES[name]}.md"
+    source = ROOT / f"{chapter}.md"
+    wanted = {name for name, page in PAGES.items() if page == chapter}
     namespace: dict[str, Any] = {"__name__": "__chapter__"}
+    shown: dict[str, tuple[Explorer, dict[str, Any], tuple[bytes, str] | None]] = {}
     # np.printoptions() puts back the print settings the chapter changes, so that
     # later tests (lib's doctests) print as numpy does by default.
     with contextlib.chdir(source.parent), warnings.catch_warnings(), np.printoptions():
@@ -74,10 +89,13 @@ def explorer_and_inputs(name: str) -> tuple[Explorer, dict[str, Any]]:
             last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
             exec(compile(tree, str(source), "exec"), namespace)  # noqa: S102 - the chapter's own code
             if last is not None:
-                shown = eval(compile(ast.Expression(last.value), str(source), "eval"), namespace)  # noqa: S307
-                if isinstance(shown, Explorer) and shown.name == name:
-                    return shown, namespace
-    pytest.fail(f"{PAGES[name]}.md displays no explorer named {name!r}")
+                value = eval(compile(ast.Expression(last.value), str(source), "eval"), namespace)  # noqa: S307
+                if isinstance(value, Explorer) and value.name in wanted:
+                    more = len(shown) + 1 < len(wanted)
+                    shown[value.name] = (value, dict(namespace), value.render() if more else None)
+                    if not more:
+                        break
+    return shown
 
 
 # --------------------------------------------------------------------------- independent values
@@ -289,10 +307,16 @@ def record(name: str, times: list[float], weight: int, page_bytes: int) -> None:
     REPORT.write_text(json.dumps(SESSION["explorers"], indent=2) + "\n", encoding="utf-8")
 
 
+@functools.cache
+def frame_of(explorer: Explorer, key: str) -> tuple[bytes, str]:
+    """The PNG and alt text lib draws for the setting with state ``key`` (each drawn once)."""
+    return explorer.render(**dict(explorer.settings())[key])
+
+
 def assert_shows(explorer: Explorer, ns: dict[str, Any], shown: dict[str, Any]) -> None:
     """The page shows the figure lib gives for the setting its controls hold."""
     setting = {c.name: c.options()[i] for c, i in zip(explorer.controls, shown["values"])}
-    png, alt = explorer.render(**setting)
+    png, alt = frame_of(explorer, explorer.key(**setting))
     assert shown["state"] == explorer.key(**setting)
     assert shown["src"] == "data:image/png;base64," + base64.b64encode(png).decode("ascii"), (
         f"{explorer.name}: the image on the page is not the one drawn with lib for {setting}"
