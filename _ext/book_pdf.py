@@ -121,8 +121,18 @@ async ({pages, title, author}) => {
     copy.querySelectorAll('mjx-assistive-mml').forEach((e) => e.remove());
     return copy.textContent.replace(/\s+/g, ' ').trim();
   });
+  // Prose that still holds TeX (a formula MathJax left untypeset); code may hold TeX in strings.
+  const skip = 'pre, code, script, style, textarea, mjx-container, .highlight';
+  const tex = /\\(?:frac|sqrt|mathrm|top)\{|\\\(|\\\[/;
+  const walker = document.createTreeWalker(book, NodeFilter.SHOW_TEXT, {
+    acceptNode: (node) => (node.parentElement.closest(skip) || !tex.test(node.data)
+      ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+  });
+  const rawTex = [];
+  while (walker.nextNode()) rawTex.push(walker.currentNode.data.trim().slice(0, 120));
   return {pages: pages.length, images: document.images.length,
-          math: document.querySelectorAll('mjx-container').length, headings};
+          math: document.querySelectorAll('mjx-container').length, headings,
+          raw_tex: rawTex, tex_errors: document.querySelectorAll('mjx-merror').length};
 }
 """
 
@@ -292,6 +302,13 @@ def main(argv: list[str] | None = None) -> int:
     stats = make_pdf(args.site.resolve(), args.out.resolve())
     if stats["blocked"]:
         print(f"book_pdf: requests outside the machine were blocked: {stats['blocked'][:5]}", file=sys.stderr)
+        return 1
+    if stats["raw_tex"] or stats["tex_errors"]:
+        print(
+            f"book_pdf: {len(stats['raw_tex'])} passages of untypeset TeX and {stats['tex_errors']} TeX errors "
+            f"in the print: {stats['raw_tex'][:5]}",
+            file=sys.stderr,
+        )
         return 1
     from pypdf import PdfReader
 
