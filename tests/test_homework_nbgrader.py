@@ -3,12 +3,13 @@
 For the assignments an environment test takes (``tests/suite_groups.py``;
 every one with ``--matrix``), in a scratch course folder (never in the repository):
 copy the source notebook, ``nbgrader generate_assignment``, submit the
-instructor's solution, the blank release and every fixture submission of
-``tests/fixtures/homework/<assignment>/``, run ``nbgrader autograde`` over all
-of them and ``nbgrader generate_feedback``, then read the scores from the
-gradebook (``nbgrader validate`` and exit codes say nothing about scores).
-Every correct fixture goes through nbgrader too: a sound method of its own can
-still fail there alone (a warning on stderr scores its cell 0).
+instructor's solution, the blank release and the fixture submissions of
+``tests/fixtures/homework/<assignment>/`` that carry a risk of nbgrader's own
+(:func:`nbgrader_fixtures`; every one with ``--matrix``), run ``nbgrader
+autograde`` over all of them and ``nbgrader generate_feedback``, then read the
+scores from the gradebook (``nbgrader validate`` and exit codes say nothing
+about scores). Every correct fixture goes through nbgrader: a sound method of
+its own can still fail there alone (a warning on stderr scores its cell 0).
 
 The assignments are shared among one nbgrader process per core (each process
 runs its assignments' commands in one course folder, so nbgrader starts and
@@ -47,8 +48,26 @@ class Run:
     scores: dict[str, dict[str, float]]
 
 
-def _submit(root: Path, assignment: str) -> dict[str, subs.Expected]:
-    """The solution, the blank release and every fixture, in ``submitted/``.
+def nbgrader_fixtures(assignment: str, every: bool) -> list[tuple[Path, subs.Expected, dict]]:
+    """The fixtures nbgrader grades: ``every`` one (``--matrix``), or those that carry a risk
+    of nbgrader's own: each sound method of full marks (a warning it writes to stderr
+    would cost it the cell there alone), the call of the reference (the own-code rule in
+    nbgrader's kernel) and the first that earns partial credit (the number its cell leaves).
+    The others' points are the in-process grading's (``test_homework_grading.py``) and the
+    class grader's, in a kernel as nbgrader's (``test_class_grading.py``)."""
+    ids = {c.id for c in grading.checks_for(assignment)}
+    chosen, partial = [], False
+    for _, path in subs.fixtures(assignment):
+        earns, cells = subs.parse(path)
+        first_partial = not partial and any(b is not None for b in earns.points.values())
+        partial |= first_partial
+        if every or earns.full == ids or path.stem == "calls_reference" or first_partial:
+            chosen.append((path, earns, cells))
+    return chosen
+
+
+def _submit(root: Path, assignment: str, every: bool) -> dict[str, subs.Expected]:
+    """The solution, the blank release and the fixtures (:func:`nbgrader_fixtures`), in ``submitted/``.
 
     The blank and the fixture submissions are made from the committed release
     (``tests/test_solution_pages.py`` checks that it is exactly what generate_assignment makes).
@@ -57,17 +76,16 @@ def _submit(root: Path, assignment: str) -> dict[str, subs.Expected]:
     expected = {"solution": subs.Expected(points=dict.fromkeys((c.id for c in checks), None)), "blank": subs.Expected()}
     nbt.submit(root, "solution", assignment, root / "solutions" / assignment / f"{assignment}.ipynb")
     nbt.submit(root, "blank", assignment, subs.REPO / "exercises" / assignment / f"{assignment}.ipynb")
-    for _, path in subs.fixtures(assignment):
-        earns, cells = subs.parse(path)
+    for path, earns, cells in nbgrader_fixtures(assignment, every):
         expected[path.stem] = earns
         nbt.submit(root, path.stem, assignment, subs.submission(assignment, cells))
     return expected
 
 
-def _pipeline(root: Path, assignments: list[str]) -> dict[str, Run]:
+def _pipeline(root: Path, assignments: list[str], every: bool) -> dict[str, Run]:
     """generate_assignment, autograde and generate_feedback of ``assignments``, in one nbgrader process."""
     nbt.make_course(root, assignments)
-    expected = {name: _submit(root, name) for name in assignments}
+    expected = {name: _submit(root, name, every) for name in assignments}
     nbt.run_nbgrader_batch(
         [
             [command, name, "--force"]
@@ -93,13 +111,14 @@ def homework_runs(request, tmp_path_factory) -> dict[str, Run | BaseException]:
             and "assignment" in getattr(getattr(item, "callspec", None), "params", {})
         }
     )
+    every = bool(request.config.getoption("--matrix"))
     base = tmp_path_factory.mktemp("homework")
     processes = min(len(wanted), os.cpu_count() or 2)
     groups = [wanted[i::processes] for i in range(processes)]
 
     def one(index: int) -> dict[str, Run | BaseException]:
         try:
-            return dict(_pipeline(base / f"course{index}", groups[index]))
+            return dict(_pipeline(base / f"course{index}", groups[index], every))
         except BaseException as exc:  # reported by the tests of those assignments
             return dict.fromkeys(groups[index], exc)
 
