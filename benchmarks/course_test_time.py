@@ -93,6 +93,24 @@ def burners(n: int) -> Iterator[None]:
             proc.wait()
 
 
+def cpu_times() -> list[int]:
+    """The machine's CPU time so far, all cores (/proc/stat: user nice system idle iowait irq softirq steal)."""
+    return [int(v) for v in Path("/proc/stat").read_text(encoding="utf-8").split("\n", 1)[0].split()[1:9]]
+
+
+def cpu_shares(before: list[int], after: list[int]) -> dict[str, float]:
+    """How the cores spent the time between two readings: idle (and waiting for disks), stolen by
+    the host, busy (this run's work and anything beside it, burners included)."""
+    d = [b - a for a, b in zip(before, after)]
+    total = sum(d) or 1
+    idle, steal = d[3] + d[4], d[7]
+    return {
+        "busy": round((total - idle - steal) / total, 3),
+        "idle": round(idle / total, 3),
+        "steal": round(steal / total, 3),
+    }
+
+
 def timed_test_run(checkout: Path, log_path: Path, label: str, command: list[str]) -> dict[str, Any]:
     """Run ``command`` (``./course test ...``) in ``checkout``; the phases' seconds from its output."""
     phases: dict[str, float] = {}
@@ -118,18 +136,28 @@ def timed_test_run(checkout: Path, log_path: Path, label: str, command: list[str
                 phases[name] = round(now - last, 1)
                 last = now
                 print(f"{label}: {name} {phases[name]:.1f} s", flush=True)
+                if not pending:
+                    tests_started = cpu_times()
             found = PYTEST_SUMMARY.match(line)
             if found:
                 summaries.append({"counts": found["counts"], "seconds": float(found["seconds"])})
         code = proc.wait()
     end = time.perf_counter()
+    shares = {}
     if not pending:
         phases["tests"] = round(end - last, 1)
-        print(f"{label}: tests {phases['tests']:.1f} s", flush=True)
+        shares = cpu_shares(tests_started, cpu_times())
+        print(f"{label}: tests {phases['tests']:.1f} s; the cores' time: {shares}", flush=True)
     total = round(end - start, 1)
     counts = "; ".join(s["counts"] for s in summaries) or "no pytest summary"
     print(f"{label}: {' '.join(command)} exited {code} after {total:.1f} s ({counts})")
-    return {"phases_s": phases, "total_s": total, "exit_code": code, "pytest_sessions": summaries}
+    return {
+        "phases_s": phases,
+        "tests_cpu_shares": shares,
+        "total_s": total,
+        "exit_code": code,
+        "pytest_sessions": summaries,
+    }
 
 
 def pytest_seconds(run: dict[str, Any]) -> float:

@@ -353,6 +353,9 @@ def course_test_time(data: dict[str, Any]) -> str:
         median = run.get("pytest_median_s", each[0])
         return ", ".join(minutes(t) for t in each) + (f" (median {minutes(median)})" if len(each) > 1 else "")
 
+    def cores(shares: dict[str, float] | None) -> str:
+        return ", ".join(f"{k} {100 * v:.0f} %" for k, v in shares.items()) if shares else "not measured"
+
     rows = [
         [
             run["label"],
@@ -363,6 +366,7 @@ def course_test_time(data: dict[str, Any]) -> str:
             f"**{minutes(run['total_s'])}**",
             pytest_runs(run),
             "; ".join(session["counts"] for session in run["pytest_sessions"]) or f"exit code {run['exit_code']}",
+            cores(run.get("tests_cpu_shares")),
             ", ".join(f"{s:.2f}" for s in run["rebuilds_s"]),
         ]
         for run in data["runs"]
@@ -389,6 +393,7 @@ def course_test_time(data: dict[str, Any]) -> str:
                     "the command in all (first run)",
                     "pytest, each run in the clone",
                     "pytest's summary (one per pytest session)",
+                    "the cores' time during the tests",
                     "rebuilds with nothing changed, s",
                 ],
                 rows,
