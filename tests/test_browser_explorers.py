@@ -1,14 +1,20 @@
 """The explorers respond on the built static page: no kernel, no network.
 
-For each explorer of the book, every control is moved twice in headless
-Chromium: once from the keyboard and once by setting its value. After each
-move the figure on the page must be the one the chapter's own ``draw``
-function gives for that setting (byte for byte: the test runs the chapter's
-code cells up to the explorer, with ``lib``, and renders that setting itself),
-and the alt text must carry numbers that the test computes independently with
-plain numpy. The time from the key press or the input event to the next frame
+Without a browser, for every explorer of the book: the built page holds a frame
+for every setting; the first and the last are the ones the chapter's own
+``draw`` function gives (byte for byte: the test runs the chapter's code cells
+up to the explorer, with ``lib``, and renders those settings itself); and every
+frame's alt text carries numbers that the test computes independently with
+plain numpy.
+
+In headless Chromium, for a cover of the explorers (each kind of control, at
+each place, on one explorer: the page's script reads a control by both), every
+control is moved twice: once from the keyboard and once by setting its value.
+After each move the figure on the page must be the one lib draws for that
+setting. The time from the key press or the input event to the next frame
 after the image changed is recorded and reported (no timed assertion), and so
-is each explorer's page weight.
+is each explorer's page weight. ``./course test --matrix`` moves every
+explorer's controls.
 """
 
 from __future__ import annotations
@@ -26,7 +32,9 @@ from typing import Any
 import numpy as np
 import pytest
 from browser import DRAWN_JS, SESSION
+from bs4 import BeautifulSoup
 from built_book import HTML, ROOT
+from suite_groups import cover, matrix_only
 
 from sdpa_course.teaching.explorer import Explorer
 
@@ -325,7 +333,43 @@ def assert_shows(explorer: Explorer, ns: dict[str, Any], shown: dict[str, Any]) 
     CHECKS[explorer.name](ns, setting, alt)
 
 
+def page_states(name: str) -> dict[str, dict[str, str]]:
+    """The frames the built page holds for explorer ``name``: state key -> its base64 PNG and alt text."""
+    box = BeautifulSoup((HTML / f"{PAGES[name]}.html").read_text(encoding="utf-8"), "html.parser")
+    return json.loads(box.select_one(f"#explorer-{name} script.explorer-states").string)
+
+
 @pytest.mark.parametrize("name", sorted(PAGES))
+def test_the_page_holds_libs_frame_for_every_setting(name):
+    explorer, ns = explorer_and_inputs(name)
+    states = page_states(name)
+    assert sorted(states) == sorted(k for k, _ in explorer.settings())
+    last = "-".join(str(len(c.options()) - 1) for c in explorer.controls)
+    for key in (explorer.key(), last):
+        png, alt = frame_of(explorer, key)
+        assert states[key] == {"png": base64.b64encode(png).decode("ascii"), "alt": alt}, (
+            f"{name}: the page's frame for setting {key} is not the one drawn with lib"
+        )
+    for key, setting in explorer.settings():
+        CHECKS[name](ns, setting, states[key]["alt"])
+
+
+def control_kinds(name: str) -> frozenset[str]:
+    """Explorer ``name``'s controls, each by its kind and its place (``range 0``, ``checkbox 1``),
+    read from the built page (every explorer is its own kind when the page is not built)."""
+    page = HTML / f"{PAGES[name]}.html"
+    if not page.is_file():
+        return frozenset({name})
+    box = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").select_one(f"#explorer-{name}")
+    fields = box.select("[data-control]") if box else []
+    return frozenset(f"{f.get('type') if f.name == 'input' else f.name} {i}" for i, f in enumerate(fields)) or {name}
+
+
+# The explorers whose controls the default run moves in the browser: one of each kind at each place.
+IN_THE_BROWSER = set(cover({name: control_kinds(name) for name in PAGES}))
+
+
+@pytest.mark.parametrize("name", [n if n in IN_THE_BROWSER else matrix_only(n, id=n) for n in sorted(PAGES)])
 def test_explorer_follows_every_control(open_page, name):
     explorer, ns = explorer_and_inputs(name)
     page, log = open_page(f"{PAGES[name]}.html")
@@ -336,8 +380,6 @@ def test_explorer_follows_every_control(open_page, name):
     shown = page.evaluate(SHOWN_JS, handle)
     assert shown["state"] == explorer.key(), "the explorer does not start at its declared setting"
     assert_shows(explorer, ns, shown)
-    states = json.loads(box.locator("script.explorer-states").text_content())
-    assert sorted(states) == sorted(k for k, _ in explorer.settings())
 
     for position, control in enumerate(explorer.controls):
         count = len(control.options())
