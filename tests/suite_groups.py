@@ -19,8 +19,7 @@ what only it can prove on :data:`ENVIRONMENT_ASSIGNMENTS`; a test marked
 The choice is by name, so a new assignment adds no environment run to the
 default tier. Other parameters go to ``--matrix`` the same way, one value at a
 time (:func:`matrix_only`): a kit venv for each Python but the oldest, the
-nbgrader scenarios that repeat what another test proves, the chapters whose
-rendering in JupyterLite adds no role or directive kind, the book's pages whose
+nbgrader scenarios that repeat what another test proves, the book's pages whose
 kinds of content (:func:`cover`) other pages hold; and a module fixture may
 read the option (``test_sandbox_modes`` grades its class a third time).
 """

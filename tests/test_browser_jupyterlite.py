@@ -1,19 +1,26 @@
 """Python in the browser: the site's own JupyterLite, in headless Chromium, offline.
 
-A chapter opens from its "Run in the browser" button, all its cells run in the
-Pyodide kernel (numpy, matplotlib, ``lib``, ``teaching``) with no error, and its
+A chapter's notebook opens in JupyterLite, all its cells run in the Pyodide
+kernel (numpy, matplotlib, ``lib``, ``teaching``) with no error, and its
 explorer answers a slider; a homework release runs its visible test cells,
 which fail on the blank release with the messages a desktop Jupyter gives and
-pass once the instructor solution's answers are pasted in. Every request goes
-to the test server on 127.0.0.1 (anything else is blocked and counted).
+pass once the instructor solution's answers are pasted in, and File → Download
+hands in that work under the homework's own name. Every request goes to the
+test server on 127.0.0.1 (anything else is blocked and counted).
 
-The notebooks show no raw MyST: in the in-browser notebooks of the chapters
-that hold every role and directive kind the book uses (every chapter with
-``--matrix``) no markdown cell holds a role (``{doc}`...```) or a directive
-fence, as source or as rendered text, and a link made from a ``{doc}`` role
-opens its notebook.
-Matplotlib's first import writes nothing to stderr (no "building the font
-cache" in a pink box).
+The notebooks show no raw MyST: in every chapter's in-browser notebook no
+markdown cell holds a role (``{doc}`...```) or a directive fence, as source
+or as JupyterLab renders it, and a link made from a ``{doc}`` role opens its
+notebook. Matplotlib's first import writes nothing to stderr (no "building
+the font cache" in a pink box).
+
+Booting Pyodide is most of what these tests cost, so each notebook is opened
+once, by a module fixture, and the tests that need only JupyterLab (a link,
+the rendering of Markdown) use the chapter page that is open anyway. Each test
+asserts its own claim on what the fixture recorded or on the page, and checks
+only what went wrong on the page while it ran, so the order does not matter.
+That each page's "Run in the browser" button leads here is read from the built
+HTML (``tests/test_built_pages.py``).
 
 The time from opening a notebook to an idle kernel is recorded and printed at
 the end of the run (no timed assertion).
@@ -24,6 +31,8 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +41,6 @@ import pytest
 from browser import HTML, KERNEL_IDLE_JS, PANEL, ROOT, SESSION, PageLog
 from lite.markdown import notebook_path
 from release_run import before_submit_points, execute_as_learner
-from suite_groups import matrix_only
 
 from nbgrader_tools.cells import nbgrader_meta
 from sdpa_course import grading
@@ -73,9 +81,34 @@ CELLS_JS = f"""() => {PANEL}.content.model.sharedModel.cells.map((c) => ({{
   execution_count: c.cell_type === 'code' ? c.execution_count : null,
 }}))"""
 SET_SOURCE_JS = f"""([index, text]) => {{ {PANEL}.content.model.sharedModel.cells[index].setSource(text); }}"""
+# The notebook is shown: its document is loaded and every cell has its widget.
+NOTEBOOK_SHOWN_JS = f"""() => {{
+  const p = window.jupyterapp && {PANEL};
+  return !!(p && p.context && p.context.isReady && p.content && p.content.model && p.content.widgets.length
+    && p.content.model.sharedModel.cells.length === p.content.widgets.length);
+}}"""
 
 
-def open_in_lite(book_browser: Any, context: Any, notebook: str) -> tuple[Any, PageLog]:
+@dataclass
+class LitePage:
+    """A notebook open in the site's JupyterLite, and what went wrong on its page."""
+
+    page: Any
+    log: PageLog
+
+    def problems_from_now(self, book_browser: Any) -> Callable[[], None]:
+        """Make this page the one whose blocked requests are logged; return a check of what
+        went wrong on it from now on (a page several tests use is checked by each for its own part)."""
+        book_browser.current = self.log
+        counts = {name: len(getattr(self.log, name)) for name in ("blocked", "bad_responses", "page_errors")}
+
+        def check() -> None:
+            assert_stayed_home(self.log, counts)
+
+        return check
+
+
+def open_in_lite(book_browser: Any, context: Any, notebook: str) -> LitePage:
     """Open a notebook of the site's JupyterLite and wait for an idle kernel."""
     page = context.new_page()
     log = PageLog(f"lite:{notebook}")
@@ -87,7 +120,7 @@ def open_in_lite(book_browser: Any, context: Any, notebook: str) -> tuple[Any, P
     page.wait_for_function(KERNEL_IDLE_JS, timeout=KERNEL_LIMIT_MS, polling=250)
     KERNEL_STARTS.append((notebook, time.monotonic() - started))
     SESSION["pages_opened"].add(f"lite/notebooks/index.html?path={notebook}")
-    return page, log
+    return LitePage(page, log)
 
 
 def run_all(page: Any) -> list[dict]:
@@ -108,36 +141,34 @@ def errors(cells: list[dict]) -> list[str]:
     ]
 
 
-def assert_stayed_home(log: PageLog) -> None:
-    assert not log.blocked, f"requests left the machine (blocked): {log.blocked[:5]}"
-    assert not log.bad_responses, f"HTTP errors: {log.bad_responses[:5]}"
-    assert not log.page_errors, f"uncaught script errors: {log.page_errors[:5]}"
-
-
-# --------------------------------------------------------------------------- the link from the book
-
-
-@pytest.mark.parametrize(
-    "page", ["chapters/04_scaled_dot_product_attention.html", f"exercises/{HOMEWORK[0]}/{HOMEWORK[0]}.html"]
-)
-def test_each_notebook_page_has_a_run_in_the_browser_button_that_opens_it(open_page, page):
-    view, log = open_page(page)
-    button = view.locator("a.btn:has-text('Run in the browser')").first
-    href = button.get_attribute("href")
-    notebook = notebook_path(page.removesuffix(".html"))  # a homework at the top of the drive
-    assert href is not None and href.endswith(f"lite/notebooks/index.html?path={notebook}"), href
-    target = (HTML / Path(page).parent / href.split("?")[0]).resolve()
-    assert target.is_file(), f"the button leads to {target}, which does not exist"
-    assert (HTML / "lite" / "files" / notebook).is_file(), f"{notebook} is not in JupyterLite's contents"
+def assert_stayed_home(log: PageLog, since: dict[str, int] | None = None) -> None:
+    """Nothing went wrong on the page (since the counts ``since`` of each list, if given)."""
+    since = since or {}
+    blocked, bad, thrown = (getattr(log, n)[since.get(n, 0) :] for n in ("blocked", "bad_responses", "page_errors"))
+    assert not blocked, f"requests left the machine (blocked): {blocked[:5]}"
+    assert not bad, f"HTTP errors: {bad[:5]}"
+    assert not thrown, f"uncaught script errors: {thrown[:5]}"
 
 
 # --------------------------------------------------------------------------- a chapter
 
 
-def test_a_chapter_runs_in_the_browser_and_its_explorer_answers(book_browser, browser_context):
-    md = explorer_chapter()
-    notebook = f"chapters/{md.stem}.ipynb"
-    page, log = open_in_lite(book_browser, browser_context, notebook)
+@pytest.fixture(scope="module")
+def chapter_in_lite(book_browser) -> Iterator[LitePage]:
+    """The explorer chapter's notebook, open in JupyterLite with an idle kernel, in a context of its own:
+    the chapter test runs it; the link and rendering tests need only JupyterLab, which it has loaded."""
+    context = book_browser.new_context()
+    try:
+        opened = open_in_lite(book_browser, context, f"chapters/{explorer_chapter().stem}.ipynb")
+        assert_stayed_home(opened.log)
+        yield opened
+    finally:
+        context.close()
+
+
+def test_a_chapter_runs_in_the_browser_and_its_explorer_answers(book_browser, chapter_in_lite):
+    check = chapter_in_lite.problems_from_now(book_browser)
+    page = chapter_in_lite.page
     cells = run_all(page)
     code = [c for c in cells if c["type"] == "code"]
     assert code and all(c["execution_count"] for c in code), "some code cells did not run"
@@ -174,66 +205,59 @@ def test_a_chapter_runs_in_the_browser_and_its_explorer_answers(book_browser, br
         timeout=KERNEL_LIMIT_MS,
     )
     page.screenshot(path=str(ROOT / "_build" / "screenshots" / "lite_chapter.png"))
-    assert_stayed_home(log)
+    check()
 
 
 # --------------------------------------------------------------------------- no raw MyST
 
 RAW_ROLE = re.compile(r"\{[a-zA-Z][\w:+-]*\}`")
 RAW_DIRECTIVE = re.compile(r"^\s*(`{3,}|:{3,})\{", re.MULTILINE)
-NOTEBOOK_SHOWN_JS = f"""() => {{
-  const p = window.jupyterapp && {PANEL};
-  return !!(p && p.context && p.context.isReady && p.content && p.content.model && p.content.widgets.length
-    && p.content.model.sharedModel.cells.length === p.content.widgets.length);
+# A notebook as JupyterLite's drive serves it, each markdown cell rendered as the notebook view renders one:
+# its source, as a MimeModel's 'text/markdown' (not trusted), through the notebook's own rendermime.
+RENDER_MARKDOWN_JS = f"""async (path) => {{
+  const notebook = {PANEL}.content;
+  const file = await window.jupyterapp.serviceManager.contents.get(path, {{ content: true }});
+  const shown = [];
+  for (const cell of file.content.cells.filter((c) => c.cell_type === 'markdown')) {{
+    const source = Array.isArray(cell.source) ? cell.source.join('') : cell.source;
+    const renderer = notebook.rendermime.createRenderer('text/markdown');
+    await renderer.renderModel({{
+      data: {{ 'text/markdown': source }}, metadata: {{}}, trusted: false, setData() {{}},
+    }});
+    shown.push({{ source, text: renderer.node.textContent }});
+    renderer.dispose();
+  }}
+  return {{ folder: {PANEL}.context.path.split('/').slice(0, -1).join('/'), cells: shown }};
 }}"""
-# The rendered text of every markdown cell JupyterLab has rendered.
-RENDERED_MARKDOWN_JS = f"""() => {PANEL}.content.widgets
-  .filter((w) => w.model.type === 'markdown' && w.rendered)
-  .map((w) => w.node.querySelector('.jp-RenderedMarkdown'))
-  .map((r) => (r ? r.innerText : ''))"""
-
-
-def open_notebook_view(book_browser: Any, context: Any, notebook: str) -> tuple[Any, PageLog]:
-    """Open a notebook of the site's JupyterLite and wait until its cells are shown (not for its kernel)."""
-    page = context.new_page()
-    log = PageLog(f"lite:{notebook}")
-    book_browser.current = log
-    page.on("pageerror", lambda e: log.page_errors.append(str(e)))
-    page.on("response", lambda r: log.bad_responses.append(f"{r.status} {r.url}") if r.status >= 400 else None)
-    page.goto(book_browser.server.url(f"lite/notebooks/index.html?path={notebook}"), wait_until="load")
-    page.wait_for_function(NOTEBOOK_SHOWN_JS, timeout=KERNEL_LIMIT_MS, polling=250)
-    SESSION["pages_opened"].add(f"lite/notebooks/index.html?path={notebook}")
-    return page, log
 
 
 # Every page's converted Markdown is free of raw MyST in-process (tests/test_lite_markdown.py); what only the
-# browser shows is JupyterLab's rendering of it. These chapters together hold every role and directive kind
-# the book uses (the welcome page its own directives); --matrix opens every chapter.
-RENDERED_CHAPTERS = ("00_welcome", "08_online_softmax", "10_attention_in_its_block")
-
-
-@pytest.mark.parametrize(
-    "chapter", [md.stem if md.stem in RENDERED_CHAPTERS else matrix_only(md.stem) for md in CHAPTERS]
-)
-def test_the_in_browser_notebook_shows_no_raw_myst(book_browser, browser_context, chapter):
-    page, log = open_notebook_view(book_browser, browser_context, f"chapters/{chapter}.ipynb")
-    cells = page.evaluate(CELLS_JS)
-    markdown = [c["source"] for c in cells if c["type"] == "markdown"]
+# browser shows is the notebook as the drive serves it and JupyterLab's rendering of it. Rendering a cell
+# needs JupyterLab, not a kernel, nor a page of its own: every chapter is rendered in the chapter page.
+@pytest.mark.parametrize("chapter", [md.stem for md in CHAPTERS])
+def test_the_in_browser_notebook_shows_no_raw_myst(book_browser, chapter_in_lite, chapter):
+    check = chapter_in_lite.problems_from_now(book_browser)
+    got = chapter_in_lite.page.evaluate(RENDER_MARKDOWN_JS, f"chapters/{chapter}.ipynb")
+    # Links and images resolve against the open notebook's folder: the same folder, as for the notebook itself.
+    assert got["folder"] == "chapters", got["folder"]
+    markdown = [c["source"] for c in got["cells"]]
     assert markdown, f"{chapter}: no markdown cell in the in-browser notebook"
     raw = [m.group(0) + " in " + repr(text[:100]) for text in markdown for m in RAW_ROLE.finditer(text)]
     raw += [m.group(0) + " in " + repr(text[:100]) for text in markdown for m in RAW_DIRECTIVE.finditer(text)]
-    rendered = page.evaluate(RENDERED_MARKDOWN_JS)
-    assert rendered, f"{chapter}: JupyterLab rendered no markdown cell"
+    rendered = [c["text"] for c in got["cells"]]
+    assert any(t.strip() for t in rendered), f"{chapter}: JupyterLab rendered no markdown cell"
     raw += [m.group(0) + " shown in " + repr(text[:100]) for text in rendered for m in RAW_ROLE.finditer(text)]
     assert not raw, f"{chapter}: raw MyST in the in-browser notebook:\n" + "\n".join(raw[:10])
-    page.close()
-    assert_stayed_home(log)
+    check()
 
 
-def test_a_link_from_a_doc_role_opens_that_pages_notebook(book_browser, browser_context):
+def test_a_link_from_a_doc_role_opens_that_pages_notebook(book_browser, chapter_in_lite):
     """A chapter links to another: clicking the link opens that chapter's notebook in the same JupyterLite."""
-    md = next(md for md in CHAPTERS if re.search(r"\{doc\}`0\d_", md.read_text(encoding="utf-8")))
-    page, log = open_notebook_view(book_browser, browser_context, f"chapters/{md.stem}.ipynb")
+    assert re.search(r"\{doc\}`0\d_", explorer_chapter().read_text(encoding="utf-8")), (
+        f"{explorer_chapter().name} links to no other chapter: choose another page for the link test"
+    )
+    check = chapter_in_lite.problems_from_now(book_browser)
+    page = chapter_in_lite.page
     # JupyterLab renders the cells near the view only: bring the first cell with such a link there.
     page.evaluate(
         f"""async () => {{
@@ -250,14 +274,15 @@ def test_a_link_from_a_doc_role_opens_that_pages_notebook(book_browser, browser_
     assert "/lite/files/" in href, f"JupyterLab did not take {href!r} for a notebook of its own"
     target = href.split("/lite/files/", 1)[1]
     # The notebook interface opens another document in a new tab.
-    with browser_context.expect_page(timeout=KERNEL_LIMIT_MS) as opened:
+    with page.context.expect_page(timeout=KERNEL_LIMIT_MS) as opened:
         link.click()
     other = opened.value
-    other.wait_for_function(NOTEBOOK_SHOWN_JS, timeout=KERNEL_LIMIT_MS, polling=250)
-    assert other.evaluate(f"() => {PANEL}.context.path") == target
-    other.close()
-    page.close()
-    assert_stayed_home(log)
+    try:
+        other.wait_for_function(NOTEBOOK_SHOWN_JS, timeout=KERNEL_LIMIT_MS, polling=250)
+        assert other.evaluate(f"() => {PANEL}.context.path") == target
+    finally:
+        other.close()
+    check()
 
 
 # --------------------------------------------------------------------------- homework
@@ -315,18 +340,54 @@ def desktop_reports(assignment: str) -> dict[str, tuple[str, str, str]]:
     }
 
 
+@dataclass
+class HomeworkRun:
+    """A homework release in JupyterLite: its cells after Run All on the blank release, the answers then
+    pasted into its answer cells (cell index -> text), and its cells after Run All once more."""
+
+    opened: LitePage
+    blank: list[dict]
+    pasted: dict[int, str]
+    solved: list[dict]
+
+
+# Module-scoped, so that the tests of one assignment share its page; pytest groups them, and closes
+# one assignment's page before it opens the next.
+HOMEWORK_PARAMS = pytest.mark.parametrize("assignment", HOMEWORK, scope="module")
+
+
+@pytest.fixture(scope="module")
+def homework_in_lite(book_browser, assignment) -> Iterator[HomeworkRun]:
+    """A learner's session with the homework, in a context of its own: open the release, Run All, paste
+    the instructor solution's answers in, Run All again (what each test asserts of it is its own)."""
+    context = book_browser.new_context()
+    try:
+        opened = open_in_lite(book_browser, context, notebook_path(f"exercises/{assignment}/{assignment}"))
+        blank = run_all(opened.page)
+        answers = solution_answers(assignment)
+        pasted = {}
+        for index, cell in enumerate(blank):
+            grade_id = nbgrader_meta(cell).get("grade_id")
+            if grade_id in answers:
+                opened.page.evaluate(SET_SOURCE_JS, [index, answers[grade_id]])
+                pasted[index] = answers[grade_id]
+        assert len(pasted) == len(answers), f"{assignment}: pasted {len(pasted)} of {len(answers)} answers"
+        yield HomeworkRun(opened, blank, pasted, run_all(opened.page))
+    finally:
+        context.close()
+
+
 @pytest.mark.matrix
-@pytest.mark.parametrize("assignment", HOMEWORK)
+@HOMEWORK_PARAMS
 def test_homework_visible_tests_fail_blank_and_pass_with_the_solution_in_the_browser(
-    book_browser, browser_context, assignment
+    book_browser, homework_in_lite, assignment
 ):
-    notebook = notebook_path(f"exercises/{assignment}/{assignment}")
+    check = homework_in_lite.opened.problems_from_now(book_browser)
     expected = desktop_reports(assignment)
-    page, log = open_in_lite(book_browser, browser_context, notebook)
 
     # Run All on the blank release: every visible test fails without stopping the
     # notebook, as in a desktop kernel, and the run reaches the check before you submit.
-    cells = run_all(page)
+    cells = homework_in_lite.blank
     tests = visible_tests(cells)
     assert tests, f"{assignment}: no visible test cell found in the release"
     for index, grade_id in tests:
@@ -339,15 +400,8 @@ def test_homework_visible_tests_fail_blank_and_pass_with_the_solution_in_the_bro
     total = sum(c.points for c in grading.checks_for(assignment))
     assert before_submit_points(cell_report(cells[-1]["outputs"])[0]) == (assignment, 0.0, total)
 
-    answers = solution_answers(assignment)
-    pasted = 0
-    for index, cell in enumerate(cells):
-        grade_id = nbgrader_meta(cell).get("grade_id")
-        if grade_id in answers:
-            page.evaluate(SET_SOURCE_JS, [index, answers[grade_id]])
-            pasted += 1
-    assert pasted == len(answers), f"{assignment}: pasted {pasted} of {len(answers)} answers"
-    cells = run_all(page)
+    # Run All once more with the instructor solution's answers pasted in.
+    cells = homework_in_lite.solved
     for index, grade_id in tests:
         assert cells[index]["execution_count"], f"{assignment}: {grade_id} did not run"
         bad = [f"{o['ename']}: {o['evalue']}" for o in cells[index]["outputs"] if o.get("output_type") == "error"]
@@ -355,19 +409,17 @@ def test_homework_visible_tests_fail_blank_and_pass_with_the_solution_in_the_bro
     assert not errors(cells), f"{assignment}: errors with the solution: {errors(cells)}"
     # the check before submitting, the last cell, runs in the browser too and gives full marks
     report = "".join(o.get("text", "") for o in cells[-1]["outputs"] if o.get("output_type") == "stream")
-    total = sum(c.points for c in grading.checks_for(assignment))
     assert before_submit_points(report) == (assignment, total, total), report
-    assert_stayed_home(log)
+    check()
 
 
-def test_a_homework_is_handed_in_with_file_download_under_its_own_name(book_browser, browser_context):
+@pytest.mark.matrix
+@HOMEWORK_PARAMS
+def test_a_homework_is_handed_in_with_file_download_under_its_own_name(book_browser, homework_in_lite, assignment):
     """What "Start here" says: save, then *File → Download*: the file has the homework's own name
-    and holds the learner's work."""
-    assignment = HOMEWORK[0]
-    page, log = open_in_lite(book_browser, browser_context, notebook_path(f"exercises/{assignment}/{assignment}"))
-    answer = next(i for i, c in enumerate(page.evaluate(CELLS_JS)) if nbgrader_meta(c).get("solution"))
-    mine = "# my own answer, written in the browser"
-    page.evaluate(SET_SOURCE_JS, [answer, mine])
+    and holds the learner's work (the answers written into the release in the browser)."""
+    check = homework_in_lite.opened.problems_from_now(book_browser)
+    page = homework_in_lite.opened.page
     page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
     page.get_by_role("menuitem", name="File").click()
     with page.expect_download() as download:
@@ -375,8 +427,9 @@ def test_a_homework_is_handed_in_with_file_download_under_its_own_name(book_brow
     got = download.value
     assert got.suggested_filename == f"{assignment}.ipynb"
     handed_in = nbformat.reads(Path(got.path()).read_text(encoding="utf-8"), as_version=4)
-    assert handed_in.cells[answer].source == mine
-    assert_stayed_home(log)
+    assert homework_in_lite.pasted, f"{assignment}: no answer was written in the browser"
+    assert {i: handed_in.cells[i].source for i in homework_in_lite.pasted} == homework_in_lite.pasted
+    check()
 
 
 def test_lite_uses_only_the_sites_own_pyodide_and_verified_wheels():

@@ -10,7 +10,10 @@ On every page (``_build/html``, read with BeautifulSoup):
 - nothing the page makes a browser fetch (images, scripts, style sheets, frames,
   media, and the ``url()`` and ``@import`` of its styles and style sheets) is
   outside the site;
-- a page that only sends the browser on (index.html) sends it to a page of the site.
+- a page that only sends the browser on (index.html) sends it to a page of the site;
+- every chapter and homework page has a "Run in the browser" button that opens
+  its own notebook in the site's JupyterLite (which ``test_browser_jupyterlite.py``
+  runs in a browser).
 
 What needs a browser (scripts running, math typeset, layout, axe-core, and these
 same claims on the live page, where scripts add images, links and headings) is
@@ -27,10 +30,16 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 from browser import book_pages, broken_internal_links, heading_problems, is_redirect, site_file
 from bs4 import BeautifulSoup
-from built_book import HTML, built_page
+from built_book import HTML, ROOT, built_page
+from lite.markdown import notebook_path
 from suite_groups import cover
 
 PAGES = book_pages() or ["index.html"]  # no build: built_page says so
+# The pages made from a notebook of the course: every chapter, every homework release.
+NOTEBOOK_PAGES = sorted(
+    [f"chapters/{md.stem}.html" for md in (ROOT / "chapters").glob("*.md")]
+    + [f"exercises/{hw.name}/{hw.name}.html" for hw in (ROOT / "exercises").iterdir() if hw.is_dir()]
+)
 
 # A name to resolve the site's relative URLs against; no request is ever made to it.
 ORIGIN = "http://built-site.invalid"
@@ -164,6 +173,18 @@ def test_nothing_the_page_fetches_is_outside_the_site(path):
     asked = fetched(soup) + [u for sheet in style_sheets(path, soup) for u in style_sheet(sheet)[0]]
     away = sorted({u for u in asked if outside(u) and not u.startswith(ORIGIN)})
     assert not away, f"{path} makes a browser ask another machine for: {away}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOK_PAGES)
+def test_each_notebook_page_has_a_run_in_the_browser_button_that_opens_it(path):
+    buttons = [a["href"] for a in soup_of(path).select("a.btn[href]") if "Run in the browser" in a.get_text()]
+    assert buttons, f"{path} has no 'Run in the browser' button"
+    notebook = notebook_path(path.removesuffix(".html"))  # a homework at the top of the drive
+    for href in buttons:
+        assert href.endswith(f"lite/notebooks/index.html?path={notebook}"), href
+        target = file_for(urljoin(page_url(path), href))
+        assert target is not None and target.is_file(), f"the button leads to {target}, which does not exist"
+    assert (HTML / "lite" / "files" / notebook).is_file(), f"{notebook} is not in JupyterLite's contents"
 
 
 def test_the_outside_scan_finds_a_planted_request():
