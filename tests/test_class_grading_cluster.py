@@ -1,12 +1,13 @@
 """Grading on a Dask cluster (``./course grade --cluster``): the same grades as a local run, and its faults.
 
 Each test starts a Dask scheduler and workers as separate processes on
-127.0.0.1 (:class:`devtools.process_cluster.ProcessCluster`), grades through
-``--cluster`` and compares with one local run of the same class of bad
-submissions (``devtools/sample_submissions/builder.py``): the same statuses,
-scores, notes, flags and gradebook rows. Then: a worker killed mid-task, the
-scheduler killed mid-run (the next run resumes), and workers whose ``lib`` or
-checks differ from the client's (refused before anything is graded).
+127.0.0.1 (:class:`devtools.process_cluster.ProcessCluster`) and grades through
+``--cluster``. The first grades the whole class of bad submissions
+(``devtools/sample_submissions/builder.py``) and compares with one local run
+of it: the same statuses, scores, notes, flags and gradebook rows. Then, each
+on a small class compared with the same local run: a worker killed mid-task,
+the scheduler killed mid-run (the next run resumes), and workers whose ``lib``
+or checks differ from the client's (refused before anything is graded).
 
 The runs here skip the item analysis (``analyse=False``): the client makes it
 from the gradebook after grading, wherever the grading ran, and
@@ -126,6 +127,7 @@ def test_a_cluster_run_gives_the_local_grades_into_postgresql(tmp_path, builder,
         submitted = builder.write_submitted(
             tmp_path, EXPECTED, solutions=REPO / "solutions", gradebook=tmp_path / "gradebook.db", port=listener.port
         )
+        # Three workers: a count no local default on a two-core machine gives.
         with ProcessCluster(workers=3) as cluster:
             summary = grade_class(
                 REPO,
