@@ -431,7 +431,7 @@ def _another_process(folder: Path):
     go_read, go_write = os.pipe()
     said_read, said_write = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: only os calls, then out without Python's exit handlers
+    if pid == 0:  # the child leaves by os._exit: the exit handlers it inherited are the test run's
         status = 1
         try:
             os.read(go_read, 1)
