@@ -50,8 +50,10 @@ class ProcessCluster:
         self.workers: list[subprocess.Popen] = []
         try:
             self._start_scheduler(allowed_failures)
+            # The workers start at once (each waits for the scheduler's file), so all import side by side.
             for _ in range(workers):
                 self.add_worker()
+            self._wait_for_scheduler()
             self.wait_for_workers(workers)
         except BaseException:
             self.close()
@@ -86,6 +88,9 @@ class ProcessCluster:
                 cwd=self.folder,
                 start_new_session=True,
             )
+
+    def _wait_for_scheduler(self) -> None:
+        assert self.scheduler is not None
         deadline = time.monotonic() + self.startup
         while not self._address():
             if self.scheduler.poll() is not None or time.monotonic() > deadline:

@@ -1,12 +1,13 @@
 """Grading on a Dask cluster (``./course grade --cluster``): the same grades as a local run, and its faults.
 
 Each test starts a Dask scheduler and workers as separate processes on
-127.0.0.1 (:class:`devtools.process_cluster.ProcessCluster`), grades through
-``--cluster`` and compares with one local run of the same class of bad
-submissions (``devtools/sample_submissions/builder.py``): the same statuses,
-scores, notes, flags and gradebook rows. Then: a worker killed mid-task, the
-scheduler killed mid-run (the next run resumes), and workers whose ``lib`` or
-checks differ from the client's (refused before anything is graded).
+127.0.0.1 (:class:`devtools.process_cluster.ProcessCluster`) and grades through
+``--cluster``. The first grades the whole class of bad submissions
+(``devtools/sample_submissions/builder.py``) and compares with one local run
+of it: the same statuses, scores, notes, flags and gradebook rows. Then, each
+on a small class compared with the same local run: a worker killed mid-task,
+the scheduler killed mid-run (the next run resumes), and workers whose ``lib``
+or checks differ from the client's (refused before anything is graded).
 
 The runs here skip the item analysis (``analyse=False``): the client makes it
 from the gradebook after grading, wherever the grading ran, and
@@ -18,6 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import shutil
 import threading
@@ -125,6 +127,7 @@ def test_a_cluster_run_gives_the_local_grades_into_postgresql(tmp_path, builder,
         submitted = builder.write_submitted(
             tmp_path, EXPECTED, solutions=REPO / "solutions", gradebook=tmp_path / "gradebook.db", port=listener.port
         )
+        # Three workers: a count no local default on a two-core machine gives.
         with ProcessCluster(workers=3) as cluster:
             summary = grade_class(
                 REPO,
@@ -154,16 +157,36 @@ def test_a_cluster_run_gives_the_local_grades_into_postgresql(tmp_path, builder,
     assert any(m.startswith("classgrader: Dask dashboard: http://127.0.0.1:") for m in messages), messages
 
 
-def _processing(client) -> dict[str, list[str]]:
-    """Worker name -> the keys of the tasks it is running now."""
-    names = {addr: w["name"] for addr, w in client.scheduler_info(n_workers=-1)["workers"].items()}
-    return {names[addr]: [str(k) for k in keys] for addr, keys in client.processing().items() if addr in names}
+def _in_its_sandbox(watcher, student: str) -> int | None:
+    """The index of the worker whose thread runs ``student``'s task with its sandbox up now, if any.
+
+    Asked of the workers themselves: the scheduler counts a task as processing from when it is
+    assigned, and a worker may hold it behind the task it is running.
+    """
+
+    def probe(dask_worker) -> str | None:
+        import psutil
+
+        def sandbox(p: psutil.Process) -> bool:
+            try:
+                return p.name() == "bwrap"
+            except psutil.NoSuchProcess:
+                return False
+
+        running = any(f"-{student}-" in str(ts.key) for ts in dask_worker.state.executing)
+        up = running and any(sandbox(p) for p in psutil.Process().children(recursive=True))
+        return str(dask_worker.name) if up else None
+
+    for name in watcher.run(probe, on_error="return").values():
+        if isinstance(name, str):
+            return int(name.split("-")[1])
+    return None
 
 
 def _grade_killing_the_worker_of(
     cluster: ProcessCluster, student: str, submitted: Path, out: Path, messages: list[str]
-) -> list[str]:
-    """Grade on ``cluster``; SIGKILL the worker while it runs ``student``'s task. Return the killed worker's name."""
+) -> None:
+    """Grade on ``cluster``; SIGKILL the worker while ``student``'s notebook runs in its sandbox on it."""
     from distributed import Client
 
     outcome: dict = {}
@@ -184,81 +207,71 @@ def _grade_killing_the_worker_of(
         except BaseException as exc:  # reported by the assertion below
             outcome["error"] = exc
 
-    killed: list[str] = []
+    killed = False
     thread = threading.Thread(target=run)
     thread.start()
     with Client(cluster.address, set_as_default=False) as watcher:
         deadline = time.monotonic() + WAIT_SECONDS
         while not killed and time.monotonic() < deadline and thread.is_alive():
-            for name, keys in _processing(watcher).items():
-                if any(f"-{student}-" in k for k in keys):
-                    time.sleep(1.0)  # well inside the task: its sandbox is running the notebook
-                    cluster.kill_worker(int(name.split("-")[1]))
-                    killed.append(name)
-                    break
+            index = _in_its_sandbox(watcher, student)
+            if index is not None:
+                cluster.kill_worker(index)
+                killed = True
             time.sleep(0.05)
-    thread.join(timeout=300)
+    thread.join(timeout=WAIT_SECONDS)
     assert "error" not in outcome, outcome.get("error")
-    assert killed, f"{student} was never seen running on a worker"
-    return killed
+    assert killed, f"{student} was never seen running in a sandbox on a worker"
 
 
-#: A class with a long task (the infinite loop runs to its 10 s limit) and hostile or broken notebooks.
-KILL_CLASS = [
-    "infinite_loop",
-    "solution",
-    "blank",
-    "os_exit",
-    "memory_bomb",
-    "patched_checker",
-    "stripped_metadata",
-    "truncated_json",
-]
+#: A small class for the faults: the long task to interrupt (the infinite loop runs to its 10 s limit) and
+#: quick ones that show nothing else is lost or doubled. That a cluster grades every kind of bad notebook
+#: as a local run does is the first test's claim, on the whole class.
+FAULT_CLASS = ["infinite_loop", "solution", "blank", "truncated_json"]
 
 
 def test_a_worker_killed_mid_task_loses_and_doubles_nothing(tmp_path, builder, local):
     """The worker running the infinite loop is killed: Dask runs that task again on the other worker;
     the run completes, each student has one submission and one grade per cell, equal to the local run's."""
     submitted = builder.write_submitted(
-        tmp_path, KILL_CLASS, solutions=REPO / "solutions", gradebook=tmp_path / "gradebook.db"
+        tmp_path, FAULT_CLASS, solutions=REPO / "solutions", gradebook=tmp_path / "gradebook.db"
     )
     with ProcessCluster(workers=2) as cluster:
         _grade_killing_the_worker_of(cluster, "infinite_loop", submitted, tmp_path, [])
     got = results_of(tmp_path)
-    assert set(got) == set(KILL_CLASS)
-    for student in KILL_CLASS:
+    assert set(got) == set(FAULT_CLASS)
+    for student in FAULT_CLASS:
         assert comparable(got[student]) == comparable(local["results"][student]), student
     url = f"sqlite:///{tmp_path / 'gradebook.db'}"
-    assert gradebook_scores(url) == {s: local["gradebook"][s] for s in KILL_CLASS}
+    assert gradebook_scores(url) == {s: local["gradebook"][s] for s in FAULT_CLASS}
     from nbgrader.api import Grade, Gradebook
 
     with Gradebook(url, course_id="sdpa-course") as gb:
-        assert len(gb.assignment_submissions(ASSIGNMENT)) == len(KILL_CLASS)
-        assert gb.db.query(Grade).count() == len(KILL_CLASS) * 4
+        assert len(gb.assignment_submissions(ASSIGNMENT)) == len(FAULT_CLASS)
+        assert gb.db.query(Grade).count() == len(FAULT_CLASS) * 4
 
 
 def test_a_task_whose_workers_keep_dying_is_not_retried_forever(tmp_path, builder, local):
     """With Dask's allowed-failures at 0, one lost worker ends that task: it is reported as not graded,
-    the others are graded, and the next run grades it."""
+    the others are graded, and the next run (on the worker left) grades it."""
     submitted = builder.write_submitted(
-        tmp_path, KILL_CLASS, solutions=REPO / "solutions", gradebook=tmp_path / "gradebook.db"
+        tmp_path, FAULT_CLASS, solutions=REPO / "solutions", gradebook=tmp_path / "gradebook.db"
     )
     messages: list[str] = []
     with ProcessCluster(workers=2, allowed_failures=0) as cluster:
         _grade_killing_the_worker_of(cluster, "infinite_loop", submitted, tmp_path, messages)
-    # (A task waiting on the same worker, if any, fails with it.)
-    failed = {
-        m.split()[1]
-        for m in messages
-        if m.endswith(
-            "not graded: the workers grading it died repeatedly (past Dask's allowed-failures); "
-            "the next run tries again"
-        )
-    }
-    assert "infinite_loop" in failed, messages
-    assert set(results_of(tmp_path)) == set(KILL_CLASS) - failed
-    with ProcessCluster(workers=1) as cluster:
-        grade_class(
+        # (A task waiting on the same worker, if any, fails with it.)
+        failed = {
+            m.split()[1]
+            for m in messages
+            if m.endswith(
+                "not graded: the workers grading it died repeatedly (past Dask's allowed-failures); "
+                "the next run tries again"
+            )
+        }
+        assert "infinite_loop" in failed, messages
+        graded = set(results_of(tmp_path))
+        assert graded == set(FAULT_CLASS) - failed and graded, messages
+        again = grade_class(
             REPO,
             ASSIGNMENT,
             submitted,
@@ -269,9 +282,10 @@ def test_a_task_whose_workers_keep_dying_is_not_retried_forever(tmp_path, builde
             analyse=False,
             cluster=cluster.address,
         )
+    assert (again.reused, again.graded) == (len(graded), len(failed))
     got = results_of(tmp_path)
-    assert set(got) == set(KILL_CLASS)
-    for student in KILL_CLASS:
+    assert set(got) == set(FAULT_CLASS)
+    for student in FAULT_CLASS:
         assert comparable(got[student]) == comparable(local["results"][student]), student
 
 
@@ -281,7 +295,7 @@ def test_a_lost_scheduler_stops_the_run_and_the_next_run_resumes(tmp_path, build
     import subprocess
     import sys
 
-    names = ["infinite_loop", "solution", "blank", "os_exit", "patched_checker", "truncated_json"]
+    names = FAULT_CLASS
     submitted = builder.write_submitted(
         tmp_path, names, solutions=REPO / "solutions", gradebook=tmp_path / "gradebook.db"
     )
@@ -323,7 +337,7 @@ def test_a_lost_scheduler_stops_the_run_and_the_next_run_resumes(tmp_path, build
         f"went away: {len(first)} submissions of this run were graded and saved. Run the same command again" in err
     ), err
     assert 1 <= len(first) < len(names), first
-    with ProcessCluster(workers=2) as cluster:
+    with ProcessCluster(workers=1) as cluster:
         again = grade_class(
             REPO,
             ASSIGNMENT,
@@ -343,20 +357,27 @@ def test_a_lost_scheduler_stops_the_run_and_the_next_run_resumes(tmp_path, build
     assert gradebook_scores(f"sqlite:///{tmp_path / 'gradebook.db'}") == {s: local["gradebook"][s] for s in names}
 
 
-@pytest.mark.parametrize(
-    "package, what", [("lib", "lib (the reference implementation)"), ("grading", "grading (the checks)")]
-)
-def test_a_worker_with_another_lib_or_checks_is_refused_before_grading(tmp_path, builder, package, what):
-    """One worker imports a copy of the package with one line added: the run stops before any task."""
-    shadow = tmp_path / "shadow"
-    shutil.copytree(REPO / "sdpa_course", shadow / "sdpa_course", ignore=shutil.ignore_patterns("__pycache__"))
-    init = shadow / "sdpa_course" / package / "__init__.py"
-    init.write_text(init.read_text() + "\n# changed on this worker only\n")
+#: The course package's parts a worker's fingerprint hashes on their own, as the refusal names them.
+PARTS = {"lib": "lib (the reference implementation)", "grading": "grading (the checks)"}
+
+
+def test_a_worker_with_another_lib_or_checks_is_refused_before_grading(tmp_path, builder):
+    """Each worker imports a copy of the package with one line added, one to ``lib``, one to ``grading``:
+    the run stops before any task, and names each worker with its own difference alone."""
+    from distributed import Client
+
     submitted = builder.write_submitted(tmp_path, ["solution", "blank"])
-    with ProcessCluster(workers=1) as cluster:
-        cluster.add_worker(env={"PYTHONPATH": str(shadow)})
-        cluster.wait_for_workers(2)
-        with pytest.raises(ClusterError, match="refusing to grade: 1 of 2 workers differ") as refused:
+    with ProcessCluster(workers=0) as cluster:
+        for package in PARTS:
+            shadow = tmp_path / f"shadow-{package}"
+            shutil.copytree(REPO / "sdpa_course", shadow / "sdpa_course", ignore=shutil.ignore_patterns("__pycache__"))
+            init = shadow / "sdpa_course" / package / "__init__.py"
+            init.write_text(init.read_text() + "\n# changed on this worker only\n")
+            cluster.add_worker(env={"PYTHONPATH": str(shadow)})
+        cluster.wait_for_workers(len(PARTS))
+        with Client(cluster.address, set_as_default=False) as client:
+            address = {w["name"]: a for a, w in client.scheduler_info(n_workers=-1)["workers"].items()}
+        with pytest.raises(ClusterError, match="refusing to grade: 2 of 2 workers differ") as refused:
             grade_class(
                 REPO,
                 ASSIGNMENT,
@@ -368,10 +389,11 @@ def test_a_worker_with_another_lib_or_checks_is_refused_before_grading(tmp_path,
                 analyse=False,
                 cluster=cluster.address,
             )
-    message = str(refused.value)
-    assert f"{what}: hash" in message and "127.0.0.1" in message
-    other = "grading (the checks)" if package == "lib" else "lib (the reference implementation)"
-    assert other not in message
+    lines = str(refused.value).splitlines()
+    for n, what in enumerate(PARTS.values()):
+        [said] = [line for line in lines if line.strip().startswith(f"{address[f'worker-{n}']} (")]
+        assert f"{what}: hash" in said, lines
+        assert all(other not in said for other in PARTS.values() if other != what), lines
     assert not (tmp_path / "out" / "reports" / ASSIGNMENT / "results").exists()
     assert gradebook_scores(f"sqlite:///{tmp_path / 'out' / 'gradebook.db'}") == {}
 
@@ -398,23 +420,48 @@ def test_the_refusal_names_each_difference():
     ]
 
 
-def test_each_running_sandbox_on_a_machine_holds_its_own_slot(tmp_path):
-    """Slots (sandbox uids) are exclusive across the worker processes of one machine, and freed at exit."""
-    import subprocess
-    import sys
+def _another_process(folder: Path):
+    """A child process that takes a slot in ``folder`` when asked (the returned call), says which, and ends.
 
+    Forked now, before the caller holds any slot, so the child shares no slot of the caller's memory;
+    forked rather than started afresh, as importing the grader again would cost seconds.
+    """
     from classgrader.pipeline.dask_cluster import machine_slot
 
-    take = (
-        "import sys, pathlib; from classgrader.pipeline.dask_cluster import machine_slot\n"
-        "with machine_slot(pathlib.Path(sys.argv[1])) as s: print(s)"
-    )
+    go_read, go_write = os.pipe()
+    said_read, said_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child leaves by os._exit: the exit handlers it inherited are the test run's
+        status = 1
+        try:
+            os.read(go_read, 1)
+            with machine_slot(folder) as slot:
+                os.write(said_write, str(slot).encode())
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(go_read)
+    os.close(said_write)
+
+    def take() -> int:
+        os.write(go_write, b"x")
+        with os.fdopen(said_read) as said:
+            slot = said.read()
+        _, status = os.waitpid(pid, 0)
+        os.close(go_write)
+        assert os.waitstatus_to_exitcode(status) == 0 and slot, (status, slot)
+        return int(slot)
+
+    return take
+
+
+def test_each_running_sandbox_on_a_machine_holds_its_own_slot(tmp_path):
+    """Slots (sandbox uids) are exclusive across the processes of one machine, and freed at exit."""
+    from classgrader.pipeline.dask_cluster import machine_slot
+
+    other, again = _another_process(tmp_path), _another_process(tmp_path)
     with machine_slot(tmp_path) as first:
         with machine_slot(tmp_path) as second:
-            other = subprocess.run(
-                [sys.executable, "-c", take, str(tmp_path)], capture_output=True, text=True, check=True
-            ).stdout.strip()
-        again = subprocess.run(
-            [sys.executable, "-c", take, str(tmp_path)], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    assert (first, second, int(other), int(again)) == (0, 1, 2, 1)
+            seen_by_other = other()
+        seen_again = again()
+    assert (first, second, seen_by_other, seen_again) == (0, 1, 2, 1)

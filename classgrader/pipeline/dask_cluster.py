@@ -158,6 +158,11 @@ def for_workers(info: AssignmentInfo) -> AssignmentInfo:
 _INFOS: dict[str, AssignmentInfo] = {}
 
 
+def _shared(info: AssignmentInfo) -> AssignmentInfo:
+    """The task every grading task of a run depends on: it gives the assignment (see :meth:`Session.grade`)."""
+    return info
+
+
 def _worker_info(info: AssignmentInfo) -> AssignmentInfo:
     """The assignment with this worker's checks and packages (identical to the client's: fingerprinted)."""
     cached = _INFOS.get(info.key)
@@ -371,8 +376,15 @@ class Session:
         from distributed import as_completed
 
         window = window or max(64, 4 * (self.threads or 1))
-        shared = self.client.scatter(for_workers(info), broadcast=True, hash=False)
-        submit = functools.partial(self._submit, shared, info.name, policy, uuid.uuid4().hex[:8])
+        run = uuid.uuid4().hex[:8]
+        # The assignment goes as a task's result, not as scattered data: Dask keeps a key only where the
+        # tasks still waiting on it run, and scattered data lost with that worker cannot be made again,
+        # so every task still to run would be cancelled; a task's result is computed again. (Its key
+        # cannot be a grading task's: those begin "classgrader-".)
+        shared = self.client.submit(
+            _shared, for_workers(info), key=f"classgrader.assignment-{info.name}-{run}", pure=False
+        )
+        submit = functools.partial(self._submit, shared, info.name, policy, run)
         todo = list(reversed(subs))
         ac = as_completed(loop=self.client.loop)
         done = 0
