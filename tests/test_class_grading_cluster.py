@@ -252,14 +252,14 @@ def test_a_worker_killed_mid_task_loses_and_doubles_nothing(tmp_path, builder, l
 
 def test_a_task_whose_workers_keep_dying_is_not_retried_forever(tmp_path, builder, local):
     """With Dask's allowed-failures at 0, one lost worker ends that task: it is reported as not graded,
-    the others are graded, and the next run (on the worker left) grades it."""
+    the tasks of the worker left are graded, and the next run (on that worker) grades the rest."""
     submitted = builder.write_submitted(
         tmp_path, FAULT_CLASS, solutions=REPO / "solutions", gradebook=tmp_path / "gradebook.db"
     )
     messages: list[str] = []
     with ProcessCluster(workers=2, allowed_failures=0) as cluster:
         _grade_killing_the_worker_of(cluster, "infinite_loop", submitted, tmp_path, messages)
-        # (A task waiting on the same worker, if any, fails with it.)
+        # Tasks on the same worker fail with it: on a busy machine Dask may have given it every task.
         failed = {
             m.split()[1]
             for m in messages
@@ -270,7 +270,7 @@ def test_a_task_whose_workers_keep_dying_is_not_retried_forever(tmp_path, builde
         }
         assert "infinite_loop" in failed, messages
         graded = set(results_of(tmp_path))
-        assert graded == set(FAULT_CLASS) - failed and graded, messages
+        assert graded == set(FAULT_CLASS) - failed, messages
         again = grade_class(
             REPO,
             ASSIGNMENT,
