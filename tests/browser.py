@@ -402,7 +402,7 @@ async () => {
 """
 )
 
-# Starts SETTLE_JS once, on the first poll of settle()'s wait, and then reads how it went:
+# Starts SETTLE_JS once, on the first poll of wait_until_settled()'s wait, then reads how it went:
 # true once settled, an error's text if it failed, undefined while it runs.
 SETTLE_POLL_JS = f"""
 () => {{
