@@ -393,6 +393,22 @@ def test_every_hw6_seed_has_a_query_whose_forbidden_score_lies_far_above_its_per
         assert max(gaps) > 800, (seed, gaps)
 
 
+def test_every_hw7_seed_splits_heads_where_their_order_and_scale_matter():
+    """One head, one feature or one token reshapes the same whatever the order of the axes, and d_k = 1
+    needs no scale: each learner's hidden inputs must hold a split, a merge and a multi-head case beyond those."""
+    split = grading.get_check("hw7_multi_head_attention", "split_merge_hidden")
+    mha = grading.get_check("hw7_multi_head_attention", "multi_head_hidden")
+    for seed in range(40):
+        cases = split.make_cases(seed)
+        splits = [[decode(a) for a in c["args"]] for c in cases if c["call"] == "split_heads"]
+        assert any(h >= 2 and x.shape[-1] // h >= 2 and x.shape[-2] >= 2 for x, h in splits), seed
+        merges = [decode(c["args"][0]).shape[-3:] for c in cases if c["call"] == "merge_heads"]
+        assert any(min(shape) >= 2 for shape in merges), (seed, merges)
+        cases = [[decode(a) for a in c["args"]] for c in mha.make_cases(seed)]
+        shapes = [(h, x.shape[-2], w_q.shape[-1] // h, w_v.shape[-1] // h) for x, w_q, _, w_v, _, h in cases]
+        assert any(min(shape) >= 2 for shape in shapes), (seed, shapes)
+
+
 @pytest.mark.parametrize(("assignment", "path"), subs.fixtures(), ids=lambda v: getattr(v, "stem", v))
 def test_fixture_submissions_earn_what_they_say(assignment, path):
     """The learners' corpus: each fixture's points per check and the words of its messages."""
