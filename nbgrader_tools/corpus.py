@@ -160,3 +160,14 @@ def corpus_verdicts(assignment: str, path: Path) -> dict[str, Verdict]:
     ns = fixture_namespace(assignment, path)
     seed = student_seed(assignment, path.stem)
     return {c.id: grade(assignment, c.id, ns, seed if c.hidden else None) for c in grading.checks_for(assignment)}
+
+
+def rules_stated(message: str) -> set[str]:
+    """The ids of the rules (``grading.rules.ALL_RULES``) whose statement a feedback message repeats:
+    the rules that message applied."""
+    from sdpa_course.grading.rules import ALL_RULES
+
+    def norm(text: str) -> str:
+        return re.sub(r"\s+", " ", text).strip()
+
+    return {rule.id for rule in ALL_RULES if norm(rule.statement) in norm(message)}

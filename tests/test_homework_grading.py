@@ -421,6 +421,9 @@ def test_fixture_submissions_earn_what_they_say(assignment, path):
         got = checks[cid].score(verdict)
         assert lo - 1e-9 <= got <= hi + 1e-9, (cid, got, (lo, hi), verdict.message)
         assert verdict.passed == (got == checks[cid].points), (cid, verdict)
+        # a rule that costs points is applied only where the check declares it (and so states it)
+        declared = {rule.id for rule in checks[cid].rules}
+        assert subs.rules_stated(verdict.message) <= declared, (cid, declared, verdict.message)
     for cid, words in expected.messages.items():
         for text in words:
             assert text in verdicts[cid].message, (cid, text, verdicts[cid].message)
