@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 from fixtures.homework import submissions as subs
+from suite_groups import matrix_only
 
 from nbgrader_tools import corpus, mutants, scratch_course
 from sdpa_course import grading
@@ -31,6 +32,24 @@ def test_no_mutant_survives_another_course_secret(assignment):
     other secrets of the gate, where only full marks or not matter."""
     assert mutants.SECRETS[0] == corpus.TEST_SECRET and len(mutants.SECRETS) >= 3
     assert mutants.refusals(assignment, secrets=mutants.SECRETS[1:]) == []
+
+
+@pytest.mark.parametrize("assignment", [matrix_only(a, id=a) for a in subs.ASSIGNMENTS])
+def test_a_hidden_check_catches_its_mutants_whatever_the_seed(assignment):
+    """Where a mutant's '# earns:' line says a hidden check loses points, it loses some under each of
+    30 more seeds: a mistake is caught by every learner's hidden inputs, not by the luck of a draw."""
+    checks = [c for c in grading.checks_for(assignment) if c.hidden]
+    caught_by_luck = []
+    for entry in mutants.catalogue(assignment):
+        ns = corpus.fixture_namespace(assignment, entry.path)
+        for check in checks:
+            if entry.expected.bounds(check.id, check.points)[1] >= check.points:
+                continue  # the file may earn all of this check's points
+            for seed in range(1000, 1030):
+                if corpus.grade(assignment, check.id, ns, seed).passed:
+                    caught_by_luck.append((entry.name, check.id, seed))
+                    break
+    assert caught_by_luck == []
 
 
 def _corpus_copy(tmp_path, monkeypatch, assignment):

@@ -330,6 +330,8 @@ def _gqa_hidden(seed: int) -> list[Case]:
         n_q = int(gen.integers(2, 6))
         n_k = n_q if causal else int(gen.integers(1, 6))
         d_k, d_v = int(gen.integers(1, 6)), int(gen.integers(1, 5))
+        if i == 0:  # every seed's first case has a scale to get wrong (none matters for d_k = 1)
+            d_k = max(d_k, 2)
         spread = 10.0 ** gen.uniform(-0.3, 0.5)
         q = normal(gen, (*lead, h, n_q, d_k), dtype, spread)
         k = normal(gen, (*lead, h_kv, n_k, d_k), dtype, spread)
@@ -421,6 +423,8 @@ def _decode_hidden(seed: int) -> list[Case]:
         lead, dtype = BATCHES[i % len(BATCHES)], DTYPES[(i // 2) % 2]
         n, d_model = int(gen.integers(4, 8)), int(gen.integers(4, 10))
         d_k, d_v = 2 * int(gen.integers(1, 3)), int(gen.integers(1, 4))
+        if i == 0:  # two pairs of coordinates in every seed's first case: with one, the rotation's
+            d_k = 4  # pairing and its frequencies cannot be wrong
         n_prompt = int(gen.integers(1, n - 1))
         x = normal(gen, (*lead, n, d_model), dtype, 10.0 ** gen.uniform(-0.2, 0.4))
         out.append(_decode_case(x, _decode_weights(gen, d_model, h, h_kv, d_k, d_v, dtype), h, h_kv, n_prompt))

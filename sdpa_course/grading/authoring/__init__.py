@@ -24,7 +24,7 @@ Everything here is numpy only; ``lib`` is imported inside the judges, through
 
 from .attention import check_attention, value_scale
 from .hints import HINTS
-from .inputs import BATCHES, DTYPES, describe_inputs, generator, normal, sentence_qkv
+from .inputs import BATCHES, DTYPES, describe_inputs, generator, inexact_root, normal, sentence_qkv
 from .judging import CaseJudge, judge_each, unpack
 from .tolerances import attention_rtol, logit_rtol, row_sum_tol
 from .weights import (
@@ -38,6 +38,7 @@ from .weights import (
 )
 
 __all__ = [
+    "inexact_root",
     "BATCHES",
     "CaseJudge",
     "DTYPES",

@@ -37,7 +37,7 @@ def _mask_hint(w: np.ndarray, exp_w: np.ndarray, scores: np.ndarray, permitted: 
             "the whole softmax and exp underflowed to 0 on every permitted key; set the forbidden "
             "scores to -inf before the softmax"
         )
-    if near(w, zeroed):
+    if near(w, zeroed) and not near(zeroed, exp_w):  # where no query loses a key to the mask, they are the same
         return (
             "the weights are the unmasked softmax with the forbidden keys set "
             f"to 0 afterwards, so the rest no longer sum to 1: {HINTS['masked_after_softmax']}; "

@@ -20,6 +20,14 @@ def generator(seed: int, salt: int) -> np.random.Generator:
     return np.random.default_rng([int(seed) & 0x7FFFFFFF, salt])
 
 
+def inexact_root(d: int) -> int:
+    """The first width from ``d`` up whose square root float32 rounds by 1e-8 of its value or more,
+    so that a scale computed in float32 shows in a float64 result (for 1, 3, 4, 9, ... it hardly does)."""
+    while abs(float(np.float32(np.sqrt(d))) - np.sqrt(d)) < 1e-8 * np.sqrt(d):
+        d += 1
+    return d
+
+
 def normal(
     gen: np.random.Generator, shape: Sequence[int], dtype: DTypeLike = np.float64, scale: float = 1.0
 ) -> np.ndarray:
