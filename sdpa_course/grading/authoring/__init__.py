@@ -38,7 +38,6 @@ from .weights import (
 )
 
 __all__ = [
-    "inexact_root",
     "BATCHES",
     "CaseJudge",
     "DTYPES",
@@ -51,6 +50,7 @@ __all__ = [
     "edge_rows",
     "filled_weights",
     "generator",
+    "inexact_root",
     "judge_each",
     "judge_softmax_case",
     "logit_rtol",

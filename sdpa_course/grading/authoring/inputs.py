@@ -22,7 +22,7 @@ def generator(seed: int, salt: int) -> np.random.Generator:
 
 def inexact_root(d: int) -> int:
     """The first width from ``d`` up whose square root float32 rounds by 1e-8 of its value or more,
-    so that a scale computed in float32 shows in a float64 result (for 1, 3, 4, 9, ... it hardly does)."""
+    so that a scale computed in float32 shows in a float64 result (a square, 1, 4, 9, ..., has an exact root)."""
     while abs(float(np.float32(np.sqrt(d))) - np.sqrt(d)) < 1e-8 * np.sqrt(d):
         d += 1
     return d
