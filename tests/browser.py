@@ -111,7 +111,7 @@ SHORT_TIMERS_JS = """
 """
 
 # What the browser tests did, for the closing summary (see pytest_terminal_summary).
-SESSION: dict[str, Any] = {"skip_reason": None, "pages_opened": set(), "blocked": []}
+SESSION: dict[str, Any] = {"skip_reason": None, "pages_opened": set(), "blocked": [], "renderers_killed": []}
 
 
 def find_chromium(shell: bool = True) -> str | None:
@@ -421,21 +421,61 @@ class RendererStuck(AssertionError):
     """A page's renderer stopped answering (Chromium's fault, not the page's: it runs no script at all)."""
 
 
-def wait_until_settled(page: Any) -> None:
+@contextlib.contextmanager
+def renderers_killed_after(seconds: float, browser_pid: int) -> Iterator[list[int]]:
+    """Kill the renderers of the Chromium ``browser_pid`` if the block has not ended in ``seconds``;
+    yields the list of the processes killed (empty unless it came to that).
+
+    Playwright's limits do not bound a renderer that has stopped: its driver waits for
+    the renderer's answer to each step, and one such wait outlasted a 180 s limit until
+    pytest-timeout ended the test 20 minutes later. A killed renderer makes the waiting
+    step fail at once (the page crashed), and the page can be opened again.
+    """
+    import psutil
+
+    killed: list[int] = []
+
+    def kill() -> None:
+        with contextlib.suppress(psutil.Error):
+            for child in psutil.Process(browser_pid).children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    if "--type=renderer" in child.cmdline():
+                        child.kill()
+                        killed.append(child.pid)
+
+    timer = threading.Timer(seconds, kill)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield killed
+    finally:
+        timer.cancel()
+
+
+def wait_until_settled(page: Any, browser_pid: int) -> None:
     """Wait until ``page`` has settled (SETTLE_JS), at most WAIT_LIMIT_MS.
 
     The limit is kept by Playwright, outside the page: a timer in the page would
     never fire in a renderer that has stopped running its scripts, and
     ``page.evaluate`` has no limit of its own (so the stage is read with one too).
+    A renderer that does not answer Playwright either is killed half a minute later
+    (``browser_pid`` is the Chromium the page is in).
     """
-    try:
-        outcome = page.wait_for_function(SETTLE_POLL_JS, polling=50, timeout=WAIT_LIMIT_MS).json_value()
-    except Exception as error:
+    with renderers_killed_after(WAIT_LIMIT_MS / 1000 + 30, browser_pid) as killed:
         try:
-            stage = page.wait_for_function("() => window.__courseSettling", timeout=5000).json_value()
-        except Exception:
-            raise RendererStuck(f"{page.url}: the renderer stopped answering while the page settled") from error
-        raise AssertionError(f"{page.url} did not settle in {WAIT_LIMIT_MS // 1000} s: it was at {stage}") from error
+            outcome = page.wait_for_function(SETTLE_POLL_JS, polling=50, timeout=WAIT_LIMIT_MS).json_value()
+        except Exception as error:
+            stuck = RendererStuck(f"{page.url}: the renderer stopped answering while the page settled")
+            if killed:
+                SESSION["renderers_killed"].append(page.url)
+                raise stuck from error
+            try:
+                stage = page.wait_for_function("() => window.__courseSettling", timeout=5000).json_value()
+            except Exception:
+                raise stuck from error
+            raise AssertionError(
+                f"{page.url} did not settle in {WAIT_LIMIT_MS // 1000} s: it was at {stage}"
+            ) from error
     assert outcome is True, f"{page.url} failed while settling: {outcome}"
 
 
@@ -602,6 +642,9 @@ class BookBrowser:
             BookBrowser._release_playwright()
             raise
         self.version = self.browser.version
+        # Chromium's own process id, for a watchdog that kills its stopped renderers.
+        processes = self.browser.new_browser_cdp_session().send("SystemInfo.getProcessInfo")["processInfo"]
+        self.pid: int = next(p["id"] for p in processes if p["type"] == "browser")
         self.current: PageLog | None = None  # the page being opened or used
 
     @classmethod
@@ -700,7 +743,7 @@ class BookBrowser:
         if is_redirect(self.server.file_for(url)):  # index.html: go on to its target
             page.wait_for_url(lambda now: now != url, wait_until="load")
         try:
-            wait_until_settled(page)
+            wait_until_settled(page, self.pid)
         except RendererStuck:
             if retried:
                 raise
@@ -955,6 +998,7 @@ def merge_session(other: dict[str, Any]) -> None:
     SESSION["skip_reason"] = SESSION["skip_reason"] or other.get("skip_reason")
     SESSION["pages_opened"].update(other.get("pages_opened", ()))
     SESSION["blocked"].extend(other.get("blocked", ()))
+    SESSION["renderers_killed"].extend(other.get("renderers_killed", ()))
     for key in ("axe", "explorers"):
         if other.get(key):
             SESSION.setdefault(key, {}).update(other[key])
@@ -1011,6 +1055,11 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             f"{len(blocked)} requests outside the test server blocked"
             + (": " + ", ".join(sorted(set(blocked))[:10]) if blocked else "")
         )
+        if SESSION["renderers_killed"]:
+            terminalreporter.write_line(
+                "renderers that stopped answering, killed and opened again: " + ", ".join(SESSION["renderers_killed"]),
+                yellow=True,
+            )
         shots = sorted(p.name for p in SCREENSHOTS.glob("*.png")) if SCREENSHOTS.is_dir() else []
         if shots:
             terminalreporter.write_line(f"screenshots in {SCREENSHOTS.relative_to(ROOT)}/: {', '.join(shots)}")

@@ -69,7 +69,7 @@ class Site:
             self.settle(page)
         page = page or self.new_page()
         page.goto(self.url(path), wait_until="load")
-        wait_until_settled(page)
+        wait_until_settled(page, self.browser.pid)
         return page
 
     def settle(self, page: Any) -> None:
