@@ -427,9 +427,9 @@ def renderers_killed_after(seconds: float, browser_pid: int) -> Iterator[list[in
     yields the list of the processes killed (empty unless it came to that).
 
     Playwright's limits do not bound a renderer that has stopped: its driver waits for
-    the renderer's answer to each step, and one such wait outlasted a 180 s limit until
-    pytest-timeout ended the test 20 minutes later. A killed renderer makes the waiting
-    step fail at once (the page crashed), and the page can be opened again.
+    the renderer's answer to each step, so a wait with a 3 s limit on a page whose script
+    never ends never returns. A killed renderer makes the waiting step fail at once (the
+    page crashed), and the page can be opened again.
     """
     import psutil
 
