@@ -463,7 +463,10 @@ def wait_until_settled(page: Any, browser_pid: int) -> None:
     """
     with renderers_killed_after(WAIT_LIMIT_MS / 1000 + 30, browser_pid) as killed:
         try:
-            outcome = page.wait_for_function(SETTLE_POLL_JS, polling=50, timeout=WAIT_LIMIT_MS).json_value()
+            # Polled on animation frames: Playwright's polling at an interval sets its
+            # timer with the page's setTimeout, which the short-timer tracker counts as
+            # one of the page's own, so every wait for those ran to its 3 s cap.
+            outcome = page.wait_for_function(SETTLE_POLL_JS, polling="raf", timeout=WAIT_LIMIT_MS).json_value()
         except Exception as error:
             stuck = RendererStuck(f"{page.url}: the renderer stopped answering while the page settled")
             if killed:
