@@ -1,6 +1,7 @@
 """The benchmark page, ``docs/benchmarks.md``, is what ``benchmarks/results_page.py`` writes from the committed results.
 
-The README and the guides quote no benchmark figure: they link to that page.
+The guides quote no benchmark figure: they link to that page; the README gives
+the test command's times from it in whole minutes.
 Here the committed page is compared with a fresh run of its script, and the
 class grader's figures are recomputed from the results files' raw seconds
 (medians and per-round ratios) and milliseconds, independently of the script,
